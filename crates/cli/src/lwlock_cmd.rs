@@ -1,0 +1,141 @@
+//! `lockstack lwlock`: argument parsing and the text/JSON output of the engine's LWLock
+//! contention workload.
+
+use std::time::Duration;
+
+use clap::Args;
+use lockstack_engine::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
+
+use crate::Failure;
+
+/// Arguments of `lockstack lwlock`.
+#[derive(Args, Debug)]
+pub(crate) struct LwLockArgs {
+    /// Locks to compare: comma-separated list of pg92, atomic, read-biased, parking_lot, std,
+    /// or all.
+    #[arg(long = "impl", default_value = "all")]
+    implementation: String,
+    /// Worker threads per lock.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Seconds to run each lock (fractions allowed).
+    #[arg(long, default_value_t = 2.0)]
+    duration: f64,
+    /// Fraction of operations in shared mode (0 to 1).
+    #[arg(long, default_value_t = 0.9)]
+    shared_ratio: f64,
+    /// Busy work inside the lock, in ns.
+    #[arg(long, default_value_t = 0)]
+    hold_ns: u64,
+    /// Seed of the per-thread random streams.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Also write the full report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
+    let locks = LockUnderTest::parse_list(&args.implementation)
+        .map_err(|e| Failure::input(format!("--impl: {e}")))?;
+    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
+        return Err(Failure::input(format!(
+            "--duration must be above 0 and at most 3600 seconds, got {}",
+            args.duration
+        )));
+    }
+    let cfg = LwLockBenchConfig {
+        locks,
+        threads: args.threads,
+        duration: Duration::from_secs_f64(args.duration),
+        shared_ratio: args.shared_ratio,
+        hold_ns: args.hold_ns,
+        seed: args.seed,
+    };
+    cfg.validate().map_err(Failure::input)?;
+    if let Some(path) = &args.json {
+        // Fail before the run, not after it, if the file cannot be written.
+        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+    }
+    let report = lwlock::run(&cfg).map_err(Failure::input)?;
+    print_report(&report);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
+    }
+    if report.rows.iter().any(|r| !r.invariant_ok) {
+        return Err(Failure {
+            message: "a lock broke mutual exclusion (see the 'ok' column)".into(),
+            code: 2,
+        });
+    }
+    Ok(())
+}
+
+fn print_report(rep: &LwLockBenchReport) {
+    let c = &rep.config;
+    println!(
+        "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns",
+        c.threads,
+        c.duration.as_secs_f64(),
+        c.shared_ratio * 100.0,
+        c.hold_ns
+    );
+    println!("{}", rep.machine.line());
+    println!();
+    println!(
+        "{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>4}",
+        "lock",
+        "ops/s",
+        "excl/s",
+        "p50 ns",
+        "p99 ns",
+        "max us",
+        "shacq",
+        "exacq",
+        "blk",
+        "blk/kop",
+        "spindly",
+        "wait ms",
+        "revoke",
+        "ok"
+    );
+    for r in &rep.rows {
+        let secs = c.duration.as_secs_f64();
+        let stats = match &r.counters {
+            Some(k) => format!(
+                "{:>10} {:>10} {:>8} {:>9.2} {:>9} {:>10.1} {:>8}",
+                k.sh_acquire,
+                k.ex_acquire,
+                k.block,
+                r.blocks_per_kop().unwrap_or(0.0),
+                k.spin_delay,
+                k.wait_ns as f64 / 1e6,
+                k.bias_revoke
+            ),
+            None => {
+                format!("{:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8}", "-", "-", "-", "-", "-", "-", "-")
+            }
+        };
+        println!(
+            "{:<12} {:>12.0} {:>10.0} {:>9} {:>9} {:>9.1} | {} {:>4}",
+            r.lock.name(),
+            r.ops_per_sec,
+            r.exclusive_ops as f64 / secs,
+            r.acquire_p50_ns,
+            r.acquire_p99_ns,
+            r.acquire_max_ns as f64 / 1000.0,
+            stats,
+            if r.invariant_ok { "yes" } else { "NO" }
+        );
+    }
+    println!();
+    println!(
+        "shacq/exacq/blk/spindly/wait: LWLOCK_STATS counters of the run (blk = sleeps, blk/kop = sleeps per 1000 ops);"
+    );
+    println!(
+        "latencies are the time to acquire, sampled every 16th operation (they include Instant::now overhead)."
+    );
+}

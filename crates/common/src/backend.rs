@@ -1,0 +1,297 @@
+//! Backends and their published wait events.
+//!
+//! In PostgreSQL every backend has a `PGPROC` whose `wait_event_info` word it sets before it
+//! sleeps and clears after (`pgstat_report_wait_start/end`, 9.6+); `pg_stat_activity` and
+//! pg_wait_sampling read those words without any lock. [`BackendStatusArray`] is that array of
+//! words, one cache line per backend, and [`WaitSampler`] is a pg_wait_sampling-style thread that
+//! reads them at a fixed rate and builds a [`WaitEventProfile`].
+//!
+//! A thread becomes a backend by [`BackendStatusArray::attach`]; while attached, every
+//! [`WaitEventScope`] (which the lock crates open around each sleep) publishes into its slot.
+//! Threads that are not attached publish nowhere, at the cost of one thread-local read.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::ids::BackendId;
+use crate::wait_event::WaitEvent;
+
+/// One backend's published wait event: a single `u32`, written by its backend with relaxed
+/// stores and read by samplers with relaxed loads.
+#[derive(Default, Debug)]
+pub struct WaitEventSlot(AtomicU32);
+
+impl WaitEventSlot {
+    /// Publishes `event` (use [`WaitEvent::NONE`] to clear).
+    #[inline]
+    pub fn set(&self, event: WaitEvent) {
+        self.0.store(event.to_raw(), Ordering::Relaxed);
+    }
+
+    /// The currently published event.
+    #[inline]
+    pub fn get(&self) -> WaitEvent {
+        WaitEvent::from_raw(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// The shared array of wait-event slots, one per backend (`max_backends` entries, each on its
+/// own 128-byte line so that publishing never false-shares with a neighbour).
+#[derive(Debug)]
+pub struct BackendStatusArray {
+    slots: Box<[CachePadded<WaitEventSlot>]>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<(Arc<BackendStatusArray>, BackendId)>> =
+        const { RefCell::new(None) };
+}
+
+impl BackendStatusArray {
+    /// An array for `max_backends` backends, all publishing "not waiting".
+    pub fn new(max_backends: usize) -> Arc<BackendStatusArray> {
+        let slots = (0..max_backends).map(|_| CachePadded::new(WaitEventSlot::default())).collect();
+        Arc::new(BackendStatusArray { slots })
+    }
+
+    /// Number of backend slots.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True when the array has no slots.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The slot of backend `id`.
+    ///
+    /// # Panics
+    /// If `id` is not below [`len`](Self::len).
+    pub fn slot(&self, id: BackendId) -> &WaitEventSlot {
+        &self.slots[id.index()]
+    }
+
+    /// Makes the calling thread backend `id`: until the returned guard is dropped, wait events
+    /// this thread reports are published in slot `id`.
+    ///
+    /// # Panics
+    /// If `id` is out of range, or if the thread is already attached (a thread is one backend).
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> AttachedBackend {
+        assert!(id.index() < self.len(), "backend id {id} out of range 0..{}", self.len());
+        CURRENT.with(|c| {
+            let mut c = c.borrow_mut();
+            assert!(c.is_none(), "thread is already attached as a backend");
+            *c = Some((Arc::clone(self), id));
+        });
+        self.slot(id).set(WaitEvent::NONE);
+        AttachedBackend { _not_send: std::marker::PhantomData }
+    }
+
+    /// Adds one sample of every backend's slot to `profile`.
+    pub fn sample_into(&self, profile: &mut WaitEventProfile) {
+        for s in self.slots.iter() {
+            profile.record(s.get());
+        }
+    }
+}
+
+/// Guard returned by [`BackendStatusArray::attach`]; detaches the thread when dropped.
+#[derive(Debug)]
+pub struct AttachedBackend {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for AttachedBackend {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| {
+            if let Some((arr, id)) = c.borrow_mut().take() {
+                arr.slot(id).set(WaitEvent::NONE);
+            }
+        });
+    }
+}
+
+/// The backend id of the calling thread, if it is attached.
+pub fn current_backend() -> Option<BackendId> {
+    CURRENT.try_with(|c| c.borrow().as_ref().map(|(_, id)| *id)).ok().flatten()
+}
+
+fn publish(event: WaitEvent) -> WaitEvent {
+    CURRENT
+        .try_with(|c| {
+            c.borrow().as_ref().map(|(arr, id)| {
+                let slot = arr.slot(*id);
+                let prev = slot.get();
+                slot.set(event);
+                prev
+            })
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(WaitEvent::NONE)
+}
+
+/// Publishes `event` for the calling backend while the scope lives, then restores what was
+/// published before (PostgreSQL's `pgstat_report_wait_start` / `_end` pair).
+///
+/// Costs one thread-local read and, for attached threads, two relaxed stores; open it only
+/// around a sleep, never on a lock's fast path.
+#[derive(Debug)]
+pub struct WaitEventScope {
+    prev: WaitEvent,
+}
+
+impl WaitEventScope {
+    /// Starts waiting on `event`.
+    #[inline]
+    pub fn new(event: WaitEvent) -> WaitEventScope {
+        WaitEventScope { prev: publish(event) }
+    }
+}
+
+impl Drop for WaitEventScope {
+    #[inline]
+    fn drop(&mut self) {
+        publish(self.prev);
+    }
+}
+
+/// A histogram of sampled wait events, as pg_wait_sampling's `pg_wait_sampling_profile`.
+///
+/// Each sample of each backend adds one to the count of the event it was publishing, or to
+/// [`not_waiting`](Self::not_waiting) (running, or idle between transactions).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct WaitEventProfile {
+    /// Samples per wait event.
+    pub counts: BTreeMap<WaitEvent, u64>,
+    /// Samples that found the backend not waiting.
+    pub not_waiting: u64,
+    /// Sampling rounds taken (each reads every slot once).
+    pub rounds: u64,
+}
+
+impl WaitEventProfile {
+    /// Counts one backend-sample of `event`.
+    pub fn record(&mut self, event: WaitEvent) {
+        if event.is_none() {
+            self.not_waiting += 1;
+        } else {
+            *self.counts.entry(event).or_insert(0) += 1;
+        }
+    }
+
+    /// Total backend-samples recorded (waiting or not).
+    pub fn total(&self) -> u64 {
+        self.not_waiting + self.counts.values().sum::<u64>()
+    }
+
+    /// Events sorted by descending sample count.
+    pub fn sorted(&self) -> Vec<(WaitEvent, u64)> {
+        let mut v: Vec<_> = self.counts.iter().map(|(e, n)| (*e, *n)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Adds another profile's samples to this one.
+    pub fn merge(&mut self, other: &WaitEventProfile) {
+        for (e, n) in &other.counts {
+            *self.counts.entry(*e).or_insert(0) += n;
+        }
+        self.not_waiting += other.not_waiting;
+        self.rounds += other.rounds;
+    }
+}
+
+/// A background thread that samples a [`BackendStatusArray`] `hz` times per second.
+#[derive(Debug)]
+pub struct WaitSampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<WaitEventProfile>,
+}
+
+impl WaitSampler {
+    /// Starts sampling `array` at `hz` rounds per second.
+    ///
+    /// # Panics
+    /// If `hz` is 0 or above 100 000.
+    pub fn spawn(array: Arc<BackendStatusArray>, hz: u32) -> WaitSampler {
+        assert!((1..=100_000).contains(&hz), "sampling rate must be 1..=100000 Hz, got {hz}");
+        let stop = Arc::new(AtomicBool::new(false));
+        let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("wait-sampler".into())
+            .spawn(move || {
+                let mut profile = WaitEventProfile::default();
+                while !stop2.load(Ordering::Relaxed) {
+                    array.sample_into(&mut profile);
+                    profile.rounds += 1;
+                    std::thread::sleep(period);
+                }
+                profile
+            })
+            .expect("spawning the wait-event sampler thread");
+        WaitSampler { stop, handle }
+    }
+
+    /// Stops the sampler and returns its profile.
+    pub fn stop(self) -> WaitEventProfile {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tranche::TrancheId;
+
+    #[test]
+    fn scopes_publish_and_restore() {
+        let arr = BackendStatusArray::new(4);
+        let arr2 = Arc::clone(&arr);
+        std::thread::spawn(move || {
+            let _b = arr2.attach(BackendId(2));
+            assert_eq!(current_backend(), Some(BackendId(2)));
+            {
+                let _w = WaitEventScope::new(WaitEvent::lwlock(TrancheId::PROC_ARRAY));
+                assert_eq!(arr2.slot(BackendId(2)).get().to_string(), "LWLock:ProcArray");
+                {
+                    let _inner = WaitEventScope::new(WaitEvent::WAL_SYNC);
+                    assert_eq!(arr2.slot(BackendId(2)).get(), WaitEvent::WAL_SYNC);
+                }
+                assert_eq!(arr2.slot(BackendId(2)).get().to_string(), "LWLock:ProcArray");
+            }
+            assert!(arr2.slot(BackendId(2)).get().is_none());
+        })
+        .join()
+        .unwrap();
+        assert_eq!(current_backend(), None);
+        // Unattached threads publish nowhere.
+        let _w = WaitEventScope::new(WaitEvent::BUFFER_PIN);
+        let mut p = WaitEventProfile::default();
+        arr.sample_into(&mut p);
+        assert_eq!(p.not_waiting, 4);
+        assert!(p.counts.is_empty());
+    }
+
+    #[test]
+    fn sampler_sees_a_published_wait() {
+        let arr = BackendStatusArray::new(2);
+        arr.slot(BackendId(1)).set(WaitEvent::lock(0));
+        let s = WaitSampler::spawn(Arc::clone(&arr), 1000);
+        std::thread::sleep(Duration::from_millis(30));
+        let p = s.stop();
+        assert!(p.rounds >= 1);
+        assert_eq!(p.counts.get(&WaitEvent::lock(0)).copied(), Some(p.rounds));
+        assert_eq!(p.not_waiting, p.rounds);
+        assert_eq!(p.total(), 2 * p.rounds);
+    }
+}

@@ -1,0 +1,116 @@
+//! Spinning with back-off, and the test-and-test-and-set spinlock built on it.
+//!
+//! PostgreSQL's `s_lock.c` (`perform_spin_delay`, 8.0+) spins `spins_per_delay` times, then
+//! sleeps with a randomly growing delay; the number of delays is what `LWLOCK_STATS` prints as
+//! `spindelay`. On a machine with fewer cores than threads a spinner mostly burns the holder's
+//! time slice, so ours spins briefly, then yields, then sleeps for a growing interval (1 µs up to
+//! 1 ms). Every yield or sleep counts as one delay.
+
+use crate::sync::{AtomicBool, spin_hint, yield_now};
+use std::sync::atomic::Ordering;
+
+/// Back-off state for one spin loop.
+#[derive(Debug, Default)]
+pub struct SpinDelay {
+    spins: u32,
+    delays: u32,
+}
+
+impl SpinDelay {
+    /// Busy-wait iterations before the first yield.
+    pub const SPINS_BEFORE_YIELD: u32 = 64;
+    /// Yields before sleeping starts.
+    pub const YIELDS_BEFORE_SLEEP: u32 = 16;
+
+    /// Fresh state.
+    pub const fn new() -> SpinDelay {
+        SpinDelay { spins: 0, delays: 0 }
+    }
+
+    /// One step of waiting: spin, yield, or sleep, depending on how long we have waited.
+    #[inline]
+    pub fn spin(&mut self) {
+        if self.spins < Self::SPINS_BEFORE_YIELD {
+            self.spins += 1;
+            spin_hint();
+            return;
+        }
+        self.delays += 1;
+        if self.delays <= Self::YIELDS_BEFORE_SLEEP || cfg!(loom) {
+            yield_now();
+        } else {
+            #[cfg(not(loom))]
+            {
+                let exp = (self.delays - Self::YIELDS_BEFORE_SLEEP).min(10);
+                std::thread::sleep(std::time::Duration::from_micros(1 << exp));
+            }
+        }
+    }
+
+    /// How many times this loop yielded or slept (PostgreSQL's `spindelay`).
+    pub fn delays(&self) -> u32 {
+        self.delays
+    }
+}
+
+/// A test-and-test-and-set spinlock (PostgreSQL's `slock_t` with `s_lock`), for critical
+/// sections of a few instructions: the 9.2 LWLock's `mutex` and, in bufmgr, the buffer header
+/// lock of 9.2-9.5.
+#[derive(Debug, Default)]
+pub struct SpinLock {
+    locked: AtomicBool,
+}
+
+impl SpinLock {
+    /// An unlocked spinlock.
+    #[cfg(not(loom))]
+    pub const fn new() -> SpinLock {
+        SpinLock { locked: AtomicBool::new(false) }
+    }
+
+    /// An unlocked spinlock.
+    #[cfg(loom)]
+    pub fn new() -> SpinLock {
+        SpinLock { locked: AtomicBool::new(false) }
+    }
+
+    /// Takes the lock, spinning with back-off; returns the number of spin delays it needed.
+    #[inline]
+    pub fn lock(&self) -> u32 {
+        if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            return 0;
+        }
+        self.lock_slow()
+    }
+
+    #[cold]
+    fn lock_slow(&self) -> u32 {
+        let mut delay = SpinDelay::new();
+        loop {
+            while self.locked.load(Ordering::Relaxed) {
+                delay.spin();
+            }
+            if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return delay.delays();
+            }
+        }
+    }
+
+    /// Takes the lock if it is free.
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    /// Releases the lock. Calling it without holding the lock breaks mutual exclusion for
+    /// whoever holds it (no memory unsafety, but wrong results), so callers pair it with `lock`.
+    #[inline]
+    pub fn unlock(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+
+    /// True while some thread holds the lock (a hint: it may change at once).
+    pub fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,242 @@
+//! LWLOCK_STATS: per-backend counters for every tranche, plus per-lock counters for the slow
+//! path.
+//!
+//! PostgreSQL built with `-DLWLOCK_STATS` keeps, in each backend, a hash from (tranche, lock) to
+//! `sh_acquire_count`, `ex_acquire_count`, `block_count`, `spin_delay_count` and
+//! `dequeue_self_count`, and prints them at exit (`lwlock.c`, 9.4+). lockstack keeps the same
+//! counts, summed per tranche on the fast path (a thread-local row of [`LocalCounter`]s, so
+//! counting adds no shared write) and per lock instance on the slow path only (blocks, spin
+//! delays and wait time, which is where a hot lock shows itself). [`snapshot`] sums every
+//! backend's counters at any time; [`reset`] zeroes them between runs.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use lockstack_common::{LocalCounter, StatsRegistry, TrancheId};
+use parking_lot::Mutex;
+
+/// Counters of one backend for one tranche.
+#[derive(Default, Debug)]
+pub(crate) struct TrancheCounters {
+    pub(crate) sh_acquire: LocalCounter,
+    pub(crate) ex_acquire: LocalCounter,
+    pub(crate) cond_fail: LocalCounter,
+    pub(crate) block: LocalCounter,
+    pub(crate) spin_delay: LocalCounter,
+    pub(crate) wait_ns: LocalCounter,
+    pub(crate) dequeue_self: LocalCounter,
+    pub(crate) group_leader: LocalCounter,
+    pub(crate) group_follower: LocalCounter,
+    pub(crate) bias_revoke: LocalCounter,
+}
+
+/// One backend's block: a row per tranche, and the per-instance slow-path map.
+pub(crate) struct BackendLwLockStats {
+    tranches: Box<[TrancheCounters]>,
+    instances: Mutex<BTreeMap<(u16, u32), LockInstanceStats>>,
+}
+
+impl Default for BackendLwLockStats {
+    fn default() -> Self {
+        BackendLwLockStats {
+            tranches: (0..TrancheId::MAX).map(|_| TrancheCounters::default()).collect(),
+            instances: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+fn registry() -> &'static StatsRegistry<BackendLwLockStats> {
+    static REG: OnceLock<StatsRegistry<BackendLwLockStats>> = OnceLock::new();
+    REG.get_or_init(StatsRegistry::new)
+}
+
+std::thread_local! {
+    static MINE: OnceLock<Arc<BackendLwLockStats>> = const { OnceLock::new() };
+}
+
+/// Runs `f` on the calling backend's row for `tranche` (registering the backend on first use).
+#[inline]
+pub(crate) fn with_tranche<R>(tranche: TrancheId, f: impl FnOnce(&TrancheCounters) -> R) -> R {
+    let mut f = Some(f);
+    let r = MINE.try_with(|m| {
+        let block = m.get_or_init(|| registry().register());
+        (f.take().expect("called once"))(&block.tranches[tranche.index()])
+    });
+    match r {
+        Ok(r) => r,
+        // Thread-local storage is being torn down: count into a throw-away row.
+        Err(_) => (f.take().expect("called once"))(&TrancheCounters::default()),
+    }
+}
+
+/// Adds slow-path figures for one lock instance (called only after a sleep or spin delays).
+pub(crate) fn record_instance(tranche: TrancheId, instance: u32, blocks: u64, spins: u64, wait_ns: u64) {
+    let _ = MINE.try_with(|m| {
+        let block = m.get_or_init(|| registry().register());
+        let mut map = block.instances.lock();
+        let e = map.entry((tranche.0, instance)).or_default();
+        e.block += blocks;
+        e.spin_delay += spins;
+        e.wait_ns += wait_ns;
+    });
+}
+
+/// Sums of one tranche's counters over every backend.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrancheStats {
+    /// Shared-mode acquisitions (successful, including conditional ones).
+    pub sh_acquire: u64,
+    /// Exclusive-mode acquisitions (successful, including conditional ones).
+    pub ex_acquire: u64,
+    /// Conditional acquisitions that failed because the lock was busy.
+    pub cond_fail: u64,
+    /// Times a backend had to sleep on the lock (PostgreSQL's `blk`).
+    pub block: u64,
+    /// Spin delays (yields or sleeps) while spinning on the lock's spinlock or wait-list bit.
+    pub spin_delay: u64,
+    /// Nanoseconds spent asleep waiting for the lock.
+    pub wait_ns: u64,
+    /// Times a backend queued itself, found the lock free, and took itself off the queue.
+    pub dequeue_self: u64,
+    /// Group-combining rounds led (one exclusive acquisition on behalf of several requests).
+    pub group_leader: u64,
+    /// Requests performed by another backend's group round or FlexLock release.
+    pub group_follower: u64,
+    /// ReadBiased: times an exclusive locker revoked the reader bias.
+    pub bias_revoke: u64,
+}
+
+impl TrancheStats {
+    /// Shared plus exclusive acquisitions.
+    pub fn acquisitions(&self) -> u64 {
+        self.sh_acquire + self.ex_acquire
+    }
+
+    fn add(&mut self, c: &TrancheCounters) {
+        self.sh_acquire += c.sh_acquire.get();
+        self.ex_acquire += c.ex_acquire.get();
+        self.cond_fail += c.cond_fail.get();
+        self.block += c.block.get();
+        self.spin_delay += c.spin_delay.get();
+        self.wait_ns += c.wait_ns.get();
+        self.dequeue_self += c.dequeue_self.get();
+        self.group_leader += c.group_leader.get();
+        self.group_follower += c.group_follower.get();
+        self.bias_revoke += c.bias_revoke.get();
+    }
+
+    fn is_zero(&self) -> bool {
+        *self == TrancheStats::default()
+    }
+}
+
+/// Slow-path sums for one lock instance.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockInstanceStats {
+    /// Sleeps on this lock.
+    pub block: u64,
+    /// Spin delays on this lock.
+    pub spin_delay: u64,
+    /// Nanoseconds asleep on this lock.
+    pub wait_ns: u64,
+}
+
+/// A point-in-time sum of every backend's LWLock counters.
+#[derive(Default, Debug, Clone)]
+pub struct LwLockStatsSnapshot {
+    /// Per tranche, only tranches with a non-zero counter.
+    pub tranches: BTreeMap<TrancheId, TrancheStats>,
+    /// Per lock instance (tranche, instance number), slow-path counters only.
+    pub instances: BTreeMap<(TrancheId, u32), LockInstanceStats>,
+    /// Backends that have counted something since the process started.
+    pub backends: usize,
+}
+
+impl LwLockStatsSnapshot {
+    /// The counters of `tranche` (zeros if it saw no traffic).
+    pub fn tranche(&self, tranche: TrancheId) -> TrancheStats {
+        self.tranches.get(&tranche).copied().unwrap_or_default()
+    }
+
+    /// `self - earlier`, counter by counter (for measuring one phase of a run).
+    pub fn since(&self, earlier: &LwLockStatsSnapshot) -> LwLockStatsSnapshot {
+        let mut out = LwLockStatsSnapshot { backends: self.backends, ..Default::default() };
+        for (t, s) in &self.tranches {
+            let e = earlier.tranche(*t);
+            let d = TrancheStats {
+                sh_acquire: s.sh_acquire.saturating_sub(e.sh_acquire),
+                ex_acquire: s.ex_acquire.saturating_sub(e.ex_acquire),
+                cond_fail: s.cond_fail.saturating_sub(e.cond_fail),
+                block: s.block.saturating_sub(e.block),
+                spin_delay: s.spin_delay.saturating_sub(e.spin_delay),
+                wait_ns: s.wait_ns.saturating_sub(e.wait_ns),
+                dequeue_self: s.dequeue_self.saturating_sub(e.dequeue_self),
+                group_leader: s.group_leader.saturating_sub(e.group_leader),
+                group_follower: s.group_follower.saturating_sub(e.group_follower),
+                bias_revoke: s.bias_revoke.saturating_sub(e.bias_revoke),
+            };
+            if !d.is_zero() {
+                out.tranches.insert(*t, d);
+            }
+        }
+        for (k, s) in &self.instances {
+            let e = earlier.instances.get(k).copied().unwrap_or_default();
+            let d = LockInstanceStats {
+                block: s.block.saturating_sub(e.block),
+                spin_delay: s.spin_delay.saturating_sub(e.spin_delay),
+                wait_ns: s.wait_ns.saturating_sub(e.wait_ns),
+            };
+            if d != LockInstanceStats::default() {
+                out.instances.insert(*k, d);
+            }
+        }
+        out
+    }
+}
+
+/// Sums every backend's counters now. Safe to call while backends run: each counter is read
+/// atomically, so the result is at most a few increments behind.
+pub fn snapshot() -> LwLockStatsSnapshot {
+    let mut out = LwLockStatsSnapshot::default();
+    registry().for_each(|b| {
+        out.backends += 1;
+        for (i, c) in b.tranches.iter().enumerate() {
+            let mut s = out.tranches.get(&TrancheId(i as u16)).copied().unwrap_or_default();
+            s.add(c);
+            if !s.is_zero() {
+                out.tranches.insert(TrancheId(i as u16), s);
+            }
+        }
+        for (&(t, inst), s) in b.instances.lock().iter() {
+            let e = out.instances.entry((TrancheId(t), inst)).or_default();
+            e.block += s.block;
+            e.spin_delay += s.spin_delay;
+            e.wait_ns += s.wait_ns;
+        }
+    });
+    out
+}
+
+/// Zeroes every backend's counters. Call it only when no backend is running (between runs):
+/// an increment racing with the reset may survive it.
+pub fn reset() {
+    registry().for_each(|b| {
+        for c in b.tranches.iter() {
+            for x in [
+                &c.sh_acquire,
+                &c.ex_acquire,
+                &c.cond_fail,
+                &c.block,
+                &c.spin_delay,
+                &c.wait_ns,
+                &c.dequeue_self,
+                &c.group_leader,
+                &c.group_follower,
+                &c.bias_revoke,
+            ] {
+                x.reset();
+            }
+        }
+        b.instances.lock().clear();
+    });
+}

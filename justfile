@@ -1,0 +1,26 @@
+# Everyday recipes. `just` is optional: each recipe is a plain cargo command (see README.md).
+
+# The tests, as CI runs them.
+test:
+    cargo test --workspace --release
+
+# loom model checks (separate target dir: --cfg loom rebuilds everything).
+loom:
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom LOOM_MAX_PREEMPTIONS=2 cargo test --release -p lockstack-lwlock --test loom_lwlock
+
+# criterion benchmarks; pass a filter, e.g. `just bench uncontended`.
+bench *FILTER:
+    cargo bench -p lockstack-benches -- {{FILTER}}
+
+# Formatting and lints, as CI checks them.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# The main job on its default input.
+run:
+    cargo run --release -p lockstack-cli -- lwlock
+
+# Everything CI runs.
+ci:
+    bash .ci/run
