@@ -27,6 +27,10 @@ pub(crate) struct LwLockArgs {
     /// Busy work inside the lock, in ns.
     #[arg(long, default_value_t = 0)]
     hold_ns: u64,
+    /// Pre-sleep spin rounds of the LWLocks (0 = PostgreSQL's behaviour: sleep at once;
+    /// default: parking_lot's schedule).
+    #[arg(long, default_value_t = lockstack_lwlock::DEFAULT_SPIN_ROUNDS)]
+    spin_rounds: u32,
     /// Seed of the per-thread random streams.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -51,6 +55,7 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         shared_ratio: args.shared_ratio,
         hold_ns: args.hold_ns,
         seed: args.seed,
+        spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
     if let Some(path) = &args.json {
@@ -77,11 +82,12 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
 fn print_report(rep: &LwLockBenchReport) {
     let c = &rep.config;
     println!(
-        "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns",
+        "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
         c.threads,
         c.duration.as_secs_f64(),
         c.shared_ratio * 100.0,
-        c.hold_ns
+        c.hold_ns,
+        c.spin_rounds
     );
     println!("{}", rep.machine.line());
     println!();

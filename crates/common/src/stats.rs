@@ -57,7 +57,8 @@ impl LocalCounter {
 /// Each backend (thread) calls [`register`](Self::register) once and keeps the returned `Arc`;
 /// a reporter calls [`for_each`](Self::for_each) at any time to read every block, including
 /// those of backends that have exited (their counts stay in the totals). Registration takes a
-/// mutex; reading the counters never does.
+/// mutex; reading the counters never does. A registry never drops a block it handed out, so a
+/// block lives at least as long as the registry (for a `static` registry: the process).
 pub struct StatsRegistry<T> {
     blocks: Mutex<Vec<Arc<T>>>,
 }

@@ -21,7 +21,7 @@ use std::time::Instant;
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
-use crate::spin::SpinDelay;
+use crate::spin::{SpinDelay, spin_then_attempt};
 use crate::stats::{record_instance, with_tranche};
 use crate::sync::AtomicU32;
 use crate::waiter::{
@@ -241,6 +241,16 @@ impl AtomicLwLock {
             LwLockMode::Shared => WaitMode::Shared,
             LwLockMode::Exclusive => WaitMode::Exclusive,
         };
+        let free_mask = match mode {
+            LwLockMode::Shared => VAL_EXCLUSIVE,
+            LwLockMode::Exclusive => LOCK_MASK,
+        };
+        if spin_then_attempt(
+            || self.state.load(Ordering::Relaxed) & free_mask == 0,
+            || self.attempt_lock(mode),
+        ) {
+            return false;
+        }
         let (mut blocks, mut spins, mut ns) = (0u64, 0u64, 0u64);
         with_waiter(|w| {
             loop {

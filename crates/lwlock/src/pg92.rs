@@ -13,7 +13,7 @@ use std::time::Instant;
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
-use crate::spin::SpinLock;
+use crate::spin::{SpinLock, spin_rounds, spin_then_attempt};
 use crate::stats::{record_instance, with_tranche};
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32};
 use crate::waiter::{WaitList, WaitMode, Waiter, WakeList, with_waiter};
@@ -147,6 +147,7 @@ impl LwLockImpl for Pg92LwLock {
         };
         let (mut blocks, mut spins, mut ns) = (0u64, 0u64, 0u64);
         let mut retry = false;
+        let mut may_spin = spin_rounds() > 0;
         loop {
             self.lock_mutex(&mut spins);
             if retry {
@@ -156,6 +157,28 @@ impl LwLockImpl for Pg92LwLock {
             if self.try_take(mode) {
                 self.mutex.unlock();
                 break;
+            }
+            if may_spin {
+                // Optional pre-sleep spin (see `set_spin_rounds`): read the counts without the
+                // spinlock, retry under it when they look free. With 0 rounds this branch is
+                // never taken and the loop is exactly 9.2's.
+                may_spin = false;
+                self.mutex.unlock();
+                let looks_free = || {
+                    self.exclusive.load(Ordering::Relaxed) == 0
+                        && (mode == LwLockMode::Shared || self.shared.load(Ordering::Relaxed) == 0)
+                };
+                let try_take = || {
+                    let mut s = 0;
+                    self.lock_mutex(&mut s);
+                    let ok = self.try_take(mode);
+                    self.mutex.unlock();
+                    ok
+                };
+                if spin_then_attempt(looks_free, try_take) {
+                    break;
+                }
+                continue;
             }
             blocks += 1;
             ns += with_waiter(|w| self.queue_and_sleep(w, wait_mode, false));

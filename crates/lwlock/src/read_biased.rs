@@ -24,7 +24,7 @@ use crate::atomic::AtomicLwLock;
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::SpinDelay;
 use crate::stats::with_tranche;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, fence, thread_local};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, fence};
 
 /// Number of reader slots per lock (16 × 128 bytes).
 pub const READER_SLOTS: usize = 16;
@@ -55,8 +55,10 @@ fn now_ns() -> u64 {
     }
 }
 
-thread_local! {
-    static MY_SLOT: u16 = next_slot();
+// A plain std thread-local: under loom the slot is always 0 (see `next_slot`), so nothing
+// here needs to be modelled.
+std::thread_local! {
+    static MY_SLOT: std::cell::Cell<u16> = const { std::cell::Cell::new(u16::MAX) };
 }
 
 /// Threads take slots round-robin, so up to `READER_SLOTS` threads never share one.
@@ -74,7 +76,12 @@ fn next_slot() -> u16 {
 }
 
 fn my_slot() -> u16 {
-    MY_SLOT.try_with(|s| *s).unwrap_or(0)
+    MY_SLOT.with(|s| {
+        if s.get() == u16::MAX {
+            s.set(next_slot());
+        }
+        s.get()
+    })
 }
 
 impl ReadBiasedLwLock {

@@ -7,7 +7,52 @@
 //! 1 ms). Every yield or sleep counts as one delay.
 
 use crate::sync::{AtomicBool, spin_hint, yield_now};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Default for [`set_spin_rounds`]: the schedule of parking_lot's `SpinWait` (3 rounds of
+/// 2, 4, 8 pauses, then yields up to 10 rounds in all). 0 under loom, to keep models small.
+pub const DEFAULT_SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 10 };
+
+static SPIN_ROUNDS: AtomicU32 = AtomicU32::new(DEFAULT_SPIN_ROUNDS);
+
+/// Sets how long a backend that finds an LWLock busy keeps retrying before it queues and
+/// sleeps, in rounds: rounds 1-3 busy-wait 2, 4 and 8 pauses, later rounds yield the CPU.
+/// `0` is PostgreSQL's behaviour (no spinning: queue at once). Applies to the `Pg92` and
+/// `Atomic` designs (and `ReadBiased`, which sits on `Atomic`), process-wide, from the next
+/// slow-path acquisition on; it never touches the uncontended path.
+///
+/// Why it exists: PostgreSQL backends are processes sleeping on semaphores, so every LWLock
+/// implementation it ever shipped goes straight to sleep. Threads parked through a futex pay a
+/// similar price, and on a machine with few cores that price dominates short critical
+/// sections; Rust locks such as parking_lot spin briefly first. The knob lets a run show both.
+pub fn set_spin_rounds(rounds: u32) {
+    SPIN_ROUNDS.store(rounds.min(64), Ordering::Relaxed);
+}
+
+/// The current [`set_spin_rounds`] setting.
+pub fn spin_rounds() -> u32 {
+    SPIN_ROUNDS.load(Ordering::Relaxed)
+}
+
+/// Retries `attempt` on the [`set_spin_rounds`] schedule, calling it only when `looks_free`
+/// says it might succeed; returns true once `attempt` succeeds, false when the rounds run out.
+#[inline]
+pub(crate) fn spin_then_attempt(looks_free: impl Fn() -> bool, attempt: impl Fn() -> bool) -> bool {
+    let rounds = spin_rounds();
+    for round in 0..rounds {
+        if round < 3 {
+            for _ in 0..(2u32 << round) {
+                spin_hint();
+            }
+        } else {
+            yield_now();
+        }
+        if looks_free() && attempt() {
+            return true;
+        }
+    }
+    false
+}
 
 /// Back-off state for one spin loop.
 #[derive(Debug, Default)]

@@ -9,6 +9,7 @@
 //! delays and wait time, which is where a hot lock shows itself). [`snapshot`] sums every
 //! backend's counters at any time; [`reset`] zeroes them between runs.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
@@ -51,34 +52,45 @@ fn registry() -> &'static StatsRegistry<BackendLwLockStats> {
 }
 
 std::thread_local! {
-    static MINE: OnceLock<Arc<BackendLwLockStats>> = const { OnceLock::new() };
+    /// This thread's stats block. A raw pointer with a const initialiser and no destructor, so
+    /// that reading it is a single thread-local load on the acquire path.
+    static MINE: Cell<*const BackendLwLockStats> = const { Cell::new(std::ptr::null()) };
+}
+
+#[cold]
+fn register_mine() -> *const BackendLwLockStats {
+    let block = registry().register();
+    // The registry keeps its own `Arc` to every block for the life of the process, so the
+    // pointer stays valid after this `Arc` is dropped.
+    let p = Arc::as_ptr(&block);
+    MINE.with(|m| m.set(p));
+    p
+}
+
+#[inline]
+fn mine() -> &'static BackendLwLockStats {
+    let mut p = MINE.with(|m| m.get());
+    if p.is_null() {
+        p = register_mine();
+    }
+    // SAFETY: `p` came from `Arc::as_ptr` on a block that the static registry holds an `Arc`
+    // to; the registry never drops blocks, so the block lives as long as the process.
+    unsafe { &*p }
 }
 
 /// Runs `f` on the calling backend's row for `tranche` (registering the backend on first use).
 #[inline]
 pub(crate) fn with_tranche<R>(tranche: TrancheId, f: impl FnOnce(&TrancheCounters) -> R) -> R {
-    let mut f = Some(f);
-    let r = MINE.try_with(|m| {
-        let block = m.get_or_init(|| registry().register());
-        (f.take().expect("called once"))(&block.tranches[tranche.index()])
-    });
-    match r {
-        Ok(r) => r,
-        // Thread-local storage is being torn down: count into a throw-away row.
-        Err(_) => (f.take().expect("called once"))(&TrancheCounters::default()),
-    }
+    f(&mine().tranches[tranche.index()])
 }
 
 /// Adds slow-path figures for one lock instance (called only after a sleep or spin delays).
 pub(crate) fn record_instance(tranche: TrancheId, instance: u32, blocks: u64, spins: u64, wait_ns: u64) {
-    let _ = MINE.try_with(|m| {
-        let block = m.get_or_init(|| registry().register());
-        let mut map = block.instances.lock();
-        let e = map.entry((tranche.0, instance)).or_default();
-        e.block += blocks;
-        e.spin_delay += spins;
-        e.wait_ns += wait_ns;
-    });
+    let mut map = mine().instances.lock();
+    let e = map.entry((tranche.0, instance)).or_default();
+    e.block += blocks;
+    e.spin_delay += spins;
+    e.wait_ns += wait_ns;
 }
 
 /// Sums of one tranche's counters over every backend.

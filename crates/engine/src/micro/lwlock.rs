@@ -102,6 +102,9 @@ pub struct LwLockBenchConfig {
     pub hold_ns: u64,
     /// Seed of the per-thread random streams.
     pub seed: u64,
+    /// LWLock pre-sleep spin rounds (`lockstack_lwlock::set_spin_rounds`; 0 = PostgreSQL's
+    /// behaviour).
+    pub spin_rounds: u32,
 }
 
 impl LwLockBenchConfig {
@@ -118,6 +121,9 @@ impl LwLockBenchConfig {
         }
         if !(0.0..=1.0).contains(&self.shared_ratio) {
             return Err(format!("--shared-ratio must be between 0 and 1, got {}", self.shared_ratio));
+        }
+        if self.spin_rounds > 64 {
+            return Err(format!("--spin-rounds must be at most 64, got {}", self.spin_rounds));
         }
         if self.hold_ns > 1_000_000_000 {
             return Err(format!("--hold-ns must be at most 1e9, got {}", self.hold_ns));
@@ -376,6 +382,8 @@ fn lw_row<L: LwLockImpl>(which: LockUnderTest, lock: L, cfg: &LwLockBenchConfig)
 /// The message of [`LwLockBenchConfig::validate`].
 pub fn run(cfg: &LwLockBenchConfig) -> Result<LwLockBenchReport, String> {
     cfg.validate()?;
+    let previous_spin = lockstack_lwlock::spin_rounds();
+    lockstack_lwlock::set_spin_rounds(cfg.spin_rounds);
     let tranche = TrancheId::register("LwLockBench");
     let mut rows = Vec::new();
     for (i, &which) in cfg.locks.iter().enumerate() {
@@ -397,6 +405,7 @@ pub fn run(cfg: &LwLockBenchConfig) -> Result<LwLockBenchReport, String> {
         };
         rows.push(row);
     }
+    lockstack_lwlock::set_spin_rounds(previous_spin);
     Ok(LwLockBenchReport { config: cfg.clone(), machine: MachineNote::for_threads(cfg.threads), rows })
 }
 
@@ -413,6 +422,7 @@ mod tests {
             shared_ratio: 0.7,
             hold_ns: 0,
             seed: 1,
+            spin_rounds: 0,
         };
         let rep = run(&cfg).unwrap();
         assert_eq!(rep.rows.len(), 5);
@@ -435,6 +445,7 @@ mod tests {
             shared_ratio: 0.5,
             hold_ns: 0,
             seed: 0,
+            spin_rounds: 10,
         };
         assert!(run(&cfg).unwrap_err().contains("--threads"));
         cfg.threads = 1;
