@@ -6,7 +6,7 @@ test:
 
 # loom model checks (separate target dir: --cfg loom rebuilds everything).
 loom:
-    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom LOOM_MAX_PREEMPTIONS=2 cargo test --release -p lockstack-lwlock --test loom_lwlock
+    for f in crates/*/tests/loom_*.rs; do c=$(basename $(dirname $(dirname $f))); RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom LOOM_MAX_PREEMPTIONS=2 cargo test --release -p lockstack-$c --test $(basename $f .rs) || exit 1; done
 
 # criterion benchmarks; pass a filter, e.g. `just bench uncontended`.
 bench *FILTER:

@@ -278,3 +278,40 @@ fn releasing_an_unheld_mode_panics() {
     let h = a.acquire(LwLockMode::Exclusive);
     b.release(h);
 }
+
+/// A backend blocked on an LWLock publishes `LWLock:<tranche>` in its wait-event slot, and
+/// clears it once it has the lock.
+fn waiter_publishes_wait_event<L: Queued>(lock: L) {
+    use lockstack_common::{BackendId, BackendStatusArray};
+    let lock = Arc::new(lock);
+    let backends = BackendStatusArray::new(2);
+    let holder = lock.acquire(LwLockMode::Exclusive);
+    let (l, b) = (Arc::clone(&lock), Arc::clone(&backends));
+    let t = std::thread::spawn(move || {
+        let _me = b.attach(BackendId(1));
+        let h = l.acquire(LwLockMode::Shared);
+        let while_holding = b.slot(BackendId(1)).get();
+        l.release(h);
+        while_holding
+    });
+    {
+        let l = Arc::clone(&lock);
+        wait_until("the waiter is queued", move || l.queued() == 1);
+    }
+    // The waiter publishes just before it parks, after it is queued.
+    let slot = || backends.slot(BackendId(1)).get().to_string();
+    wait_until("the wait event is published", || slot() == "LWLock:ProcArray");
+    assert!(backends.slot(BackendId(0)).get().is_none());
+    lock.release(holder);
+    assert!(t.join().unwrap().is_none(), "wait event still set after the lock was granted");
+}
+
+#[test]
+fn atomic_waiter_publishes_wait_event() {
+    waiter_publishes_wait_event(AtomicLwLock::with_id(TrancheId::PROC_ARRAY, 50));
+}
+
+#[test]
+fn pg92_waiter_publishes_wait_event() {
+    waiter_publishes_wait_event(Pg92LwLock::with_id(TrancheId::PROC_ARRAY, 51));
+}
