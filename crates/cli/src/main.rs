@@ -4,6 +4,7 @@
 //! workload lives in the engine crate.
 
 mod lwlock_cmd;
+mod snapshot_cmd;
 
 use std::process::ExitCode;
 
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Reader/writer contention on each LWLock implementation and on parking_lot/std RwLock.
     Lwlock(lwlock_cmd::LwLockArgs),
+    /// GetSnapshotData against committers, per ProcArray layout (PGPROC, PGXACT, padded, dense).
+    Snapshot(snapshot_cmd::SnapshotArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Lwlock(args) => lwlock_cmd::run(args),
+        Command::Snapshot(args) => snapshot_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

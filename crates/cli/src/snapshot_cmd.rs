@@ -1,0 +1,176 @@
+//! `lockstack snapshot`: snapshot takers against committers, one row per ProcArray layout, with
+//! ProcArrayLock counters (seed 000's experiment at the level of one crate).
+
+use std::time::Duration;
+
+use clap::Args;
+use lockstack_engine::micro::snapshot::{
+    SnapshotWorkloadConfig, SnapshotWorkloadResult, run_snapshot_workload,
+};
+use lockstack_engine::report::MachineNote;
+use lockstack_procarray::{EndXactStrategy, Layout};
+use serde_json::json;
+
+use crate::Failure;
+
+/// Arguments of `lockstack snapshot`.
+#[derive(Args, Debug)]
+pub(crate) struct SnapshotArgs {
+    /// Layouts to compare: comma-separated pgproc, pgxact, pgxact-padded, dense, or all.
+    #[arg(long, default_value = "all")]
+    layout: String,
+    /// ProcArray members in total (idle ones included).
+    #[arg(long, default_value_t = 1000)]
+    backends: usize,
+    /// Members holding an xid for the whole run (the snapshot's xip length).
+    #[arg(long, default_value_t = 10)]
+    running: usize,
+    /// Threads taking snapshots.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Threads committing xid-bearing transactions.
+    #[arg(long, default_value_t = 1)]
+    committers: usize,
+    /// End-of-transaction strategy: exclusive, flexlock or group-clear.
+    #[arg(long, default_value = "exclusive")]
+    end_xact: String,
+    /// Seconds per layout (fractions allowed).
+    #[arg(long, default_value_t = 1.0)]
+    duration: f64,
+    /// Single-thread mode: take exactly N snapshots per layout and stop (for
+    /// `valgrind --tool=cachegrind`; see docs/procarray.md).
+    #[arg(long, value_name = "N")]
+    fixed: Option<u64>,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+fn parse_layouts(s: &str) -> Result<Vec<Layout>, Failure> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if part == "all" {
+            out.extend(Layout::ALL);
+        } else {
+            out.push(part.parse::<Layout>().map_err(|e| Failure::input(format!("--layout: {e}")))?);
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
+    let layouts = parse_layouts(&args.layout)?;
+    let end_xact: EndXactStrategy =
+        args.end_xact.parse().map_err(|e| Failure::input(format!("--end-xact: {e}")))?;
+    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
+        return Err(Failure::input(format!(
+            "--duration must be above 0 and at most 3600 seconds, got {}",
+            args.duration
+        )));
+    }
+    if args.fixed == Some(0) {
+        return Err(Failure::input("--fixed must be at least 1"));
+    }
+    let configs: Vec<SnapshotWorkloadConfig> = layouts
+        .iter()
+        .map(|&layout| {
+            let mut c = SnapshotWorkloadConfig::new(layout, args.backends, args.running);
+            c.procarray.end_xact = end_xact;
+            c.snapshot_threads = args.threads;
+            c.committer_threads = args.committers;
+            c.duration = Duration::from_secs_f64(args.duration);
+            c.fixed_snapshots = args.fixed;
+            c
+        })
+        .collect();
+    for c in &configs {
+        c.validate().map_err(|e| Failure::input(e.to_string()))?;
+    }
+    if let Some(path) = &args.json {
+        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+    }
+    let mut results = Vec::new();
+    for c in &configs {
+        results.push(run_snapshot_workload(c).map_err(|e| Failure::input(e.to_string()))?);
+    }
+    let threads = if args.fixed.is_some() { 1 } else { args.threads + args.committers };
+    let machine = MachineNote::for_threads(threads);
+    print(&args, &results, &machine);
+    if let Some(path) = &args.json {
+        let rows: Vec<_> = results.iter().map(row_json).collect();
+        let doc = json!({
+            "backends": args.backends, "running": args.running, "threads": args.threads,
+            "committers": args.committers, "end_xact": end_xact.name(), "duration_s": args.duration,
+            "fixed_snapshots": args.fixed, "machine": machine, "rows": rows,
+        });
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
+    }
+    Ok(())
+}
+
+fn row_json(r: &SnapshotWorkloadResult) -> serde_json::Value {
+    let p = &r.proc_array_lock;
+    json!({
+        "layout": r.layout.name(), "snapshots": r.snapshots, "commits": r.commits,
+        "elapsed_s": r.elapsed.as_secs_f64(), "snapshots_per_sec": r.snapshots_per_sec,
+        "commits_per_sec": r.commits_per_sec, "ns_per_snapshot": r.ns_per_snapshot, "xip_len": r.xip_len,
+        "snapshots_reused": r.procarray.snapshots_reused,
+        "proc_array_lock": {"sh_acquire": p.sh_acquire, "ex_acquire": p.ex_acquire, "block": p.block,
+            "spin_delay": p.spin_delay, "wait_ns": p.wait_ns, "cond_fail": p.cond_fail,
+            "group_leader": p.group_leader, "group_follower": p.group_follower},
+        "xid_gen_lock": {"ex_acquire": r.xid_gen_lock.ex_acquire, "block": r.xid_gen_lock.block},
+    })
+}
+
+fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &MachineNote) {
+    match args.fixed {
+        Some(n) => println!(
+            "snapshot: {} backends, {} running xids, single thread, {n} snapshots per layout",
+            args.backends, args.running
+        ),
+        None => println!(
+            "snapshot: {} backends, {} running xids, {} snapshot threads, {} committers, end of xact {}, {:.1} s per layout",
+            args.backends, args.running, args.threads, args.committers, args.end_xact, args.duration
+        ),
+    }
+    println!("{}", machine.line());
+    println!();
+    println!(
+        "{:<14} {:>12} {:>10} {:>10} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>10}",
+        "layout",
+        "snapshots/s",
+        "ns/snap",
+        "commits/s",
+        "reused",
+        "PA shacq",
+        "PA exacq",
+        "PA blk",
+        "blk/kop",
+        "PA wait ms"
+    );
+    for r in results {
+        let p = &r.proc_array_lock;
+        let ops = (r.snapshots + r.commits).max(1);
+        println!(
+            "{:<14} {:>12.0} {:>10.1} {:>10.0} {:>9} | {:>10} {:>10} {:>8} {:>9.2} {:>10.1}",
+            r.layout.name(),
+            r.snapshots_per_sec,
+            r.ns_per_snapshot,
+            r.commits_per_sec,
+            r.procarray.snapshots_reused,
+            p.sh_acquire,
+            p.ex_acquire,
+            p.block,
+            1000.0 * p.block as f64 / ops as f64,
+            p.wait_ns as f64 / 1e6
+        );
+    }
+    println!();
+    println!(
+        "PA = ProcArrayLock (LWLOCK_STATS); blk/kop = sleeps per 1000 snapshots+commits; reused = Dense snapshots served from cache."
+    );
+}

@@ -1,0 +1,1143 @@
+//! The ProcArray: membership, xid assignment, `get_snapshot_data`, the end of transactions and
+//! the global xmin horizon (`src/backend/storage/ipc/procarray.c`,
+//! `src/backend/access/transam/varsup.c`).
+//!
+//! Locking follows PostgreSQL (reference §4.2 and §7):
+//!
+//! * `XidGenLock` (exclusive) serialises xid assignment; the new xid is stored in the backend's
+//!   entry before the lock is released, so an assigned xid is visible to snapshots before any
+//!   later xid can be (and therefore before any later xid can complete).
+//! * `get_snapshot_data` holds `ProcArrayLock` shared; an xid leaves the running set, and
+//!   `latest_completed_xid` advances, only under `ProcArrayLock` exclusive (taken by the ending
+//!   backend, a FlexLock releaser or a group leader).
+//! * Membership changes take `ProcArrayLock` then `XidGenLock`, both exclusive, because `Dense`
+//!   entries move and xid assignment writes them under `XidGenLock` only.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool as StdBool, Ordering};
+
+use crossbeam_utils::CachePadded;
+use lockstack_common::{
+    BackendId, LocalTransactionId, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId, WaitEvent,
+};
+use lockstack_lwlock::{
+    FlexLock, FlexRole, GroupCombiner, GroupRole, LwLock, LwLockHeld, LwLockImpl, LwLockMode,
+};
+
+use crate::config::{ConfigError, EndXactStrategy, GlobalXminMode, Layout, ProcArrayConfig};
+use crate::old_snapshot::{Clock, OldSnapshotTimeMap, SystemClock};
+use crate::proc::{PGPROC_MAX_CACHED_SUBXIDS, PROC_SNAPSHOT_SKIP, PgProc, PgXact, SubXidState};
+use crate::snapshot::Snapshot;
+use crate::stats::{BackendProcStats, ProcArrayStats};
+use crate::sync::{AtomicU8, AtomicU32, AtomicU64, fence};
+
+/// Errors of ProcArray membership and subtransaction calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcArrayError {
+    /// The backend id is not below `max_backends`.
+    BackendOutOfRange {
+        /// The id asked for.
+        id: BackendId,
+        /// The configured `max_backends`.
+        max_backends: usize,
+    },
+    /// The backend is already a member (one `Backend` handle per slot).
+    AlreadyAttached(BackendId),
+    /// `abort_subxids` was given an xid that is not a live subtransaction of this backend.
+    NotMySubxid(TransactionId),
+}
+
+impl fmt::Display for ProcArrayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcArrayError::BackendOutOfRange { id, max_backends } => {
+                write!(f, "backend id {id} out of range 0..{max_backends}")
+            }
+            ProcArrayError::AlreadyAttached(id) => write!(f, "backend {id} is already in the ProcArray"),
+            ProcArrayError::NotMySubxid(x) => {
+                write!(f, "xid {x} is not a live subtransaction of this backend's transaction")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProcArrayError {}
+
+/// What the end-of-transaction code must do for one backend: clear its entry and advance
+/// `latest_completed_xid` to `latest_xid` (PostgreSQL passes the latest xid of the transaction
+/// tree explicitly, because the subxid cache may have overflowed).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EndXactRequest {
+    /// The ending backend's `pgprocno`.
+    pub pgprocno: u32,
+    /// The newest xid among the transaction and its committed subtransactions.
+    pub latest_xid: TransactionId,
+}
+
+/// How a transaction left the ProcArray.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EndXactRole {
+    /// It had no xid: xmin cleared without ProcArrayLock.
+    ReadOnly,
+    /// `Exclusive`: own blocking exclusive acquisition.
+    Exclusive,
+    /// `FlexLock`: the lock was free and the caller cleared its entry.
+    FlexDirect,
+    /// `FlexLock`: queued and cleared by a releasing holder.
+    FlexQueued,
+    /// `GroupClear`: the conditional exclusive acquire succeeded.
+    GroupAlone,
+    /// `GroupClear`: led a group of `members` requests (its own included).
+    GroupLeader {
+        /// Requests cleared under the leader's one exclusive acquisition.
+        members: usize,
+    },
+    /// `GroupClear`: cleared by another backend's group.
+    GroupFollower,
+}
+
+/// Result of [`Backend::end_transaction`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EndXactOutcome {
+    /// The top-level xid that ended (invalid for a read-only transaction).
+    pub xid: TransactionId,
+    /// The newest xid of the tree (what `latest_completed_xid` was advanced to, if newer).
+    pub latest_xid: TransactionId,
+    /// How the entry was cleared.
+    pub role: EndXactRole,
+}
+
+/// `ShmemVariableCache` / `TransamVariables`: the xid counters, on their own cache line.
+struct TransamVariables {
+    next_xid: AtomicU32,
+    latest_completed_xid: AtomicU32,
+    xact_completion_count: AtomicU64,
+}
+
+/// 14's dense arrays, in ProcArray order (`ProcGlobal->xids`, `subxidStates`, `statusFlags`).
+struct DenseArrays {
+    xids: Box<[AtomicU32]>,
+    subxid_states: Box<[SubXidState]>,
+    status_flags: Box<[AtomicU8]>,
+}
+
+/// Where the hot fields live, per [`Layout`].
+enum Hot {
+    Pgproc,
+    Pgxact(Box<[PgXact]>),
+    PgxactPadded(Box<[CachePadded<PgXact>]>),
+    Dense(DenseArrays),
+}
+
+/// Read access to the hot fields of the PGXACT-era layouts, indexed by `pgprocno`; the three
+/// implementations are monomorphised into the snapshot loop (no `dyn`).
+trait HotView {
+    fn xid(&self, p: usize) -> TransactionId;
+    fn xmin(&self, p: usize) -> TransactionId;
+    fn vacuum_flags(&self, p: usize) -> u8;
+    fn overflowed(&self, p: usize) -> bool;
+    /// Acquire load: pairs with the release store after the subxid is written.
+    fn nxids(&self, p: usize) -> usize;
+}
+
+struct ProcView<'a>(&'a [PgProc]);
+struct XactView<'a>(&'a [PgXact]);
+struct PaddedView<'a>(&'a [CachePadded<PgXact>]);
+
+impl HotView for ProcView<'_> {
+    #[inline(always)]
+    fn xid(&self, p: usize) -> TransactionId {
+        TransactionId(self.0[p].xid.load(Ordering::Relaxed))
+    }
+    #[inline(always)]
+    fn xmin(&self, p: usize) -> TransactionId {
+        TransactionId(self.0[p].xmin.load(Ordering::Relaxed))
+    }
+    #[inline(always)]
+    fn vacuum_flags(&self, p: usize) -> u8 {
+        self.0[p].vacuum_flags.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn overflowed(&self, p: usize) -> bool {
+        self.0[p].subxid_overflowed.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn nxids(&self, p: usize) -> usize {
+        self.0[p].subxid_count.load(Ordering::Acquire) as usize
+    }
+}
+
+macro_rules! xact_view {
+    ($t:ty) => {
+        impl HotView for $t {
+            #[inline(always)]
+            fn xid(&self, p: usize) -> TransactionId {
+                TransactionId(self.0[p].xid.load(Ordering::Relaxed))
+            }
+            #[inline(always)]
+            fn xmin(&self, p: usize) -> TransactionId {
+                TransactionId(self.0[p].xmin.load(Ordering::Relaxed))
+            }
+            #[inline(always)]
+            fn vacuum_flags(&self, p: usize) -> u8 {
+                self.0[p].vacuum_flags.load(Ordering::Relaxed)
+            }
+            #[inline(always)]
+            fn overflowed(&self, p: usize) -> bool {
+                self.0[p].overflowed.load(Ordering::Relaxed)
+            }
+            #[inline(always)]
+            fn nxids(&self, p: usize) -> usize {
+                self.0[p].nxids.load(Ordering::Acquire) as usize
+            }
+        }
+    };
+}
+xact_view!(XactView<'_>);
+xact_view!(PaddedView<'_>);
+
+/// `a` precedes `b`: with `FAST`, the plain signed difference of two xids known to be normal
+/// (`NormalTransactionIdPrecedes`, 9.2); otherwise the general comparison (9.1).
+#[inline(always)]
+fn prec<const FAST: bool>(a: TransactionId, b: TransactionId) -> bool {
+    if FAST { (a.0.wrapping_sub(b.0) as i32) < 0 } else { a.precedes(b) }
+}
+
+/// Output of one ProcArray scan besides the snapshot itself.
+struct ScanResult {
+    xmin: TransactionId,
+    globalxmin: Option<TransactionId>,
+}
+
+/// The shared ProcArray of one simulated server: `max_backends` `PgProc`s, the hot-field
+/// layout, `ProcArrayLock`, `XidGenLock`, the xid counters and the old-snapshot map.
+///
+/// Create it with [`ProcArray::new`], then make each client thread a member with
+/// [`ProcArray::attach`], which returns that thread's [`Backend`] handle.
+pub struct ProcArray {
+    cfg: ProcArrayConfig,
+    procs: Box<[PgProc]>,
+    hot: Hot,
+    /// `ProcArrayStruct.numProcs`; changed under ProcArrayLock (+ XidGenLock) exclusive.
+    num_procs: AtomicU32,
+    /// `ProcArrayStruct.pgprocnos[]`, sorted ascending (9.2+ keeps it in `PGPROC` order).
+    pgprocnos: Box<[AtomicU32]>,
+    attached: Box<[StdBool]>,
+    /// ProcArrayLock; every release goes through `release_pa` so FlexLock can run queued work.
+    proc_array_lock: FlexLock<EndXactRequest, LwLock>,
+    group: GroupCombiner<EndXactRequest>,
+    xid_gen_lock: LwLock,
+    transam: CachePadded<TransamVariables>,
+    old_snapshot: OldSnapshotTimeMap,
+    stats: StatsRegistry<BackendProcStats>,
+}
+
+impl fmt::Debug for ProcArray {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcArray")
+            .field("config", &self.cfg)
+            .field("num_procs", &self.num_procs())
+            .field("next_xid", &self.next_xid())
+            .field("latest_completed_xid", &self.latest_completed_xid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcArray {
+    /// A ProcArray for `cfg` (no members yet) reading old-snapshot time from the wall clock.
+    ///
+    /// Memory: `max_backends` × (`size_of::<PgProc>()` ≈ 1 KiB + the layout's arrays).
+    ///
+    /// # Errors
+    /// If `cfg` fails [`ProcArrayConfig::validate`].
+    pub fn new(cfg: ProcArrayConfig) -> Result<Arc<ProcArray>, ConfigError> {
+        Self::with_clock(cfg, Arc::new(SystemClock))
+    }
+
+    /// As [`new`](Self::new), with the clock old_snapshot_threshold reads (a
+    /// [`crate::VirtualClock`] in tests).
+    ///
+    /// # Errors
+    /// If `cfg` fails [`ProcArrayConfig::validate`].
+    pub fn with_clock(cfg: ProcArrayConfig, clock: Arc<dyn Clock>) -> Result<Arc<ProcArray>, ConfigError> {
+        cfg.validate()?;
+        let n = cfg.max_backends;
+        let procs: Box<[PgProc]> = (0..n).map(|i| PgProc::new(i as u32)).collect();
+        let hot = match cfg.layout {
+            Layout::Pgproc => Hot::Pgproc,
+            Layout::Pgxact => Hot::Pgxact((0..n).map(|_| PgXact::new()).collect()),
+            Layout::PgxactPadded => {
+                Hot::PgxactPadded((0..n).map(|_| CachePadded::new(PgXact::new())).collect())
+            }
+            Layout::Dense => Hot::Dense(DenseArrays {
+                xids: (0..n).map(|_| AtomicU32::new(0)).collect(),
+                subxid_states: (0..n).map(|_| SubXidState::new()).collect(),
+                status_flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            }),
+        };
+        // Only the strategy in use needs a member slot per backend.
+        let flex_members = if cfg.end_xact == EndXactStrategy::FlexLock { n } else { 1 };
+        let group_members = if cfg.end_xact == EndXactStrategy::GroupClear { n } else { 1 };
+        let latest = cfg.first_xid.prev();
+        Ok(Arc::new(ProcArray {
+            procs,
+            hot,
+            num_procs: AtomicU32::new(0),
+            pgprocnos: (0..n).map(|_| AtomicU32::new(u32::MAX)).collect(),
+            attached: (0..n).map(|_| StdBool::new(false)).collect(),
+            proc_array_lock: FlexLock::new(
+                LwLock::new(cfg.lwlock_kind, TrancheId::PROC_ARRAY, 0),
+                flex_members,
+            ),
+            group: GroupCombiner::new(group_members, WaitEvent::PROC_ARRAY_GROUP_UPDATE),
+            xid_gen_lock: LwLock::new(cfg.lwlock_kind, TrancheId::XID_GEN, 0),
+            transam: CachePadded::new(TransamVariables {
+                next_xid: AtomicU32::new(cfg.first_xid.0),
+                latest_completed_xid: AtomicU32::new(latest.0),
+                // PostgreSQL starts at 1 so that 0 can mean "snapshot not cacheable".
+                xact_completion_count: AtomicU64::new(1),
+            }),
+            old_snapshot: OldSnapshotTimeMap::new(
+                cfg.old_snapshot_threshold,
+                cfg.time_map,
+                clock,
+                cfg.lwlock_kind,
+            ),
+            stats: StatsRegistry::new(),
+            cfg,
+        }))
+    }
+
+    /// The configuration this ProcArray was built with.
+    pub fn config(&self) -> &ProcArrayConfig {
+        &self.cfg
+    }
+
+    /// The layout of the hot fields.
+    pub fn layout(&self) -> Layout {
+        self.cfg.layout
+    }
+
+    /// The `PgProc` of slot `id` (member or not).
+    ///
+    /// # Panics
+    /// If `id` is not below `max_backends`.
+    pub fn proc(&self, id: BackendId) -> &PgProc {
+        &self.procs[id.index()]
+    }
+
+    /// The next xid to be assigned (`nextXid`; a hint when read without XidGenLock).
+    pub fn next_xid(&self) -> TransactionId {
+        TransactionId(self.transam.next_xid.load(Ordering::Acquire))
+    }
+
+    /// `latestCompletedXid`: the newest xid that has left the running set (a hint when read
+    /// without ProcArrayLock). Starts as `first_xid - 1`.
+    pub fn latest_completed_xid(&self) -> TransactionId {
+        TransactionId(self.transam.latest_completed_xid.load(Ordering::Acquire))
+    }
+
+    /// `xactCompletionCount` (14+): bumped under exclusive ProcArrayLock at every end of an
+    /// xid-bearing transaction and every subtransaction abort that removed cached xids. Starts
+    /// at 1.
+    pub fn xact_completion_count(&self) -> u64 {
+        self.transam.xact_completion_count.load(Ordering::Acquire)
+    }
+
+    /// Number of members (`numProcs`).
+    pub fn num_procs(&self) -> usize {
+        self.num_procs.load(Ordering::Acquire) as usize
+    }
+
+    /// The members in ProcArray order (ascending backend id). Takes ProcArrayLock shared.
+    pub fn members(&self) -> Vec<BackendId> {
+        let held = self.proc_array_lock.acquire(LwLockMode::Shared);
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        let v = (0..n).map(|i| BackendId(self.pgprocnos[i].load(Ordering::Relaxed))).collect();
+        self.release_pa(held);
+        v
+    }
+
+    /// The ProcArrayLock (for statistics and `is_locked` hints; do not acquire it directly
+    /// under the `FlexLock` strategy, whose releases must run queued requests).
+    pub fn proc_array_lock(&self) -> &LwLock {
+        self.proc_array_lock.lock()
+    }
+
+    /// The XidGenLock.
+    pub fn xid_gen_lock(&self) -> &LwLock {
+        &self.xid_gen_lock
+    }
+
+    /// The old_snapshot_threshold state (time map, newest xmin).
+    pub fn old_snapshot_map(&self) -> &OldSnapshotTimeMap {
+        &self.old_snapshot
+    }
+
+    /// Sums every backend's counters (including backends that have detached).
+    pub fn stats(&self) -> ProcArrayStats {
+        let mut s = ProcArrayStats::default();
+        self.stats.for_each(|b| s.add(b));
+        s
+    }
+
+    /// Makes backend `id` a member (`InitProcess` + `ProcArrayAdd`): inserts it in ProcArray
+    /// order under ProcArrayLock and XidGenLock exclusive, and returns its handle.
+    ///
+    /// # Errors
+    /// If `id` is out of range or already attached.
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<Backend, ProcArrayError> {
+        let max = self.cfg.max_backends;
+        if id.index() >= max {
+            return Err(ProcArrayError::BackendOutOfRange { id, max_backends: max });
+        }
+        if self.attached[id.index()].swap(true, Ordering::AcqRel) {
+            return Err(ProcArrayError::AlreadyAttached(id));
+        }
+        self.proc_array_add(id.0);
+        Ok(Backend {
+            pa: Arc::clone(self),
+            pgprocno: id.0,
+            xid: TransactionId::INVALID,
+            subxids: Vec::new(),
+            n_cached: 0,
+            overflowed: false,
+            lxid: LocalTransactionId::INVALID,
+            snapshot: Snapshot::default(),
+            recent_global_xmin: TransactionId::INVALID,
+            horizon_valid: false,
+            stats: self.stats.register(),
+            detached: false,
+        })
+    }
+
+    fn proc_array_add(&self, pgprocno: u32) {
+        let pa = self.proc_array_lock.acquire(LwLockMode::Exclusive);
+        let xg = self.xid_gen_lock.acquire(LwLockMode::Exclusive);
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        let pos = (0..n).find(|&i| self.pgprocnos[i].load(Ordering::Relaxed) > pgprocno).unwrap_or(n);
+        for i in (pos..n).rev() {
+            self.move_entry(i, i + 1);
+        }
+        self.pgprocnos[pos].store(pgprocno, Ordering::Relaxed);
+        let proc = &self.procs[pgprocno as usize];
+        proc.pgxactoff.store(pos as u32, Ordering::Relaxed);
+        if let Hot::Dense(d) = &self.hot {
+            d.xids[pos].store(proc.xid.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.subxid_states[pos].count.store(proc.subxid_count.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.subxid_states[pos]
+                .overflowed
+                .store(proc.subxid_overflowed.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.status_flags[pos].store(proc.vacuum_flags.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.num_procs.store(n as u32 + 1, Ordering::Release);
+        self.xid_gen_lock.release(xg);
+        self.release_pa(pa);
+    }
+
+    fn proc_array_remove(&self, pgprocno: u32) {
+        let pa = self.proc_array_lock.acquire(LwLockMode::Exclusive);
+        let xg = self.xid_gen_lock.acquire(LwLockMode::Exclusive);
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        if let Some(pos) = (0..n).find(|&i| self.pgprocnos[i].load(Ordering::Relaxed) == pgprocno) {
+            for i in pos + 1..n {
+                self.move_entry(i, i - 1);
+            }
+            self.pgprocnos[n - 1].store(u32::MAX, Ordering::Relaxed);
+            if let Hot::Dense(d) = &self.hot {
+                d.xids[n - 1].store(0, Ordering::Relaxed);
+                d.subxid_states[n - 1].count.store(0, Ordering::Relaxed);
+                d.subxid_states[n - 1].overflowed.store(false, Ordering::Relaxed);
+                d.status_flags[n - 1].store(0, Ordering::Relaxed);
+            }
+            self.procs[pgprocno as usize].pgxactoff.store(u32::MAX, Ordering::Relaxed);
+            self.num_procs.store(n as u32 - 1, Ordering::Release);
+        }
+        self.xid_gen_lock.release(xg);
+        self.release_pa(pa);
+    }
+
+    /// Moves ProcArray position `from` to `to` (both locks held exclusive).
+    fn move_entry(&self, from: usize, to: usize) {
+        let p = self.pgprocnos[from].load(Ordering::Relaxed);
+        self.pgprocnos[to].store(p, Ordering::Relaxed);
+        self.procs[p as usize].pgxactoff.store(to as u32, Ordering::Relaxed);
+        if let Hot::Dense(d) = &self.hot {
+            d.xids[to].store(d.xids[from].load(Ordering::Relaxed), Ordering::Relaxed);
+            let (sf, st) = (&d.subxid_states[from], &d.subxid_states[to]);
+            st.count.store(sf.count.load(Ordering::Relaxed), Ordering::Relaxed);
+            st.overflowed.store(sf.overflowed.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.status_flags[to].store(d.status_flags[from].load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    /// Releases ProcArrayLock; under `FlexLock`, runs the requests queued meanwhile.
+    #[inline]
+    fn release_pa(&self, held: LwLockHeld) {
+        if self.cfg.end_xact == EndXactStrategy::FlexLock {
+            self.proc_array_lock.release(held, |r| self.end_xact_internal(r));
+        } else {
+            self.proc_array_lock.lock().release(held);
+        }
+    }
+
+    /// The own xmin slot of the layout (`PgProc.xmin` for `Pgproc` and `Dense`).
+    #[inline]
+    fn xmin_slot(&self, p: usize) -> &AtomicU32 {
+        match &self.hot {
+            Hot::Pgproc | Hot::Dense(_) => &self.procs[p].xmin,
+            Hot::Pgxact(x) => &x[p].xmin,
+            Hot::PgxactPadded(x) => &x[p].xmin,
+        }
+    }
+
+    /// The authoritative top-level xid of slot `p` (any lock or none: a hint).
+    fn xid_of(&self, p: usize) -> TransactionId {
+        TransactionId(match &self.hot {
+            Hot::Pgproc | Hot::Dense(_) => self.procs[p].xid.load(Ordering::Relaxed),
+            Hot::Pgxact(x) => x[p].xid.load(Ordering::Relaxed),
+            Hot::PgxactPadded(x) => x[p].xid.load(Ordering::Relaxed),
+        })
+    }
+
+    /// `GetNewTransactionId`: takes XidGenLock, hands out `nextXid`, publishes it in slot `p`
+    /// (top-level, or the subxid cache / overflow flag), and only then releases the lock.
+    fn get_new_transaction_id(&self, p: usize, is_subxact: bool) -> (TransactionId, bool) {
+        let held = self.xid_gen_lock.acquire(LwLockMode::Exclusive);
+        let xid = TransactionId(self.transam.next_xid.load(Ordering::Relaxed));
+        self.transam.next_xid.store(xid.next().0, Ordering::Relaxed);
+        let proc = &self.procs[p];
+        let mut overflowed_now = false;
+        if !is_subxact {
+            match &self.hot {
+                Hot::Pgproc => proc.xid.store(xid.0, Ordering::Relaxed),
+                Hot::Pgxact(x) => x[p].xid.store(xid.0, Ordering::Relaxed),
+                Hot::PgxactPadded(x) => x[p].xid.store(xid.0, Ordering::Relaxed),
+                Hot::Dense(d) => {
+                    let off = proc.pgxactoff.load(Ordering::Relaxed) as usize;
+                    proc.xid.store(xid.0, Ordering::Relaxed);
+                    d.xids[off].store(xid.0, Ordering::Relaxed);
+                }
+            }
+        } else {
+            // Only this backend writes its own count, so a relaxed read of it is exact.
+            let (count, over): (&AtomicU8, &crate::sync::AtomicBool) = match &self.hot {
+                Hot::Pgproc | Hot::Dense(_) => (&proc.subxid_count, &proc.subxid_overflowed),
+                Hot::Pgxact(x) => (&x[p].nxids, &x[p].overflowed),
+                Hot::PgxactPadded(x) => (&x[p].nxids, &x[p].overflowed),
+            };
+            let n = count.load(Ordering::Relaxed) as usize;
+            let dense = match &self.hot {
+                Hot::Dense(d) => Some(&d.subxid_states[proc.pgxactoff.load(Ordering::Relaxed) as usize]),
+                _ => None,
+            };
+            if n < PGPROC_MAX_CACHED_SUBXIDS && !over.load(Ordering::Relaxed) {
+                proc.subxids[n].store(xid.0, Ordering::Relaxed);
+                // The xid must be visible before the count that covers it (PG's write barrier).
+                count.store(n as u8 + 1, Ordering::Release);
+                if let Some(s) = dense {
+                    s.count.store(n as u8 + 1, Ordering::Release);
+                }
+            } else {
+                over.store(true, Ordering::Relaxed);
+                if let Some(s) = dense {
+                    s.overflowed.store(true, Ordering::Relaxed);
+                }
+                overflowed_now = true;
+            }
+        }
+        self.xid_gen_lock.release(held);
+        (xid, overflowed_now)
+    }
+
+    /// `ProcArrayEndTransactionInternal`: clears slot `req.pgprocno` and advances
+    /// `latest_completed_xid`. Caller holds ProcArrayLock exclusive (directly, as a FlexLock
+    /// releaser, or as a group leader).
+    fn end_xact_internal(&self, req: &mut EndXactRequest) {
+        let p = req.pgprocno as usize;
+        let proc = &self.procs[p];
+        match &self.hot {
+            Hot::Pgproc => clear_pgproc(proc),
+            Hot::Pgxact(x) => clear_pgxact(&x[p]),
+            Hot::PgxactPadded(x) => clear_pgxact(&x[p]),
+            Hot::Dense(d) => {
+                let off = proc.pgxactoff.load(Ordering::Relaxed) as usize;
+                d.xids[off].store(0, Ordering::Relaxed);
+                let s = &d.subxid_states[off];
+                // Avoid dirtying shared lines that are already clear (PG does the same).
+                if s.count.load(Ordering::Relaxed) != 0 {
+                    s.count.store(0, Ordering::Relaxed);
+                }
+                if s.overflowed.load(Ordering::Relaxed) {
+                    s.overflowed.store(false, Ordering::Relaxed);
+                }
+                if d.status_flags[off].load(Ordering::Relaxed) != 0 {
+                    d.status_flags[off].store(0, Ordering::Relaxed);
+                }
+                clear_pgproc(proc);
+            }
+        }
+        proc.lxid.store(0, Ordering::Relaxed);
+        self.advance_latest_completed(req.latest_xid);
+        let c = self.transam.xact_completion_count.load(Ordering::Relaxed);
+        self.transam.xact_completion_count.store(c + 1, Ordering::Relaxed);
+    }
+
+    /// `MaintainLatestCompletedXid` (ProcArrayLock exclusive held).
+    fn advance_latest_completed(&self, latest_xid: TransactionId) {
+        let cur = TransactionId(self.transam.latest_completed_xid.load(Ordering::Relaxed));
+        if latest_xid.follows(cur) {
+            self.transam.latest_completed_xid.store(latest_xid.0, Ordering::Relaxed);
+        }
+    }
+
+    /// `GetOldestXmin` (≤ 13) / `ComputeXidHorizons` (14+): the oldest xid any member may still
+    /// consider running: the minimum of every member's xid and xmin (skipping lazy VACUUM), or
+    /// `latest_completed_xid + 1` if none. Scans the whole ProcArray under ProcArrayLock shared.
+    pub fn get_oldest_xmin(&self) -> TransactionId {
+        let held = self.proc_array_lock.acquire(LwLockMode::Shared);
+        let mut result = TransactionId(self.transam.latest_completed_xid.load(Ordering::Relaxed)).next();
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        for i in 0..n {
+            let p = self.pgprocnos[i].load(Ordering::Relaxed) as usize;
+            let flags = match &self.hot {
+                Hot::Pgproc => self.procs[p].vacuum_flags.load(Ordering::Relaxed),
+                Hot::Pgxact(x) => x[p].vacuum_flags.load(Ordering::Relaxed),
+                Hot::PgxactPadded(x) => x[p].vacuum_flags.load(Ordering::Relaxed),
+                Hot::Dense(d) => d.status_flags[i].load(Ordering::Relaxed),
+            };
+            if flags & crate::proc::PROC_IN_VACUUM != 0 {
+                continue;
+            }
+            let xid = self.xid_of(p);
+            if xid.is_normal() && xid.precedes(result) {
+                result = xid;
+            }
+            let xmin = TransactionId(self.xmin_slot(p).load(Ordering::Relaxed));
+            if xmin.is_normal() && xmin.precedes(result) {
+                result = xmin;
+            }
+        }
+        self.release_pa(held);
+        result
+    }
+
+    /// The PGXACT-era snapshot loop (9.1 and 9.2-13), generic over the layout and the seed-000
+    /// knobs: `EAGER` reads every xmin for the horizon, `SKIP` skips the subxids of backends
+    /// without an xid, `FAST` uses the normal-xid comparison.
+    #[inline(always)]
+    fn scan_pgxact<V: HotView, const EAGER: bool, const SKIP: bool, const FAST: bool>(
+        &self,
+        v: V,
+        me: usize,
+        xmax: TransactionId,
+        snap: &mut Snapshot,
+    ) -> ScanResult {
+        let mut xmin = xmax;
+        let mut globalxmin = xmax;
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        for slot in &self.pgprocnos[..n] {
+            let p = slot.load(Ordering::Relaxed) as usize;
+            if v.vacuum_flags(p) & PROC_SNAPSHOT_SKIP != 0 {
+                continue;
+            }
+            if EAGER {
+                let m = v.xmin(p);
+                if m.is_normal() && prec::<FAST>(m, globalxmin) {
+                    globalxmin = m;
+                }
+            }
+            // Read once: the owner may be storing a new xid concurrently (under XidGenLock).
+            let xid = v.xid(p);
+            if SKIP {
+                if !xid.is_normal() || !prec::<FAST>(xid, xmax) {
+                    continue;
+                }
+                if prec::<FAST>(xid, xmin) {
+                    xmin = xid;
+                }
+                if p == me {
+                    continue;
+                }
+                snap.xip.push(xid);
+            } else {
+                if xid.is_normal() {
+                    if !prec::<FAST>(xid, xmax) {
+                        continue;
+                    }
+                    if p != me {
+                        snap.xip.push(xid);
+                    }
+                    if prec::<FAST>(xid, xmin) {
+                        xmin = xid;
+                    }
+                }
+                if p == me {
+                    continue;
+                }
+            }
+            if !snap.suboverflowed {
+                if v.overflowed(p) {
+                    snap.suboverflowed = true;
+                } else {
+                    let k = v.nxids(p);
+                    for s in &self.procs[p].subxids[..k] {
+                        snap.subxip.push(TransactionId(s.load(Ordering::Relaxed)));
+                    }
+                }
+            }
+        }
+        ScanResult { xmin, globalxmin: if EAGER { Some(globalxmin) } else { None } }
+    }
+
+    /// The 14+ loop over the dense arrays: reads only `xids[]` for backends without an xid, never
+    /// an xmin.
+    #[inline(always)]
+    fn scan_dense(&self, d: &DenseArrays, me: usize, xmax: TransactionId, snap: &mut Snapshot) -> ScanResult {
+        let my_off = self.procs[me].pgxactoff.load(Ordering::Relaxed) as usize;
+        let my_xid = TransactionId(self.procs[me].xid.load(Ordering::Relaxed));
+        let mut xmin = xmax;
+        if my_xid.is_normal() && prec::<true>(my_xid, xmax) {
+            xmin = my_xid;
+        }
+        let n = self.num_procs.load(Ordering::Relaxed) as usize;
+        for (off, x) in d.xids[..n].iter().enumerate() {
+            let xid = TransactionId(x.load(Ordering::Relaxed));
+            if !xid.is_normal() || off == my_off || !prec::<true>(xid, xmax) {
+                continue;
+            }
+            if d.status_flags[off].load(Ordering::Relaxed) & PROC_SNAPSHOT_SKIP != 0 {
+                continue;
+            }
+            if prec::<true>(xid, xmin) {
+                xmin = xid;
+            }
+            snap.xip.push(xid);
+            if !snap.suboverflowed {
+                let s = &d.subxid_states[off];
+                if s.overflowed.load(Ordering::Relaxed) {
+                    snap.suboverflowed = true;
+                } else {
+                    let k = s.count.load(Ordering::Acquire) as usize;
+                    if k > 0 {
+                        fence(Ordering::Acquire);
+                        let p = self.pgprocnos[off].load(Ordering::Relaxed) as usize;
+                        for s in &self.procs[p].subxids[..k] {
+                            snap.subxip.push(TransactionId(s.load(Ordering::Relaxed)));
+                        }
+                    }
+                }
+            }
+        }
+        ScanResult { xmin, globalxmin: None }
+    }
+
+    fn dispatch_scan(&self, me: usize, xmax: TransactionId, snap: &mut Snapshot) -> ScanResult {
+        let eager = self.cfg.global_xmin == GlobalXminMode::EverySnapshot;
+        let skip = self.cfg.skip_subxids_without_xid;
+        let fast = self.cfg.fast_xid_compare;
+        macro_rules! knobs {
+            ($view:expr) => {
+                match (eager, skip, fast) {
+                    (true, true, true) => self.scan_pgxact::<_, true, true, true>($view, me, xmax, snap),
+                    (true, true, false) => self.scan_pgxact::<_, true, true, false>($view, me, xmax, snap),
+                    (true, false, true) => self.scan_pgxact::<_, true, false, true>($view, me, xmax, snap),
+                    (true, false, false) => self.scan_pgxact::<_, true, false, false>($view, me, xmax, snap),
+                    (false, true, true) => self.scan_pgxact::<_, false, true, true>($view, me, xmax, snap),
+                    (false, true, false) => self.scan_pgxact::<_, false, true, false>($view, me, xmax, snap),
+                    (false, false, true) => self.scan_pgxact::<_, false, false, true>($view, me, xmax, snap),
+                    (false, false, false) => {
+                        self.scan_pgxact::<_, false, false, false>($view, me, xmax, snap)
+                    }
+                }
+            };
+        }
+        match &self.hot {
+            Hot::Pgproc => knobs!(ProcView(&self.procs)),
+            Hot::Pgxact(x) => knobs!(XactView(x)),
+            Hot::PgxactPadded(x) => knobs!(PaddedView(x)),
+            Hot::Dense(d) => self.scan_dense(d, me, xmax, snap),
+        }
+    }
+}
+
+fn clear_pgproc(proc: &PgProc) {
+    proc.xid.store(0, Ordering::Relaxed);
+    proc.xmin.store(0, Ordering::Relaxed);
+    if proc.vacuum_flags.load(Ordering::Relaxed) != 0 {
+        proc.vacuum_flags.store(0, Ordering::Relaxed);
+    }
+    if proc.subxid_count.load(Ordering::Relaxed) != 0 {
+        proc.subxid_count.store(0, Ordering::Relaxed);
+    }
+    if proc.subxid_overflowed.load(Ordering::Relaxed) {
+        proc.subxid_overflowed.store(false, Ordering::Relaxed);
+    }
+}
+
+fn clear_pgxact(x: &PgXact) {
+    x.xid.store(0, Ordering::Relaxed);
+    x.xmin.store(0, Ordering::Relaxed);
+    if x.vacuum_flags.load(Ordering::Relaxed) != 0 {
+        x.vacuum_flags.store(0, Ordering::Relaxed);
+    }
+    if x.delay_chkpt.load(Ordering::Relaxed) {
+        x.delay_chkpt.store(false, Ordering::Relaxed);
+    }
+    if x.nxids.load(Ordering::Relaxed) != 0 {
+        x.nxids.store(0, Ordering::Relaxed);
+    }
+    if x.overflowed.load(Ordering::Relaxed) {
+        x.overflowed.store(false, Ordering::Relaxed);
+    }
+}
+
+/// One member of a [`ProcArray`]: the per-backend state PostgreSQL keeps in backend-local
+/// memory (`MyProc`, the current transaction's xids, the static snapshot buffers,
+/// `RecentGlobalXmin`) plus its counters.
+///
+/// A `Backend` is used by one thread at a time (`Send`, not `Sync`). Dropping it ends any
+/// transaction still open and leaves the ProcArray, as [`Backend::detach`] does.
+pub struct Backend {
+    pa: Arc<ProcArray>,
+    pgprocno: u32,
+    xid: TransactionId,
+    /// Live (not aborted) subxids of the current transaction, in assignment order.
+    subxids: Vec<TransactionId>,
+    /// How many of them sit in the shared cache.
+    n_cached: usize,
+    overflowed: bool,
+    lxid: LocalTransactionId,
+    snapshot: Snapshot,
+    recent_global_xmin: TransactionId,
+    horizon_valid: bool,
+    stats: Arc<BackendProcStats>,
+    detached: bool,
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Backend")
+            .field("pgprocno", &self.pgprocno)
+            .field("xid", &self.xid)
+            .field("subxids", &self.subxids.len())
+            .field("overflowed", &self.overflowed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend {
+    /// This backend's id (= `pgprocno`).
+    pub fn id(&self) -> BackendId {
+        BackendId(self.pgprocno)
+    }
+
+    /// The ProcArray this backend belongs to.
+    pub fn proc_array(&self) -> &Arc<ProcArray> {
+        &self.pa
+    }
+
+    /// The current top-level xid, or invalid if none has been assigned.
+    pub fn xid(&self) -> TransactionId {
+        self.xid
+    }
+
+    /// The live subtransaction xids of the current transaction, oldest first.
+    pub fn subxids(&self) -> &[TransactionId] {
+        &self.subxids
+    }
+
+    /// True once the current transaction had more than 64 subxids (the cache overflowed).
+    pub fn subxids_overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// This backend's counters.
+    pub fn stats(&self) -> &BackendProcStats {
+        &self.stats
+    }
+
+    /// Starts a transaction and returns its virtual xid (`backend/lxid`); no shared counter is
+    /// touched (`StartTransaction` → `VirtualXactLockTableInsert`, 8.3+). Calling it inside an
+    /// open transaction just returns the current vxid.
+    pub fn start_transaction(&mut self) -> VirtualTransactionId {
+        if !self.in_transaction() {
+            self.lxid = self.lxid.next();
+            self.pa.procs[self.pgprocno as usize].lxid.store(self.lxid.0, Ordering::Relaxed);
+        }
+        VirtualTransactionId { backend_id: self.id(), local_xid: self.lxid }
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.pa.procs[self.pgprocno as usize].lxid.load(Ordering::Relaxed) != 0
+    }
+
+    /// `GetTopTransactionId` / `AssignTransactionId` for the top level: the current xid, assigned
+    /// now (under XidGenLock, published before its release) if the transaction had none.
+    pub fn assign_xid(&mut self) -> TransactionId {
+        if !self.xid.is_valid() {
+            self.start_transaction();
+            let (xid, _) = self.pa.get_new_transaction_id(self.pgprocno as usize, false);
+            self.xid = xid;
+            self.stats.xids_assigned.incr();
+        }
+        self.xid
+    }
+
+    /// `AssignTransactionId` for a subtransaction: assigns the top-level xid first if needed
+    /// (read it back with [`xid`](Self::xid)), then a new subxid, published in the 64-entry
+    /// cache or, when full, by setting the overflow flag. The caller records the parent in
+    /// pg_subtrans (`SubTransSetParent`) before anyone can need it.
+    pub fn assign_subxid(&mut self) -> TransactionId {
+        self.assign_xid();
+        if self.subxids.capacity() == 0 {
+            self.subxids.reserve(PGPROC_MAX_CACHED_SUBXIDS);
+        }
+        let (xid, overflowed_now) = self.pa.get_new_transaction_id(self.pgprocno as usize, true);
+        self.subxids.push(xid);
+        if overflowed_now {
+            self.overflowed = true;
+            self.stats.subxid_overflows.incr();
+        } else {
+            self.n_cached += 1;
+        }
+        self.stats.subxids_assigned.incr();
+        xid
+    }
+
+    /// `XidCacheRemoveRunningXids`: a subtransaction aborted; removes `xids` (its xid and its
+    /// children's) from the shared cache under ProcArrayLock exclusive and advances
+    /// `latest_completed_xid` to the newest of them. Xids beyond the overflowed cache are only
+    /// forgotten locally (snapshots keep treating them as running, which is harmless: they
+    /// aborted).
+    ///
+    /// # Errors
+    /// [`ProcArrayError::NotMySubxid`] if an xid is not a live subxid of this transaction;
+    /// nothing is changed then.
+    pub fn abort_subxids(&mut self, xids: &[TransactionId]) -> Result<(), ProcArrayError> {
+        if let Some(&bad) = xids.iter().find(|x| !self.subxids.contains(x)) {
+            return Err(ProcArrayError::NotMySubxid(bad));
+        }
+        if xids.is_empty() {
+            return Ok(());
+        }
+        let pa = &*self.pa;
+        let p = self.pgprocno as usize;
+        let proc = &pa.procs[p];
+        let held = pa.proc_array_lock.acquire(LwLockMode::Exclusive);
+        let (count, dense) = match &pa.hot {
+            Hot::Pgproc => (&proc.subxid_count, None),
+            Hot::Pgxact(x) => (&x[p].nxids, None),
+            Hot::PgxactPadded(x) => (&x[p].nxids, None),
+            Hot::Dense(d) => {
+                (&proc.subxid_count, Some(&d.subxid_states[proc.pgxactoff.load(Ordering::Relaxed) as usize]))
+            }
+        };
+        let mut latest = TransactionId::INVALID;
+        for &x in xids {
+            if !latest.is_valid() || x.follows(latest) {
+                latest = x;
+            }
+            let n = count.load(Ordering::Relaxed) as usize;
+            if let Some(j) = (0..n).rev().find(|&j| proc.subxids[j].load(Ordering::Relaxed) == x.0) {
+                // Move the last cached xid into the hole, then shrink the count.
+                let last = proc.subxids[n - 1].load(Ordering::Relaxed);
+                proc.subxids[j].store(last, Ordering::Relaxed);
+                count.store(n as u8 - 1, Ordering::Release);
+                if let Some(s) = dense {
+                    s.count.store(n as u8 - 1, Ordering::Release);
+                }
+                self.n_cached -= 1;
+            }
+        }
+        pa.advance_latest_completed(latest);
+        let c = pa.transam.xact_completion_count.load(Ordering::Relaxed);
+        pa.transam.xact_completion_count.store(c + 1, Ordering::Relaxed);
+        pa.release_pa(held);
+        self.subxids.retain(|x| !xids.contains(x));
+        self.stats.subxact_aborts.incr();
+        Ok(())
+    }
+
+    /// `GetSnapshotData`: computes a snapshot into this backend's reusable buffers and returns
+    /// it. Holds ProcArrayLock shared for the scan; with `Dense` and reuse on, returns the
+    /// previous snapshot unchanged if no xid-bearing transaction ended since it was computed.
+    ///
+    /// Also advertises the snapshot's xmin as this backend's xmin if it had none, updates the
+    /// global xmin horizon (per [`GlobalXminMode`]) and maintains the old-snapshot time map when
+    /// old_snapshot_threshold is on. No allocation once the buffers have grown to the largest
+    /// snapshot seen.
+    pub fn get_snapshot_data(&mut self) -> &Snapshot {
+        let pa = &*self.pa;
+        let me = self.pgprocno as usize;
+        let snap = &mut self.snapshot;
+        if snap.xip.capacity() < pa.cfg.max_backends {
+            snap.xip.reserve(pa.cfg.max_backends);
+        }
+        let held = pa.proc_array_lock.acquire(LwLockMode::Shared);
+        let count = pa.transam.xact_completion_count.load(Ordering::Relaxed);
+        let reuse = pa.cfg.layout == Layout::Dense && pa.cfg.snapshot_reuse;
+        if reuse && snap.xact_completion_count == count {
+            let slot = pa.xmin_slot(me);
+            if slot.load(Ordering::Relaxed) == 0 {
+                slot.store(snap.xmin.0, Ordering::Relaxed);
+            }
+            pa.release_pa(held);
+            // Xmins may have moved since: the horizon must be recomputed when asked for.
+            self.horizon_valid = false;
+            self.stats.snapshots_reused.incr();
+        } else {
+            let xmax = TransactionId(pa.transam.latest_completed_xid.load(Ordering::Relaxed)).next();
+            snap.xip.clear();
+            snap.subxip.clear();
+            snap.suboverflowed = false;
+            let r = pa.dispatch_scan(me, xmax, snap);
+            let slot = pa.xmin_slot(me);
+            if slot.load(Ordering::Relaxed) == 0 {
+                slot.store(r.xmin.0, Ordering::Relaxed);
+            }
+            pa.release_pa(held);
+            snap.xmin = r.xmin;
+            snap.xmax = xmax;
+            snap.xact_completion_count = if reuse { count } else { 0 };
+            match r.globalxmin {
+                Some(g) => {
+                    self.recent_global_xmin = if r.xmin.precedes(g) { r.xmin } else { g };
+                    self.horizon_valid = true;
+                }
+                None => self.horizon_valid = false,
+            }
+            self.stats.snapshots_taken.incr();
+        }
+        if pa.old_snapshot.enabled() {
+            let ts = pa.old_snapshot.current_timestamp();
+            if pa.old_snapshot.maintain(ts, self.snapshot.xmin) {
+                self.stats.time_map_exclusive.incr();
+            }
+        }
+        &self.snapshot
+    }
+
+    /// The snapshot computed last (empty before the first [`get_snapshot_data`](Self::get_snapshot_data)).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// `RecentXmin`: the xmin of the last snapshot.
+    pub fn recent_xmin(&self) -> TransactionId {
+        self.snapshot.xmin
+    }
+
+    /// `RecentGlobalXmin`: no xid older than this can be considered running by anyone (rows
+    /// deleted before it can be pruned). With [`GlobalXminMode::EverySnapshot`] it comes from
+    /// the last snapshot's scan; otherwise (and for `Dense`) it is computed here by a full scan
+    /// ([`ProcArray::get_oldest_xmin`]) at most once per snapshot.
+    pub fn recent_global_xmin(&mut self) -> TransactionId {
+        if !self.horizon_valid {
+            let g = self.pa.get_oldest_xmin();
+            let x = self.snapshot.xmin;
+            self.recent_global_xmin = if x.is_valid() && x.precedes(g) { x } else { g };
+            self.horizon_valid = true;
+            self.stats.horizon_scans.incr();
+        }
+        self.recent_global_xmin
+    }
+
+    /// `SnapshotResetXmin`: the backend no longer holds a snapshot; clears its advertised xmin
+    /// without ProcArrayLock (it can only make others' horizon estimates more conservative).
+    pub fn reset_xmin(&mut self) {
+        self.pa.xmin_slot(self.pgprocno as usize).store(0, Ordering::Relaxed);
+    }
+
+    /// `ProcArrayEndTransaction` (commit or abort alike: the ProcArray does not care which; CLOG
+    /// does). Without an xid, clears xmin without any lock. With one, clears the entry under
+    /// ProcArrayLock exclusive by the configured [`EndXactStrategy`], advancing
+    /// `latest_completed_xid` to the newest xid of the tree and bumping the completion count.
+    pub fn end_transaction(&mut self) -> EndXactOutcome {
+        let pa = &*self.pa;
+        let p = self.pgprocno as usize;
+        let xid = self.xid;
+        if !xid.is_valid() {
+            pa.xmin_slot(p).store(0, Ordering::Relaxed);
+            pa.procs[p].lxid.store(0, Ordering::Relaxed);
+            self.stats.end_readonly.incr();
+            return EndXactOutcome { xid, latest_xid: xid, role: EndXactRole::ReadOnly };
+        }
+        let mut latest = xid;
+        for &s in &self.subxids {
+            if s.follows(latest) {
+                latest = s;
+            }
+        }
+        let req = EndXactRequest { pgprocno: self.pgprocno, latest_xid: latest };
+        let role = match pa.cfg.end_xact {
+            EndXactStrategy::Exclusive => {
+                let held = pa.proc_array_lock.acquire(LwLockMode::Exclusive);
+                pa.end_xact_internal(&mut { req });
+                pa.release_pa(held);
+                self.stats.end_exclusive.incr();
+                EndXactRole::Exclusive
+            }
+            EndXactStrategy::FlexLock => {
+                let (_, r) = pa.proc_array_lock.run(p, req, |r| pa.end_xact_internal(r));
+                match r {
+                    FlexRole::Direct => {
+                        self.stats.end_flex_direct.incr();
+                        EndXactRole::FlexDirect
+                    }
+                    FlexRole::Queued => {
+                        self.stats.end_flex_queued.incr();
+                        EndXactRole::FlexQueued
+                    }
+                }
+            }
+            EndXactStrategy::GroupClear => {
+                let (_, r) = pa.group.run(p, pa.proc_array_lock.lock(), req, |r| pa.end_xact_internal(r));
+                match r {
+                    GroupRole::Alone => {
+                        self.stats.end_group_alone.incr();
+                        EndXactRole::GroupAlone
+                    }
+                    GroupRole::Leader { members } => {
+                        self.stats.end_group_leader.incr();
+                        self.stats.end_group_led_members.add(members as u64);
+                        EndXactRole::GroupLeader { members }
+                    }
+                    GroupRole::Follower => {
+                        self.stats.end_group_follower.incr();
+                        EndXactRole::GroupFollower
+                    }
+                }
+            }
+        };
+        self.xid = TransactionId::INVALID;
+        self.subxids.clear();
+        self.n_cached = 0;
+        self.overflowed = false;
+        EndXactOutcome { xid, latest_xid: latest, role }
+    }
+
+    /// Ends any open transaction and leaves the ProcArray (`ProcArrayRemove` under ProcArrayLock
+    /// and XidGenLock exclusive); the slot can then be attached again.
+    pub fn detach(mut self) {
+        self.detach_inner();
+    }
+
+    fn detach_inner(&mut self) {
+        if self.detached {
+            return;
+        }
+        self.detached = true;
+        self.end_transaction();
+        self.reset_xmin();
+        self.pa.proc_array_remove(self.pgprocno);
+        self.pa.attached[self.pgprocno as usize].store(false, Ordering::Release);
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.detach_inner();
+    }
+}
