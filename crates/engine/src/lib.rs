@@ -6,4 +6,5 @@
 //! a serialisable result out, no printing (the CLI formats).
 
 pub mod micro;
+pub mod pgbench;
 pub mod report;

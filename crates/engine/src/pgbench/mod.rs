@@ -1,0 +1,4 @@
+//! pgbench: its script language, built-in scripts, and (with the engine) its runner.
+
+pub mod expr;
+pub mod script;

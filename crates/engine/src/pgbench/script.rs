@@ -1,0 +1,739 @@
+//! pgbench scripts: the three built-ins and custom files in pgbench's script language.
+//!
+//! A script is a list of commands, one per line for meta-commands (`\set`, `\sleep`) and
+//! `;`-terminated SQL otherwise, as `src/bin/pgbench/pgbench.c` (`ParseScript`, PostgreSQL 15)
+//! reads them. SQL is parsed with the sqlparser crate and must be one of the statements the
+//! engine runs against pgbench's tables by key:
+//!
+//! * `BEGIN` / `START TRANSACTION`, `END` / `COMMIT`, `ROLLBACK` / `ABORT`;
+//! * `SELECT col[, col] FROM t WHERE key = expr [FOR UPDATE | FOR SHARE]`;
+//! * `UPDATE t SET col = col + expr WHERE key = expr` (or `col - expr`);
+//! * `INSERT INTO pgbench_history (cols) VALUES (...)`.
+//!
+//! `:name` in SQL is replaced by the variable's value when the command runs (pgbench's simple
+//! query mode does this textually; we bind the value, which gives the same result). Anything
+//! else is an error `FILE:LINE: unsupported statement: ...`.
+
+use std::fmt;
+
+use sqlparser::ast::{self, SetExpr, Statement};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use super::expr::{self, Expr};
+
+/// pgbench's four tables.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Table {
+    /// `pgbench_accounts` (aid, bid, abalance, filler).
+    Accounts,
+    /// `pgbench_tellers` (tid, bid, tbalance, filler).
+    Tellers,
+    /// `pgbench_branches` (bid, bbalance, filler).
+    Branches,
+    /// `pgbench_history` (tid, bid, aid, delta, mtime, filler).
+    History,
+}
+
+impl Table {
+    /// Every table.
+    pub const ALL: [Table; 4] = [Table::Branches, Table::Tellers, Table::Accounts, Table::History];
+
+    /// The SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Accounts => "pgbench_accounts",
+            Table::Tellers => "pgbench_tellers",
+            Table::Branches => "pgbench_branches",
+            Table::History => "pgbench_history",
+        }
+    }
+
+    /// Looks a table up by SQL name (case-insensitive).
+    pub fn from_name(s: &str) -> Option<Table> {
+        Table::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(s))
+    }
+
+    /// The key column (`None` for history, which has no key).
+    pub fn key_column(self) -> Option<&'static str> {
+        match self {
+            Table::Accounts => Some("aid"),
+            Table::Tellers => Some("tid"),
+            Table::Branches => Some("bid"),
+            Table::History => None,
+        }
+    }
+
+    /// Integer columns, in storage order.
+    pub fn int_columns(self) -> &'static [&'static str] {
+        match self {
+            Table::Accounts => &["aid", "bid", "abalance"],
+            Table::Tellers => &["tid", "bid", "tbalance"],
+            Table::Branches => &["bid", "bbalance"],
+            Table::History => &["tid", "bid", "aid", "delta", "mtime"],
+        }
+    }
+
+    /// Index of an integer column, if it exists.
+    pub fn column_index(self, col: &str) -> Option<usize> {
+        self.int_columns().iter().position(|c| c.eq_ignore_ascii_case(col))
+    }
+}
+
+/// A value in a SQL statement: constants, bound variables, `CURRENT_TIMESTAMP`, and integer
+/// arithmetic on them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SqlValue {
+    /// An integer literal.
+    Const(i64),
+    /// `:name`.
+    Var(String),
+    /// `CURRENT_TIMESTAMP` / `now()`: microseconds since the Unix epoch at execution.
+    Now,
+    /// `-x`.
+    Neg(Box<SqlValue>),
+    /// `a + b`, `a - b`, `a * b`.
+    Arith(char, Box<SqlValue>, Box<SqlValue>),
+}
+
+/// Row-lock clause of a `SELECT`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RowLockClause {
+    /// A plain read.
+    None,
+    /// `FOR UPDATE`.
+    ForUpdate,
+    /// `FOR SHARE`.
+    ForShare,
+}
+
+/// One SQL command the engine can run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SqlCommand {
+    /// `BEGIN` / `START TRANSACTION`.
+    Begin,
+    /// `END` / `COMMIT`.
+    Commit,
+    /// `ROLLBACK` / `ABORT`.
+    Rollback,
+    /// `SELECT cols FROM table WHERE key = key_value [lock]`.
+    Select {
+        /// The table (not history).
+        table: Table,
+        /// Column indexes into [`Table::int_columns`].
+        columns: Vec<usize>,
+        /// The key looked up.
+        key: SqlValue,
+        /// `FOR UPDATE` / `FOR SHARE`.
+        lock: RowLockClause,
+    },
+    /// `UPDATE table SET column = column + delta WHERE key = key_value`.
+    Update {
+        /// The table (not history).
+        table: Table,
+        /// Column index into [`Table::int_columns`] (never the key).
+        column: usize,
+        /// Added to the column (a `-` in the statement is folded into a negation).
+        delta: SqlValue,
+        /// The key updated.
+        key: SqlValue,
+    },
+    /// `INSERT INTO pgbench_history (...) VALUES (...)`: the value of each history column, in
+    /// [`Table::History`]'s column order (`None` = NULL).
+    InsertHistory {
+        /// tid, bid, aid, delta, mtime.
+        values: [Option<SqlValue>; 5],
+    },
+}
+
+/// The argument of `\sleep`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SleepArg {
+    /// A literal count.
+    Const(i64),
+    /// `:var`.
+    Var(String),
+}
+
+/// One script command.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// `\set var expr`.
+    Set {
+        /// Variable name (without the colon).
+        var: String,
+        /// The expression.
+        expr: Expr,
+    },
+    /// `\sleep n [us|ms|s]`.
+    Sleep {
+        /// How many units.
+        amount: SleepArg,
+        /// Microseconds per unit.
+        unit_us: u64,
+    },
+    /// A SQL statement.
+    Sql {
+        /// The statement text as written (for `-r` reports).
+        text: String,
+        /// What it does.
+        cmd: SqlCommand,
+    },
+}
+
+/// A parsed script.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Script {
+    /// `<builtin: ...>` or the file name.
+    pub name: String,
+    /// Commands with their 1-based line numbers.
+    pub commands: Vec<(usize, Command)>,
+    /// Relative weight for `-b NAME@W` / `-f FILE@W` (default 1).
+    pub weight: u32,
+}
+
+/// A script that could not be parsed: `FILE:LINE: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptError {
+    /// The script's name (file name or built-in name).
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// A built-in script: name, description and text exactly as `pgbench --show-script=NAME`
+/// prints it (PostgreSQL 15).
+#[derive(Copy, Clone, Debug)]
+pub struct Builtin {
+    /// `tpcb-like`, `simple-update` or `select-only`.
+    pub name: &'static str,
+    /// `TPC-B (sort of)`, ...
+    pub description: &'static str,
+    /// The script text.
+    pub text: &'static str,
+}
+
+/// pgbench's built-in scripts.
+pub const BUILTINS: [Builtin; 3] = [
+    Builtin {
+        name: "tpcb-like",
+        description: "TPC-B (sort of)",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               \\set bid random(1, 1 * :scale)\n\
+               \\set tid random(1, 10 * :scale)\n\
+               \\set delta random(-5000, 5000)\n\
+               BEGIN;\n\
+               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+               UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
+               UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;\n\
+               INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+               END;\n",
+    },
+    Builtin {
+        name: "simple-update",
+        description: "simple update",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               \\set bid random(1, 1 * :scale)\n\
+               \\set tid random(1, 10 * :scale)\n\
+               \\set delta random(-5000, 5000)\n\
+               BEGIN;\n\
+               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+               INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+               END;\n",
+    },
+    Builtin {
+        name: "select-only",
+        description: "select only",
+        text: "\\set aid random(1, 100000 * :scale)\n\
+               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    },
+];
+
+impl Builtin {
+    /// Finds a built-in by name or unique prefix, as pgbench's `-b` does.
+    ///
+    /// # Errors
+    /// Unknown or ambiguous names, with the list of valid ones.
+    pub fn find(name: &str) -> Result<Builtin, String> {
+        if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
+            return Ok(*b);
+        }
+        let matches: Vec<&Builtin> = BUILTINS.iter().filter(|b| b.name.starts_with(name)).collect();
+        match matches.as_slice() {
+            [one] => Ok(**one),
+            [] => Err(format!(
+                "no builtin script found for name \"{name}\" (available: tpcb-like, simple-update, select-only)"
+            )),
+            _ => Err(format!(
+                "ambiguous builtin name: {} builtin scripts found for prefix \"{name}\"",
+                matches.len()
+            )),
+        }
+    }
+
+    /// What `--show-script` prints: a header comment and the text.
+    pub fn show(&self) -> String {
+        format!("-- {}: <builtin: {}>\n{}", self.name, self.description, self.text)
+    }
+
+    /// The parsed script, named `<builtin: description>`.
+    pub fn script(&self) -> Script {
+        parse_script(&format!("<builtin: {}>", self.description), self.text).expect("built-in scripts parse")
+    }
+}
+
+/// Parses a script's text; `file` names it in errors.
+///
+/// # Errors
+/// The first problem, as `FILE:LINE: message`.
+pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
+    let err = |line: usize, message: String| ScriptError { file: file.to_string(), line, message };
+    let mut commands = Vec::new();
+    let mut sql = String::new();
+    let mut sql_line = 0;
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw.trim();
+        if sql.is_empty() {
+            if line.is_empty() || line.starts_with("--") {
+                continue;
+            }
+            if let Some(meta) = line.strip_prefix('\\') {
+                commands.push((line_no, parse_meta(meta).map_err(|m| err(line_no, m))?));
+                continue;
+            }
+            sql_line = line_no;
+        }
+        // Accumulate SQL until a `;` outside quotes ends a statement.
+        let code = strip_sql_comment(raw);
+        for piece in split_statements(code, &mut sql) {
+            let cmd = parse_sql(&piece).map_err(|m| err(sql_line, m))?;
+            commands.push((sql_line, Command::Sql { text: piece.trim().to_string(), cmd }));
+            sql_line = line_no;
+        }
+    }
+    if !sql.trim().is_empty() {
+        let piece = std::mem::take(&mut sql);
+        let cmd = parse_sql(&piece).map_err(|m| err(sql_line, m))?;
+        commands.push((sql_line, Command::Sql { text: piece.trim().to_string(), cmd }));
+    }
+    if commands.is_empty() {
+        return Err(err(1, "empty command list for script".into()));
+    }
+    Ok(Script { name: file.to_string(), commands, weight: 1 })
+}
+
+/// Drops a trailing `-- comment` that is outside quotes.
+fn strip_sql_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut in_quote = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' => in_quote = !in_quote,
+            b'-' if !in_quote && i + 1 < b.len() && b[i + 1] == b'-' => return &line[..i],
+            _ => {}
+        }
+        i += 1;
+    }
+    line
+}
+
+/// Appends `code` (plus a newline) to `buf`; returns each statement completed by a `;`.
+fn split_statements(code: &str, buf: &mut String) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_quote = buf.matches('\'').count() % 2 == 1;
+    for c in code.chars() {
+        if c == '\'' {
+            in_quote = !in_quote;
+        }
+        if c == ';' && !in_quote {
+            if !buf.trim().is_empty() {
+                out.push(std::mem::take(buf));
+            } else {
+                buf.clear();
+            }
+            continue;
+        }
+        buf.push(c);
+    }
+    if !buf.is_empty() {
+        buf.push('\n');
+    }
+    out
+}
+
+fn parse_meta(meta: &str) -> Result<Command, String> {
+    let mut words = meta.split_whitespace();
+    let name = words.next().unwrap_or("");
+    match name.to_ascii_lowercase().as_str() {
+        "set" => {
+            let var = words.next().ok_or("missing argument in command \"set\"")?;
+            if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("invalid variable name: \"{var}\""));
+            }
+            let rest = meta[meta.find(var).map(|i| i + var.len()).unwrap_or(meta.len())..].trim();
+            let expr = expr::parse(rest).map_err(|e| format!("\\set {var}: {e}"))?;
+            Ok(Command::Set { var: var.to_string(), expr })
+        }
+        "sleep" => {
+            let arg = words.next().ok_or("missing argument in command \"sleep\"")?;
+            let unit = words.next().unwrap_or("s");
+            if words.next().is_some() {
+                return Err("too many arguments in command \"sleep\"".into());
+            }
+            let unit_us = match unit.to_ascii_lowercase().as_str() {
+                "us" => 1,
+                "ms" => 1_000,
+                "s" => 1_000_000,
+                other => return Err(format!("unrecognized time unit, must be us, ms or s: \"{other}\"")),
+            };
+            let amount = if let Some(v) = arg.strip_prefix(':') {
+                SleepArg::Var(v.to_string())
+            } else {
+                SleepArg::Const(arg.parse().map_err(|_| format!("invalid sleep time: \"{arg}\""))?)
+            };
+            Ok(Command::Sleep { amount, unit_us })
+        }
+        _ => Err(format!("unsupported statement: \\{meta}")),
+    }
+}
+
+/// Replaces `:name` (not `::`) outside quotes with `$k`; returns the text and the names.
+fn bind_variables(sql: &str) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut names: Vec<String> = Vec::new();
+    let chars: Vec<char> = sql.chars().collect();
+    let mut i = 0;
+    let mut in_quote = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            in_quote = !in_quote;
+        }
+        if !in_quote && c == ':' {
+            if i + 1 < chars.len() && chars[i + 1] == ':' {
+                out.push_str("::");
+                i += 2;
+                continue;
+            }
+            let start = i + 1;
+            let mut j = start;
+            while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+                j += 1;
+            }
+            if j > start {
+                let name: String = chars[start..j].iter().collect();
+                let k = match names.iter().position(|n| *n == name) {
+                    Some(k) => k,
+                    None => {
+                        names.push(name);
+                        names.len() - 1
+                    }
+                };
+                out.push_str(&format!("${}", k + 1));
+                i = j;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    (out, names)
+}
+
+fn unsupported(sql: &str) -> String {
+    format!("unsupported statement: {}", sql.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
+    let trimmed = sql.trim();
+    let upper = trimmed.to_ascii_uppercase();
+    // sqlparser's PostgreSQL dialect does not know ABORT; PostgreSQL treats it as ROLLBACK.
+    if upper == "ABORT" || upper == "ABORT TRANSACTION" || upper == "ABORT WORK" {
+        return Ok(SqlCommand::Rollback);
+    }
+    let (bound, names) = bind_variables(trimmed);
+    let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &bound).map_err(|_| unsupported(trimmed))?;
+    let [stmt] = stmts.as_slice() else { return Err(unsupported(trimmed)) };
+    convert(stmt, &names).ok_or_else(|| unsupported(trimmed))
+}
+
+fn value(e: &ast::Expr, names: &[String]) -> Option<SqlValue> {
+    use ast::{BinaryOperator as B, Expr as E, UnaryOperator as U, Value as V};
+    Some(match e {
+        E::Value(v) => match &v.value {
+            V::Number(n, _) => SqlValue::Const(n.parse().ok()?),
+            V::Placeholder(p) => {
+                let k: usize = p.strip_prefix('$')?.parse().ok()?;
+                SqlValue::Var(names.get(k.checked_sub(1)?)?.clone())
+            }
+            _ => return None,
+        },
+        E::Nested(inner) => value(inner, names)?,
+        E::UnaryOp { op: U::Minus, expr } => SqlValue::Neg(Box::new(value(expr, names)?)),
+        E::UnaryOp { op: U::Plus, expr } => value(expr, names)?,
+        E::BinaryOp { left, op, right } => {
+            let c = match op {
+                B::Plus => '+',
+                B::Minus => '-',
+                B::Multiply => '*',
+                _ => return None,
+            };
+            SqlValue::Arith(c, Box::new(value(left, names)?), Box::new(value(right, names)?))
+        }
+        E::Function(f) => {
+            let n = f.name.to_string().to_ascii_lowercase();
+            if (n == "current_timestamp" || n == "now") && f.to_string().len() <= n.len() + 2 {
+                SqlValue::Now
+            } else {
+                return None;
+            }
+        }
+        E::Identifier(i) if i.value.eq_ignore_ascii_case("current_timestamp") => SqlValue::Now,
+        _ => return None,
+    })
+}
+
+/// `key = value` (either order) on `table`'s key column.
+fn key_predicate(sel: Option<&ast::Expr>, table: Table, names: &[String]) -> Option<SqlValue> {
+    let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = sel? else { return None };
+    let key = table.key_column()?;
+    let is_key = |e: &ast::Expr| matches!(e, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case(key));
+    if is_key(left) {
+        value(right, names)
+    } else if is_key(right) {
+        value(left, names)
+    } else {
+        None
+    }
+}
+
+fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase()
+}
+
+fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
+    match stmt {
+        Statement::StartTransaction { .. } => Some(SqlCommand::Begin),
+        Statement::Commit { .. } => Some(SqlCommand::Commit),
+        Statement::Rollback { savepoint: None, .. } => Some(SqlCommand::Rollback),
+        Statement::Query(q) => {
+            let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+            let [from] = sel.from.as_slice() else { return None };
+            if !from.joins.is_empty() {
+                return None;
+            }
+            let table = Table::from_name(&from.relation.to_string())?;
+            table.key_column()?;
+            let mut columns = Vec::new();
+            for item in &sel.projection {
+                match item {
+                    ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(i)) => {
+                        columns.push(table.column_index(&i.value)?)
+                    }
+                    _ => return None,
+                }
+            }
+            let key = key_predicate(sel.selection.as_ref(), table, names)?;
+            let lock = match q.locks.as_slice() {
+                [] => RowLockClause::None,
+                [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
+                    ast::LockType::Update => RowLockClause::ForUpdate,
+                    ast::LockType::Share => RowLockClause::ForShare,
+                },
+                _ => return None,
+            };
+            // Nothing else may be present (GROUP BY, ORDER BY, LIMIT, DISTINCT, ...): the
+            // statement must print back as exactly the parts we understood.
+            let mut canon = format!(
+                "select {} from {} where {}",
+                sel.projection.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+                from.relation,
+                sel.selection.as_ref()?,
+            );
+            match lock {
+                RowLockClause::None => {}
+                RowLockClause::ForUpdate => canon.push_str(" for update"),
+                RowLockClause::ForShare => canon.push_str(" for share"),
+            }
+            (normalize(&canon) == normalize(&q.to_string())).then_some(SqlCommand::Select {
+                table,
+                columns,
+                key,
+                lock,
+            })
+        }
+        Statement::Update(u) => {
+            if !u.table.joins.is_empty() || u.from.is_some() || u.returning.is_some() {
+                return None;
+            }
+            let table = Table::from_name(&u.table.relation.to_string())?;
+            let key_col = table.key_column()?;
+            let [a] = u.assignments.as_slice() else { return None };
+            let col = a.target.to_string();
+            if col.eq_ignore_ascii_case(key_col) {
+                return None;
+            }
+            let column = table.column_index(&col)?;
+            let ast::Expr::BinaryOp { left, op, right } = &a.value else { return None };
+            if !matches!(left.as_ref(), ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case(&col)) {
+                return None;
+            }
+            let d = value(right, names)?;
+            let delta = match op {
+                ast::BinaryOperator::Plus => d,
+                ast::BinaryOperator::Minus => SqlValue::Neg(Box::new(d)),
+                _ => return None,
+            };
+            let key = key_predicate(u.selection.as_ref(), table, names)?;
+            let canon = format!("update {} set {} where {}", u.table, a, u.selection.as_ref()?);
+            (normalize(&canon) == normalize(&stmt.to_string())).then_some(SqlCommand::Update {
+                table,
+                column,
+                delta,
+                key,
+            })
+        }
+        Statement::Insert(ins) => {
+            if Table::from_name(&ins.table.to_string())? != Table::History {
+                return None;
+            }
+            let src = ins.source.as_ref()?;
+            let SetExpr::Values(vals) = src.body.as_ref() else { return None };
+            let [row] = vals.rows.as_slice() else { return None };
+            let cols: Vec<String> = ins.columns.iter().map(|c| c.to_string()).collect();
+            let cols: Vec<String> = if cols.is_empty() {
+                Table::History.int_columns().iter().map(|s| s.to_string()).collect()
+            } else {
+                cols
+            };
+            let row_exprs: Vec<&ast::Expr> = row.iter().collect();
+            if row_exprs.len() != cols.len() {
+                return None;
+            }
+            let mut values: [Option<SqlValue>; 5] = Default::default();
+            for (c, e) in cols.iter().zip(row_exprs) {
+                let idx = Table::History.column_index(c)?;
+                if values[idx].is_some() {
+                    return None;
+                }
+                values[idx] = Some(value(e, names)?);
+            }
+            Some(SqlCommand::InsertHistory { values })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_into_the_expected_commands() {
+        let tpcb = Builtin::find("tpcb-like").unwrap().script();
+        assert_eq!(tpcb.name, "<builtin: TPC-B (sort of)>");
+        let sql: Vec<&SqlCommand> = tpcb
+            .commands
+            .iter()
+            .filter_map(|(_, c)| if let Command::Sql { cmd, .. } = c { Some(cmd) } else { None })
+            .collect();
+        assert_eq!(sql.len(), 7);
+        assert_eq!(sql[0], &SqlCommand::Begin);
+        assert_eq!(
+            sql[1],
+            &SqlCommand::Update {
+                table: Table::Accounts,
+                column: 2,
+                delta: SqlValue::Var("delta".into()),
+                key: SqlValue::Var("aid".into())
+            }
+        );
+        assert_eq!(
+            sql[2],
+            &SqlCommand::Select {
+                table: Table::Accounts,
+                columns: vec![2],
+                key: SqlValue::Var("aid".into()),
+                lock: RowLockClause::None
+            }
+        );
+        assert!(matches!(sql[5], SqlCommand::InsertHistory { values } if values[4] == Some(SqlValue::Now)));
+        assert_eq!(sql[6], &SqlCommand::Commit);
+        assert_eq!(Builtin::find("simple-update").unwrap().script().commands.len(), 9);
+        assert_eq!(Builtin::find("select").unwrap().script().commands.len(), 2);
+        assert!(Builtin::find("nope").is_err());
+        assert!(Builtin::find("s").unwrap_err().contains("ambiguous"));
+    }
+
+    /// Our built-ins print exactly what PostgreSQL's pgbench prints, checked against the real
+    /// binary when one is installed (its output is read at test time, never stored here).
+    #[test]
+    fn show_script_matches_real_pgbench_when_installed() {
+        let Ok(out) = std::process::Command::new("pgbench").arg("--show-script=tpcb-like").output() else {
+            eprintln!("pgbench not installed; comparing the parsed form only");
+            return;
+        };
+        for b in BUILTINS {
+            let out = std::process::Command::new("pgbench")
+                .arg(format!("--show-script={}", b.name))
+                .output()
+                .unwrap();
+            let theirs =
+                String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+            assert_eq!(theirs.trim_end(), b.show().trim_end(), "{}", b.name);
+            // And the text runs through our parser unchanged.
+            parse_script("show-script", &theirs).unwrap();
+        }
+        drop(out);
+    }
+
+    #[test]
+    fn custom_scripts_and_errors() {
+        let s = parse_script(
+            "t.sql",
+            "-- comment\n\\set a random_zipfian(1, 100, 1.5)\n\\sleep 2 ms\nSELECT abalance, bid\n  FROM pgbench_accounts WHERE :a = aid FOR UPDATE;\nUPDATE pgbench_tellers SET tbalance = tbalance - :a WHERE tid = 3; COMMIT;\nABORT;\n",
+        )
+        .unwrap();
+        assert_eq!(s.commands.len(), 6);
+        assert_eq!(s.commands[2].0, 4, "a statement reports the line it starts on");
+        assert!(
+            matches!(&s.commands[2].1, Command::Sql { cmd: SqlCommand::Select { columns, lock: RowLockClause::ForUpdate, .. }, .. } if columns == &vec![2, 1])
+        );
+        assert!(matches!(
+            &s.commands[3].1,
+            Command::Sql { cmd: SqlCommand::Update { delta: SqlValue::Neg(_), .. }, .. }
+        ));
+        assert!(matches!(&s.commands[5].1, Command::Sql { cmd: SqlCommand::Rollback, .. }));
+        for (bad, what) in [
+            ("DELETE FROM pgbench_accounts WHERE aid = 1;", "1: unsupported statement: DELETE"),
+            ("SELECT * FROM pgbench_accounts WHERE aid = 1;", "unsupported statement"),
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = 1 ORDER BY aid;", "unsupported"),
+            ("SELECT abalance FROM pgbench_accounts WHERE bid = 1;", "unsupported"),
+            ("UPDATE pgbench_accounts SET aid = aid + 1 WHERE aid = 1;", "unsupported"),
+            ("UPDATE pgbench_accounts SET abalance = 5 WHERE aid = 1;", "unsupported"),
+            ("SELECT 1;\n\\shell ls", "unsupported"),
+            ("\n\n\\setshell x echo", "3: unsupported statement: \\setshell"),
+            ("\\set x 1 +", "\\set x"),
+            ("\\sleep 1 hours", "time unit"),
+            ("", "empty command list"),
+        ] {
+            let e = parse_script("bad.sql", bad).unwrap_err().to_string();
+            assert!(e.starts_with("bad.sql:"), "{e}");
+            assert!(e.contains(what), "{bad:?} gave {e}");
+        }
+    }
+}
