@@ -1,0 +1,3 @@
+//! Heap tuples and their visibility.
+
+pub mod visibility;
