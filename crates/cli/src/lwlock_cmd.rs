@@ -34,6 +34,9 @@ pub(crate) struct LwLockArgs {
     /// Seed of the per-thread random streams.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Wait-event sampling rate (samples per second of every backend's wait event; 0 = off).
+    #[arg(long, default_value_t = 1000)]
+    wait_sampling_hz: u32,
     /// Also write the full report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -55,6 +58,7 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         shared_ratio: args.shared_ratio,
         hold_ns: args.hold_ns,
         seed: args.seed,
+        wait_sampling_hz: args.wait_sampling_hz,
         spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
@@ -136,6 +140,15 @@ fn print_report(rep: &LwLockBenchReport) {
             stats,
             if r.invariant_ok { "yes" } else { "NO" }
         );
+    }
+    println!();
+    println!("wait-event profile (share of backend samples; the rest were running):");
+    for r in &rep.rows {
+        let total = r.wait_samples.max(1) as f64;
+        let events: Vec<String> =
+            r.wait_events.iter().map(|(e, n)| format!("{e} {:.1}%", 100.0 * *n as f64 / total)).collect();
+        let shown = if events.is_empty() { "(no waits sampled)".to_string() } else { events.join(", ") };
+        println!("  {:<12} {shown}", r.lock.name());
     }
     println!();
     println!(

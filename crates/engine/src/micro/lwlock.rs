@@ -8,11 +8,13 @@
 //! failed). The LWLock rows also report the `LWLOCK_STATS` counters of the run's tranche.
 
 use std::cell::UnsafeCell;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use lockstack_common::backend::{WaitEventProfile, WaitSampler};
+use lockstack_common::{BackendId, BackendStatusArray};
 use lockstack_lwlock::{
     AtomicLwLock, LwLockImpl, LwLockMode, Pg92LwLock, ReadBiasedLwLock, TrancheId, stats,
 };
@@ -102,6 +104,8 @@ pub struct LwLockBenchConfig {
     pub hold_ns: u64,
     /// Seed of the per-thread random streams.
     pub seed: u64,
+    /// Wait-event sampling rate in Hz (0 = off).
+    pub wait_sampling_hz: u32,
     /// LWLock pre-sleep spin rounds (`lockstack_lwlock::set_spin_rounds`; 0 = PostgreSQL's
     /// behaviour).
     pub spin_rounds: u32,
@@ -121,6 +125,9 @@ impl LwLockBenchConfig {
         }
         if !(0.0..=1.0).contains(&self.shared_ratio) {
             return Err(format!("--shared-ratio must be between 0 and 1, got {}", self.shared_ratio));
+        }
+        if self.wait_sampling_hz > 100_000 {
+            return Err(format!("--wait-sampling-hz must be at most 100000, got {}", self.wait_sampling_hz));
         }
         if self.spin_rounds > 64 {
             return Err(format!("--spin-rounds must be at most 64, got {}", self.spin_rounds));
@@ -172,6 +179,11 @@ pub struct LwLockBenchRow {
     pub counters: Option<LwLockCounters>,
     /// True when the protected counters ended equal to the exclusive operation count.
     pub invariant_ok: bool,
+    /// Sampled wait events (`LWLock:LwLockBench` for the LWLock rows; the baselines park
+    /// outside lockstack and never publish one), as (event, samples).
+    pub wait_events: Vec<(String, u64)>,
+    /// Backend-samples taken (waiting or not).
+    pub wait_samples: u64,
 }
 
 impl LwLockBenchRow {
@@ -268,16 +280,27 @@ struct ThreadResult {
     torn_reads: u64,
 }
 
-fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> (Vec<ThreadResult>, (u64, u64), Duration) {
+struct RowRun {
+    threads: Vec<ThreadResult>,
+    pair: (u64, u64),
+    elapsed: Duration,
+    profile: WaitEventProfile,
+}
+
+fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
     let data = Protected(UnsafeCell::new((0, 0)));
+    let backends = BackendStatusArray::new(cfg.threads);
+    let sampler =
+        (cfg.wait_sampling_hz > 0).then(|| WaitSampler::spawn(Arc::clone(&backends), cfg.wait_sampling_hz));
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(cfg.threads + 1);
     let mut elapsed = Duration::ZERO;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
-                let (data, stop, barrier) = (&data, &stop, &barrier);
+                let (data, stop, barrier, backends) = (&data, &stop, &barrier, &backends);
                 s.spawn(move || {
+                    let _me = backends.attach(BackendId(t as u32));
                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(t as u64));
                     let mut hist =
                         Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
@@ -327,17 +350,12 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> (Vec<ThreadResult>, (
         elapsed = start.elapsed();
         r
     });
-    let final_pair = data.0.into_inner();
-    (results, final_pair, elapsed)
+    let profile = sampler.map(WaitSampler::stop).unwrap_or_default();
+    RowRun { threads: results, pair: data.0.into_inner(), elapsed, profile }
 }
 
-fn summarize(
-    lock: LockUnderTest,
-    res: Vec<ThreadResult>,
-    pair: (u64, u64),
-    elapsed: Duration,
-    counters: Option<LwLockCounters>,
-) -> LwLockBenchRow {
+fn summarize(lock: LockUnderTest, run: RowRun, counters: Option<LwLockCounters>) -> LwLockBenchRow {
+    let RowRun { threads: res, pair, elapsed, profile } = run;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
     let (mut ops, mut excl, mut torn) = (0, 0, 0);
     for r in &res {
@@ -356,13 +374,15 @@ fn summarize(
         acquire_max_ns: hist.max(),
         counters,
         invariant_ok: torn == 0 && pair.0 == excl && pair.1 == excl,
+        wait_events: profile.sorted().into_iter().map(|(e, n)| (e.to_string(), n)).collect(),
+        wait_samples: profile.total(),
     }
 }
 
 fn lw_row<L: LwLockImpl>(which: LockUnderTest, lock: L, cfg: &LwLockBenchConfig) -> LwLockBenchRow {
     let tranche = lock.tranche();
     let before = stats::snapshot();
-    let (res, pair, elapsed) = run_row(&Lw(lock), cfg);
+    let run = run_row(&Lw(lock), cfg);
     let d = stats::snapshot().since(&before).tranche(tranche);
     let counters = LwLockCounters {
         sh_acquire: d.sh_acquire,
@@ -373,7 +393,7 @@ fn lw_row<L: LwLockImpl>(which: LockUnderTest, lock: L, cfg: &LwLockBenchConfig)
         dequeue_self: d.dequeue_self,
         bias_revoke: d.bias_revoke,
     };
-    summarize(which, res, pair, elapsed, Some(counters))
+    summarize(which, run, Some(counters))
 }
 
 /// Runs every configured row and returns the report.
@@ -394,13 +414,11 @@ pub fn run(cfg: &LwLockBenchConfig) -> Result<LwLockBenchReport, String> {
             LockUnderTest::ReadBiased => lw_row(which, ReadBiasedLwLock::with_id(tranche, inst), cfg),
             LockUnderTest::ParkingLot => {
                 let l = parking_lot::RwLock::new(());
-                let (res, pair, el) = run_row(&l, cfg);
-                summarize(which, res, pair, el, None)
+                summarize(which, run_row(&l, cfg), None)
             }
             LockUnderTest::Std => {
                 let l = std::sync::RwLock::new(());
-                let (res, pair, el) = run_row(&l, cfg);
-                summarize(which, res, pair, el, None)
+                summarize(which, run_row(&l, cfg), None)
             }
         };
         rows.push(row);
@@ -422,6 +440,7 @@ mod tests {
             shared_ratio: 0.7,
             hold_ns: 0,
             seed: 1,
+            wait_sampling_hz: 2000,
             spin_rounds: 0,
         };
         let rep = run(&cfg).unwrap();
@@ -429,6 +448,10 @@ mod tests {
         for r in &rep.rows {
             assert!(r.invariant_ok, "{}: lock failed its invariant", r.lock.name());
             assert!(r.ops > 0 && r.exclusive_ops > 0, "{}: no progress", r.lock.name());
+            assert!(r.wait_samples > 0, "{}: the sampler ran", r.lock.name());
+            for (e, _) in &r.wait_events {
+                assert_eq!(e, "LWLock:LwLockBench", "{}: only our tranche is ever waited on", r.lock.name());
+            }
             if let Some(c) = &r.counters {
                 assert_eq!(c.sh_acquire + c.ex_acquire, r.ops, "{}: LWLOCK_STATS count", r.lock.name());
                 assert_eq!(c.ex_acquire, r.exclusive_ops, "{}", r.lock.name());
@@ -445,6 +468,7 @@ mod tests {
             shared_ratio: 0.5,
             hold_ns: 0,
             seed: 0,
+            wait_sampling_hz: 0,
             spin_rounds: 10,
         };
         assert!(run(&cfg).unwrap_err().contains("--threads"));
