@@ -60,7 +60,18 @@ impl AtomicLwLock {
     /// Attempts the lock once (`LWLockAttemptLock`); true if acquired.
     #[inline]
     fn attempt_lock(&self, mode: LwLockMode) -> bool {
-        let mut old = self.state.load(Ordering::Relaxed);
+        // Most attempts find the lock idle (only RELEASE_OK set): try that first, saving the
+        // load before the CAS. A failed CAS returns the current state for the general loop.
+        let idle = FLAG_RELEASE_OK;
+        let first = match mode {
+            LwLockMode::Exclusive => idle + VAL_EXCLUSIVE,
+            LwLockMode::Shared => idle + 1,
+        };
+        let mut old =
+            match self.state.compare_exchange_weak(idle, first, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(cur) => cur,
+            };
         loop {
             let desired = match mode {
                 LwLockMode::Exclusive => {
