@@ -3,8 +3,10 @@
 //! This binary only parses arguments, calls `lockstack-engine`, and formats the results; every
 //! workload lives in the engine crate.
 
+mod buffers_cmd;
 mod lwlock_cmd;
 mod snapshot_cmd;
+mod wal_cmd;
 
 use std::process::ExitCode;
 
@@ -24,6 +26,10 @@ enum Command {
     Lwlock(lwlock_cmd::LwLockArgs),
     /// GetSnapshotData against committers, per ProcArray layout (PGPROC, PGXACT, padded, dense).
     Snapshot(snapshot_cmd::SnapshotArgs),
+    /// WAL insertion: one WALInsertLock (9.2) against N insertion locks (9.4+), with group commit.
+    Wal(wal_cmd::WalArgs),
+    /// Buffer pin contention and the visibility map (seed 004): hot-pin, scan, vm-delete.
+    Buffers(buffers_cmd::BuffersArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -68,6 +74,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lwlock(args) => lwlock_cmd::run(args),
         Command::Snapshot(args) => snapshot_cmd::run(args),
+        Command::Wal(args) => wal_cmd::run(args),
+        Command::Buffers(args) => buffers_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,9 @@
 //! pgbench runner and the seed experiments build on the same pattern: a plain config struct in,
 //! a serialisable result out, no printing (the CLI formats).
 
+pub mod btree;
 pub mod heap;
 pub mod micro;
 pub mod pgbench;
 pub mod report;
+pub mod tables;

@@ -1,3 +1,4 @@
 //! Heap tuples and their visibility.
 
+pub mod tuple;
 pub mod visibility;

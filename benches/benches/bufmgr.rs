@@ -1,0 +1,147 @@
+//! Buffer manager benchmarks: the hit path (look-up + pin + unpin) per header design and per
+//! mapping table on one thread; two threads pinning one hot buffer (9.2 header spinlock vs 9.6
+//! atomic state word); and misses through a small pool (clock sweep under eviction pressure)
+//! per victim strategy.
+//!
+//! `cargo bench -p lockstack-benches --bench bufmgr`
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use lockstack_bufmgr::{
+    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, LwLockMode, MappingKind,
+    VictimKind, page,
+};
+use lockstack_common::{BlockNumber, Oid};
+
+const REL: Oid = Oid(16384);
+
+fn pool(
+    nbuffers: usize,
+    header: HeaderKind,
+    mapping: MappingKind,
+    victim: VictimKind,
+    blocks: u32,
+) -> Arc<BufferPool> {
+    let lwlock = if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
+    let p =
+        BufferPool::in_memory(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock }).expect("pool");
+    let bb = p.backend();
+    for _ in 0..blocks {
+        let (b, _) = bb.extend(REL, ForkNumber::Main).expect("extend");
+        let mut g = bb.lock(b, LwLockMode::Exclusive);
+        page::init(g.page_mut(), 0);
+        g.mark_dirty();
+        drop(g);
+        bb.release(b);
+    }
+    p.flush_all().expect("flush");
+    p
+}
+
+fn hit(c: &mut Criterion) {
+    let mut g = c.benchmark_group("bufmgr/hit");
+    g.throughput(Throughput::Elements(1));
+    for header in HeaderKind::ALL {
+        let p = pool(1024, header, MappingKind::PARTITIONS_128, VictimKind::AtomicClock, 256);
+        let bb = p.backend();
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::new("header", header), |b| {
+            b.iter(|| {
+                i = (i + 97) % 256;
+                let buf = bb.read_block(REL, BlockNumber(i)).expect("hit");
+                bb.release(black_box(buf));
+            })
+        });
+    }
+    for mapping in [MappingKind::PARTITIONS_16, MappingKind::PARTITIONS_128, MappingKind::DashMap] {
+        let p = pool(2048, HeaderKind::Atomic, mapping, VictimKind::AtomicClock, 1024);
+        let bb = p.backend();
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::new("mapping", mapping), |b| {
+            b.iter(|| {
+                i = (i + 97) % 1024;
+                let buf = bb.read_block(REL, BlockNumber(i)).expect("hit");
+                bb.release(black_box(buf));
+            })
+        });
+    }
+    g.finish();
+}
+
+/// `threads` threads, each with its own backend, each doing `iters` pin+unpin pairs of block 0,
+/// with the mapping look-up (`read_block`) or without it (`read_recent`: only the header);
+/// returns the wall time from the common start.
+fn hot_pin(p: &Arc<BufferPool>, threads: usize, iters: u64, lookup: bool) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (p, barrier) = (Arc::clone(p), &barrier);
+            s.spawn(move || {
+                let bb = p.backend();
+                let recent = bb.read_block(REL, BlockNumber(0)).expect("hit");
+                bb.release(recent);
+                barrier.wait();
+                for _ in 0..iters {
+                    let b = if lookup {
+                        bb.read_block(REL, BlockNumber(0)).expect("hit")
+                    } else {
+                        bb.read_recent(BufferTag::main(REL, 0), recent).expect("resident")
+                    };
+                    bb.release(b);
+                }
+            });
+        }
+        barrier.wait();
+        Instant::now()
+    })
+    .elapsed()
+}
+
+fn hot_pin_2t(c: &mut Criterion) {
+    let mut g = c.benchmark_group("bufmgr/hot_pin_2t");
+    g.throughput(Throughput::Elements(2));
+    for header in HeaderKind::ALL {
+        let p = pool(64, header, MappingKind::PARTITIONS_128, VictimKind::AtomicClock, 1);
+        g.bench_function(BenchmarkId::new("pin", header), |b| {
+            b.iter_custom(|iters| hot_pin(&p, 2, iters, false))
+        });
+        g.bench_function(BenchmarkId::new("read", header), |b| {
+            b.iter_custom(|iters| hot_pin(&p, 2, iters, true))
+        });
+    }
+    g.finish();
+}
+
+fn clock_sweep(c: &mut Criterion) {
+    let mut g = c.benchmark_group("bufmgr/clock_sweep");
+    g.throughput(Throughput::Elements(1));
+    for victim in VictimKind::ALL {
+        // 64 buffers, 256 clean blocks read in turn: every read evicts.
+        let header =
+            if victim == VictimKind::FreelistLock { HeaderKind::Spinlock } else { HeaderKind::Atomic };
+        let p = pool(64, header, MappingKind::PARTITIONS_128, victim, 256);
+        let bb = p.backend();
+        let mut i = 0u32;
+        g.bench_function(BenchmarkId::new("miss", victim), |b| {
+            b.iter(|| {
+                i = (i + 1) % 256;
+                let buf = bb.read_block(REL, BlockNumber(i)).expect("miss");
+                bb.release(black_box(buf));
+            })
+        });
+    }
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! { name = benches; config = config(); targets = hit, hot_pin_2t, clock_sweep }
+criterion_main!(benches);

@@ -1,0 +1,188 @@
+//! `lockstack buffers`: argument parsing and the text/JSON output of the engine's buffer-pin
+//! experiments (seed 004).
+
+use std::time::Duration;
+
+use clap::Args;
+use lockstack_engine::micro::buffers::{
+    self, BufferScenario, BuffersConfig, BuffersReport, Check, Header, Mapping, Victim,
+};
+
+use crate::Failure;
+
+/// Arguments of `lockstack buffers`.
+#[derive(Args, Debug)]
+pub(crate) struct BuffersArgs {
+    /// Experiment: hot-pin (every thread pins one page), scan (concurrent full scans, checking
+    /// all-visible per page), vm-delete (per-thread deletes on disjoint pages sharing the VM page).
+    #[arg(long, default_value = "hot-pin")]
+    scenario: String,
+    /// Buffer header designs to compare: comma-separated spinlock (9.2), atomic (9.6), or all.
+    #[arg(long, default_value = "all")]
+    header: String,
+    /// Visibility checks to compare (scan, vm-delete): comma-separated page-flag-first,
+    /// always-vm, always-vm-keep-pin, or all.
+    #[arg(long, default_value = "all")]
+    vm_check: String,
+    /// Buffer mapping table: partitions-16, partitions-128 or dashmap.
+    #[arg(long, default_value = "partitions-128")]
+    mapping: String,
+    /// Victim selection: freelist-lock (9.2) or atomic-clock (9.5).
+    #[arg(long, default_value = "atomic-clock")]
+    victim: String,
+    /// Worker threads per row.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Seconds to run each row (fractions allowed).
+    #[arg(long, default_value_t = 2.0)]
+    duration: f64,
+    /// Heap pages in the table (default: 2048 for scan, 256 = 2 MiB for vm-delete, as the seed).
+    #[arg(long)]
+    table_pages: Option<u32>,
+    /// Buffers in the pool (default: enough for the whole table).
+    #[arg(long)]
+    pool_buffers: Option<usize>,
+    /// vm-delete: mark the page all-visible again every N deletes, as VACUUM would (0 = never).
+    #[arg(long, default_value_t = 0)]
+    vacuum_every: u32,
+    /// Also write the full report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+fn parse_list<T: std::str::FromStr<Err = String> + PartialEq + Copy>(
+    flag: &str,
+    s: &str,
+    all: &[T],
+) -> Result<Vec<T>, Failure> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if part == "all" {
+            out.extend_from_slice(all);
+        } else {
+            out.push(part.parse::<T>().map_err(|e| Failure::input(format!("--{flag}: {e}")))?);
+        }
+    }
+    let mut dedup = Vec::new();
+    for x in out {
+        if !dedup.contains(&x) {
+            dedup.push(x);
+        }
+    }
+    Ok(dedup)
+}
+
+pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
+    let scenario: BufferScenario =
+        args.scenario.parse().map_err(|e| Failure::input(format!("--scenario: {e}")))?;
+    let headers = parse_list("header", &args.header, &Header::ALL)?;
+    let vm_checks = parse_list("vm-check", &args.vm_check, &Check::ALL)?;
+    let mapping: Mapping = args.mapping.parse().map_err(|e| Failure::input(format!("--mapping: {e}")))?;
+    let victim: Victim = args.victim.parse().map_err(|e| Failure::input(format!("--victim: {e}")))?;
+    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
+        return Err(Failure::input(format!(
+            "--duration must be above 0 and at most 3600 seconds, got {}",
+            args.duration
+        )));
+    }
+    let table_pages = args.table_pages.unwrap_or(match scenario {
+        BufferScenario::HotPin => 1,
+        BufferScenario::Scan => 2048,
+        BufferScenario::VmDelete => 256,
+    });
+    let pool_buffers =
+        args.pool_buffers.unwrap_or_else(|| (table_pages as usize + 64).max(2 * args.threads + 64));
+    let cfg = BuffersConfig {
+        scenario,
+        headers,
+        vm_checks,
+        mapping,
+        victim,
+        threads: args.threads,
+        duration: Duration::from_secs_f64(args.duration),
+        table_pages,
+        pool_buffers,
+        vacuum_every: args.vacuum_every,
+    };
+    cfg.validate().map_err(Failure::input)?;
+    if let Some(path) = &args.json {
+        // Fail before the run, not after it, if the file cannot be written.
+        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+    }
+    let report = buffers::run(&cfg).map_err(Failure::input)?;
+    print_report(&report);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
+    }
+    if let Some(r) = report.rows.iter().find(|r| !r.invariant_ok) {
+        return Err(Failure {
+            message: format!(
+                "row {} {} failed its checks: {}",
+                r.header,
+                r.vm_check.as_deref().unwrap_or(""),
+                r.error.as_deref().unwrap_or("?")
+            ),
+            code: 2,
+        });
+    }
+    Ok(())
+}
+
+fn print_report(rep: &BuffersReport) {
+    let c = &rep.config;
+    println!(
+        "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
+        c.scenario,
+        c.threads,
+        c.duration_s,
+        c.table_pages,
+        c.pool_buffers,
+        c.mapping,
+        c.victim,
+        if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
+    );
+    println!("{}", rep.machine.line());
+    println!();
+    println!(
+        "{:<9} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
+        "header",
+        "vm check",
+        "ops/s",
+        "pin waits",
+        "/kop",
+        "spindelay",
+        "vm pins",
+        "vm waits",
+        "hits",
+        "map blk",
+        "cnt blk",
+        "ok"
+    );
+    for r in &rep.rows {
+        let b = &r.buffers;
+        println!(
+            "{:<9} {:<19} {:>12.0} {:>10} {:>9.2} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
+            r.header,
+            r.vm_check.as_deref().unwrap_or("-"),
+            r.ops_per_sec,
+            b.pin_waits,
+            r.pin_waits_per_kop(),
+            b.pin_spin_delays,
+            b.vm_pins,
+            b.vm_pin_waits,
+            b.hits,
+            r.lwlocks.mapping_block,
+            r.lwlocks.content_block,
+            if r.invariant_ok { "yes" } else { "NO" }
+        );
+    }
+    println!();
+    println!("ops: pin+unpin pairs (hot-pin), pages scanned (scan), deletes (vm-delete).");
+    println!(
+        "pin waits: pins/unpins that found the buffer header busy (spinlock held, or BM_LOCKED / lost CAS);"
+    );
+    println!("vm pins: VM page pins taken; map/cnt blk: BufferMapping / BufferContent LWLock sleeps.");
+}

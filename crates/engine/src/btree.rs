@@ -1,0 +1,804 @@
+//! A B-tree index whose pages live in the buffer pool: PostgreSQL's nbtree design
+//! (`src/backend/access/nbtree/`, README; Lehman & Yao, "Efficient Locking for Concurrent
+//! Operations on B-Trees", 1981) reduced to what the engine needs: unique 64-bit keys with
+//! duplicates allowed across versions, a bulk build at load time, look-ups, and inserts with
+//! page splits.
+//!
+//! Layout: block 0 is the metapage (root block and level); every other page is a slotted page
+//! (`lockstack_bufmgr::page`) whose special space holds [`PAGE_OPAQUE_SIZE`] bytes: level, flags,
+//! right sibling and the high key. Items are ordered by (key, tie) where the tie is the heap TID,
+//! so every entry is unique (PostgreSQL 12's heap-TID tiebreaker). Leaf items are
+//! (key, heap TID); internal items are (separator key, tie, child block), and the first item
+//! of an internal page stands for minus infinity.
+//!
+//! Concurrency is Lehman & Yao's: a reader holds at most one page lock, releases a page before
+//! reading its child, and moves right while its target is at or beyond a page's high key, which
+//! is how it copes with a split that happened in between. Structural changes (splits and the
+//! downlink inserts they cause) are serialised by one LWLock per index; a plain insert into a
+//! leaf with room needs only that leaf's exclusive content lock. Looking up a key pins and
+//! share-locks the root, so under pgbench the root is the hottest buffer in the pool, as in
+//! PostgreSQL.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use lockstack_bufmgr::page::{self, BLCKSZ, OffsetNumber};
+use lockstack_bufmgr::{BackendBuffers, Buffer, BufferError, ContentGuard, ForkNumber};
+use lockstack_common::{BlockNumber, Oid, TrancheId};
+use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
+
+/// A heap tuple identifier (`ItemPointerData`): block and 1-based line pointer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tid {
+    /// Heap block.
+    pub block: u32,
+    /// Line pointer (1-based).
+    pub offset: u16,
+}
+
+impl Tid {
+    fn tie(self) -> u64 {
+        (u64::from(self.block) << 16) | u64::from(self.offset)
+    }
+
+    fn from_tie(t: u64) -> Tid {
+        Tid { block: (t >> 16) as u32, offset: (t & 0xFFFF) as u16 }
+    }
+}
+
+/// Bytes of B-tree special space: level u16, flags u16, right link u32, high key i64 + tie u64.
+pub const PAGE_OPAQUE_SIZE: usize = 24;
+const LEAF_ITEM: usize = 16;
+const INTERNAL_ITEM: usize = 24;
+const F_LEAF: u16 = 1;
+const F_ROOT: u16 = 2;
+const F_HAS_HIGH_KEY: u16 = 4;
+const NO_RIGHT: u32 = u32::MAX;
+const META_BLOCK: u32 = 0;
+const META_MAGIC: u32 = 0x0005_3162; // nbtree's magic number
+
+#[derive(Copy, Clone, Debug)]
+struct Opaque {
+    level: u16,
+    flags: u16,
+    right: u32,
+    high: Option<(i64, u64)>,
+}
+
+fn opaque(p: &[u8]) -> Opaque {
+    let s = page::special(p);
+    let flags = u16::from_le_bytes([s[2], s[3]]);
+    Opaque {
+        level: u16::from_le_bytes([s[0], s[1]]),
+        flags,
+        right: u32::from_le_bytes(s[4..8].try_into().expect("4 bytes")),
+        high: (flags & F_HAS_HIGH_KEY != 0).then(|| {
+            (
+                i64::from_le_bytes(s[8..16].try_into().expect("8 bytes")),
+                u64::from_le_bytes(s[16..24].try_into().expect("8 bytes")),
+            )
+        }),
+    }
+}
+
+fn set_opaque(p: &mut [u8], o: Opaque) {
+    let s = page::special_mut(p);
+    let flags = if o.high.is_some() { o.flags | F_HAS_HIGH_KEY } else { o.flags & !F_HAS_HIGH_KEY };
+    s[0..2].copy_from_slice(&o.level.to_le_bytes());
+    s[2..4].copy_from_slice(&flags.to_le_bytes());
+    s[4..8].copy_from_slice(&o.right.to_le_bytes());
+    let (k, t) = o.high.unwrap_or((0, 0));
+    s[8..16].copy_from_slice(&k.to_le_bytes());
+    s[16..24].copy_from_slice(&t.to_le_bytes());
+}
+
+/// One decoded item.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Item {
+    key: i64,
+    tie: u64,
+    child: u32,
+}
+
+impl Item {
+    fn pos(&self) -> (i64, u64) {
+        (self.key, self.tie)
+    }
+
+    fn encode(&self, leaf: bool) -> Vec<u8> {
+        let mut v = Vec::with_capacity(INTERNAL_ITEM);
+        v.extend_from_slice(&self.key.to_le_bytes());
+        v.extend_from_slice(&self.tie.to_le_bytes());
+        if !leaf {
+            v.extend_from_slice(&self.child.to_le_bytes());
+            v.extend_from_slice(&0u32.to_le_bytes());
+        }
+        v
+    }
+}
+
+fn item_at(p: &[u8], off: OffsetNumber) -> Item {
+    let b = page::get_item(p, off).expect("B-tree items are always normal");
+    Item {
+        key: i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
+        tie: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+        child: if b.len() >= INTERNAL_ITEM {
+            u32::from_le_bytes(b[16..20].try_into().expect("4 bytes"))
+        } else {
+            0
+        },
+    }
+}
+
+fn nitems(p: &[u8]) -> OffsetNumber {
+    page::max_offset_number(p)
+}
+
+/// First offset whose item is >= `target` (n+1 if none).
+fn lower_bound(p: &[u8], target: (i64, u64)) -> OffsetNumber {
+    let (mut lo, mut hi) = (1u16, nitems(p) + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if item_at(p, mid).pos() < target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The child to descend into for `target` on an internal page: the last item <= target, with
+/// the first item counting as minus infinity.
+fn find_child(p: &[u8], target: (i64, u64)) -> u32 {
+    let (mut lo, mut hi) = (2u16, nitems(p) + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if item_at(p, mid).pos() <= target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    item_at(p, lo - 1).child
+}
+
+fn must_move_right(o: &Opaque, target: (i64, u64)) -> bool {
+    o.high.is_some_and(|h| target >= h)
+}
+
+/// Inserts `item` so that line pointers stay sorted; false if the page is full.
+fn insert_sorted(p: &mut [u8], item: &Item, leaf: bool) -> bool {
+    let bytes = item.encode(leaf);
+    let pos = lower_bound(p, item.pos());
+    let Some(new_off) = page::add_item(p, &bytes, None) else { return false };
+    let new_id = page::item_id(p, new_off);
+    let mut i = new_off;
+    while i > pos {
+        let prev = page::item_id(p, i - 1);
+        page::set_item_id(p, i, prev);
+        i -= 1;
+    }
+    page::set_item_id(p, pos, new_id);
+    true
+}
+
+fn init_page(p: &mut [u8], o: Opaque) {
+    page::init(p, PAGE_OPAQUE_SIZE);
+    set_opaque(p, o);
+}
+
+/// Errors of index operations.
+#[derive(Debug)]
+pub enum BTreeError {
+    /// The buffer pool failed (I/O, or no unpinned buffer available).
+    Buffer(BufferError),
+    /// The structure check found a broken invariant (message says which).
+    Corrupt(String),
+}
+
+impl std::fmt::Display for BTreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BTreeError::Buffer(e) => write!(f, "{e}"),
+            BTreeError::Corrupt(m) => write!(f, "index corrupt: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for BTreeError {}
+
+impl From<BufferError> for BTreeError {
+    fn from(e: BufferError) -> Self {
+        BTreeError::Buffer(e)
+    }
+}
+
+/// A B-tree on relation `rel` in a buffer pool (see the module documentation).
+pub struct BTree {
+    rel: Oid,
+    root: AtomicU32,
+    split_lock: LwLock,
+}
+
+impl std::fmt::Debug for BTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTree")
+            .field("rel", &self.rel)
+            .field("root", &self.root.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Pins `block` and returns it with its content lock.
+fn lock_block<'a>(
+    bb: &'a BackendBuffers,
+    rel: Oid,
+    block: u32,
+    mode: LwLockMode,
+) -> Result<(Buffer, ContentGuard<'a>), BufferError> {
+    let buf = bb.read_block(rel, BlockNumber(block))?;
+    Ok((buf, bb.lock(buf, mode)))
+}
+
+impl BTree {
+    /// Builds an index on `rel` (an empty relation) from `entries` sorted by key then TID,
+    /// filling leaf pages to `fillfactor` percent (PostgreSQL's default for B-trees is 90).
+    ///
+    /// # Errors
+    /// Buffer pool errors; [`BTreeError::Corrupt`] if `entries` are not sorted.
+    ///
+    /// # Panics
+    /// If `fillfactor` is not 10..=100.
+    pub fn build(
+        bb: &BackendBuffers,
+        rel: Oid,
+        entries: impl IntoIterator<Item = (i64, Tid)>,
+        fillfactor: u8,
+        lwlock_kind: LwLockKind,
+    ) -> Result<BTree, BTreeError> {
+        assert!((10..=100).contains(&fillfactor), "fillfactor must be 10..=100");
+        let (meta_buf, meta_block) = bb.extend(rel, ForkNumber::Main)?;
+        assert_eq!(meta_block.0, META_BLOCK, "index relation must be empty");
+        let usable = BLCKSZ - page::SIZE_OF_PAGE_HEADER - PAGE_OPAQUE_SIZE;
+        let limit = usable * usize::from(fillfactor) / 100;
+        // Level 0 from the entries, then each level from the first items of the one below.
+        let mut level_items: Vec<Item> = Vec::new();
+        let mut last: Option<(i64, u64)> = None;
+        for (key, tid) in entries {
+            let it = Item { key, tie: tid.tie(), child: 0 };
+            if last.is_some_and(|l| l >= it.pos()) {
+                return Err(BTreeError::Corrupt(format!("build input not sorted at key {key}")));
+            }
+            last = Some(it.pos());
+            level_items.push(it);
+        }
+        let mut level = 0u16;
+        let root = loop {
+            let leaf = level == 0;
+            let item_size =
+                page::maxalign(if leaf { LEAF_ITEM } else { INTERNAL_ITEM }) + page::SIZE_OF_ITEM_ID;
+            let per_page = (limit / item_size).max(2);
+            let chunks: Vec<&[Item]> =
+                if level_items.is_empty() { vec![&[][..]] } else { level_items.chunks(per_page).collect() };
+            let mut blocks = Vec::with_capacity(chunks.len());
+            for _ in &chunks {
+                let (buf, blk) = bb.extend(rel, ForkNumber::Main)?;
+                bb.release(buf);
+                blocks.push(blk.0);
+            }
+            let mut next_level = Vec::with_capacity(chunks.len());
+            for (i, chunk) in chunks.iter().enumerate() {
+                let (buf, mut g) = lock_block(bb, rel, blocks[i], LwLockMode::Exclusive)?;
+                let p = g.page_mut();
+                let high = chunks.get(i + 1).map(|c| c[0].pos());
+                let mut flags = if leaf { F_LEAF } else { 0 };
+                if chunks.len() == 1 {
+                    flags |= F_ROOT;
+                }
+                let right = if i + 1 < blocks.len() { blocks[i + 1] } else { NO_RIGHT };
+                init_page(p, Opaque { level, flags, right, high });
+                for it in chunk.iter() {
+                    let ok = page::add_item(p, &it.encode(leaf), None).is_some();
+                    debug_assert!(ok, "build sized pages to fit");
+                }
+                g.mark_dirty();
+                drop(g);
+                bb.release(buf);
+                let first = chunk.first().map(|c| c.pos()).unwrap_or((i64::MIN, 0));
+                next_level.push(Item { key: first.0, tie: first.1, child: blocks[i] });
+            }
+            if blocks.len() == 1 {
+                break blocks[0];
+            }
+            level_items = next_level;
+            level += 1;
+        };
+        let mut g = bb.lock(meta_buf, LwLockMode::Exclusive);
+        let p = g.page_mut();
+        page::init(p, 16);
+        let s = page::special_mut(p);
+        s[0..4].copy_from_slice(&META_MAGIC.to_le_bytes());
+        s[4..8].copy_from_slice(&root.to_le_bytes());
+        s[8..10].copy_from_slice(&level.to_le_bytes());
+        g.mark_dirty();
+        drop(g);
+        bb.release(meta_buf);
+        Ok(BTree {
+            rel,
+            root: AtomicU32::new(root),
+            split_lock: LwLock::new(lwlock_kind, TrancheId::register("BtreeSplit"), rel.0),
+        })
+    }
+
+    /// The index relation.
+    pub fn rel(&self) -> Oid {
+        self.rel
+    }
+
+    /// Levels above the leaves (0 = the root is a leaf).
+    ///
+    /// # Errors
+    /// Buffer pool errors.
+    pub fn height(&self, bb: &BackendBuffers) -> Result<u16, BufferError> {
+        let (buf, g) = lock_block(bb, self.rel, self.root_block(), LwLockMode::Shared)?;
+        let level = opaque(g.page()).level;
+        drop(g);
+        bb.release(buf);
+        Ok(level)
+    }
+
+    /// The current root block.
+    pub fn root_block(&self) -> u32 {
+        self.root.load(Ordering::Acquire)
+    }
+
+    /// Descends to the leaf that may hold `target`; returns it pinned and locked in `mode`,
+    /// plus the internal blocks visited (for downlink inserts after a split).
+    fn descend<'a>(
+        &self,
+        bb: &'a BackendBuffers,
+        target: (i64, u64),
+        leaf_mode: LwLockMode,
+    ) -> Result<(Buffer, ContentGuard<'a>, Vec<u32>), BufferError> {
+        let mut stack = Vec::new();
+        let mut blk = self.root_block();
+        loop {
+            let (buf, g) = lock_block(bb, self.rel, blk, LwLockMode::Shared)?;
+            let o = opaque(g.page());
+            if must_move_right(&o, target) {
+                drop(g);
+                bb.release(buf);
+                blk = o.right;
+                continue;
+            }
+            if o.flags & F_LEAF != 0 {
+                if leaf_mode == LwLockMode::Shared {
+                    return Ok((buf, g, stack));
+                }
+                drop(g);
+                return self.move_right_locked(bb, buf, target, stack);
+            }
+            let child = find_child(g.page(), target);
+            drop(g);
+            bb.release(buf);
+            stack.push(blk);
+            blk = child;
+        }
+    }
+
+    /// Locks `buf` exclusively and moves right until `target` belongs on the page.
+    fn move_right_locked<'a>(
+        &self,
+        bb: &'a BackendBuffers,
+        mut buf: Buffer,
+        target: (i64, u64),
+        stack: Vec<u32>,
+    ) -> Result<(Buffer, ContentGuard<'a>, Vec<u32>), BufferError> {
+        loop {
+            let g = bb.lock(buf, LwLockMode::Exclusive);
+            let o = opaque(g.page());
+            if !must_move_right(&o, target) {
+                return Ok((buf, g, stack));
+            }
+            drop(g);
+            bb.release(buf);
+            buf = bb.read_block(self.rel, BlockNumber(o.right))?;
+        }
+    }
+
+    /// Appends every heap TID indexed under `key` to `out`, in TID order.
+    ///
+    /// # Errors
+    /// Buffer pool errors.
+    pub fn lookup(&self, bb: &BackendBuffers, key: i64, out: &mut Vec<Tid>) -> Result<(), BufferError> {
+        let (mut buf, mut g, _) = self.descend(bb, (key, 0), LwLockMode::Shared)?;
+        let mut off = lower_bound(g.page(), (key, 0));
+        loop {
+            let n = nitems(g.page());
+            while off <= n {
+                let it = item_at(g.page(), off);
+                if it.key != key {
+                    drop(g);
+                    bb.release(buf);
+                    return Ok(());
+                }
+                out.push(Tid::from_tie(it.tie));
+                off += 1;
+            }
+            // Ran off the page: equal keys may continue on the right sibling.
+            let o = opaque(g.page());
+            drop(g);
+            bb.release(buf);
+            match o.high {
+                Some((hk, _)) if hk == key && o.right != NO_RIGHT => {
+                    buf = bb.read_block(self.rel, BlockNumber(o.right))?;
+                    g = bb.lock(buf, LwLockMode::Shared);
+                    off = 1;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Adds the entry (`key`, `tid`) (`_bt_doinsert`), splitting pages as needed.
+    ///
+    /// # Errors
+    /// Buffer pool errors (including running out of unpinned buffers).
+    pub fn insert(&self, bb: &BackendBuffers, key: i64, tid: Tid) -> Result<(), BufferError> {
+        let item = Item { key, tie: tid.tie(), child: 0 };
+        {
+            let (buf, mut g, _) = self.descend(bb, item.pos(), LwLockMode::Exclusive)?;
+            let inserted = insert_sorted(g.page_mut(), &item, true);
+            if inserted {
+                g.mark_dirty();
+            }
+            drop(g);
+            bb.release(buf);
+            if inserted {
+                return Ok(());
+            }
+        }
+        // The leaf is full: split under the index's structure lock, then retry from the top.
+        let held = self.split_lock.acquire(LwLockMode::Exclusive);
+        let r = self.insert_with_split(bb, item);
+        self.split_lock.release(held);
+        r
+    }
+
+    fn insert_with_split(&self, bb: &BackendBuffers, item: Item) -> Result<(), BufferError> {
+        let (buf, mut g, mut stack) = self.descend(bb, item.pos(), LwLockMode::Exclusive)?;
+        if insert_sorted(g.page_mut(), &item, true) {
+            g.mark_dirty();
+            drop(g);
+            bb.release(buf);
+            return Ok(());
+        }
+        let mut pending = Some((buf, g, item));
+        while let Some((buf, g, it)) = pending.take() {
+            let (sep, right_blk, was_root, level) = self.split(bb, g, it)?;
+            let downlink = Item { key: sep.0, tie: sep.1, child: right_blk };
+            if was_root {
+                self.new_root(bb, buf_block(bb, buf), right_blk, downlink, level + 1)?;
+                bb.release(buf);
+                return Ok(());
+            }
+            bb.release(buf);
+            let parent = stack.pop().unwrap_or_else(|| self.root_block());
+            let pbuf = bb.read_block(self.rel, BlockNumber(parent))?;
+            let (pbuf, mut pg, _) = self.move_right_locked(bb, pbuf, downlink.pos(), Vec::new())?;
+            if insert_sorted(pg.page_mut(), &downlink, false) {
+                pg.mark_dirty();
+                drop(pg);
+                bb.release(pbuf);
+                return Ok(());
+            }
+            pending = Some((pbuf, pg, downlink));
+        }
+        Ok(())
+    }
+
+    /// Splits the locked, full page `buf` while inserting `it`; returns the separator (the right
+    /// page's first item), the new right block, whether the page was the root, and its level.
+    /// The page stays pinned by the caller; its lock is released here.
+    fn split(
+        &self,
+        bb: &BackendBuffers,
+        mut g: ContentGuard<'_>,
+        it: Item,
+    ) -> Result<((i64, u64), u32, bool, u16), BufferError> {
+        let o = opaque(g.page());
+        let leaf = o.flags & F_LEAF != 0;
+        let mut items: Vec<Item> = (1..=nitems(g.page())).map(|i| item_at(g.page(), i)).collect();
+        let pos = items.partition_point(|x| x.pos() < it.pos());
+        items.insert(pos, it);
+        let mid = items.len() / 2;
+        let (left, right) = items.split_at(mid);
+        let sep = right[0].pos();
+        let (rbuf, rblk) = bb.extend(self.rel, ForkNumber::Main)?;
+        {
+            let mut rg = bb.lock(rbuf, LwLockMode::Exclusive);
+            let rp = rg.page_mut();
+            init_page(
+                rp,
+                Opaque { level: o.level, flags: if leaf { F_LEAF } else { 0 }, right: o.right, high: o.high },
+            );
+            for x in right {
+                page::add_item(rp, &x.encode(leaf), None).expect("half a page fits");
+            }
+            rg.mark_dirty();
+        }
+        let was_root = o.flags & F_ROOT != 0;
+        {
+            let p = g.page_mut();
+            init_page(p, Opaque { level: o.level, flags: o.flags & !F_ROOT, right: rblk.0, high: Some(sep) });
+            for x in left {
+                page::add_item(p, &x.encode(leaf), None).expect("half a page fits");
+            }
+            g.mark_dirty();
+        }
+        drop(g);
+        bb.release(rbuf);
+        Ok((sep, rblk.0, was_root, o.level))
+    }
+
+    fn new_root(
+        &self,
+        bb: &BackendBuffers,
+        left: u32,
+        right: u32,
+        downlink: Item,
+        level: u16,
+    ) -> Result<(), BufferError> {
+        let (nbuf, nblk) = bb.extend(self.rel, ForkNumber::Main)?;
+        {
+            let mut g = bb.lock(nbuf, LwLockMode::Exclusive);
+            let p = g.page_mut();
+            init_page(p, Opaque { level, flags: F_ROOT, right: NO_RIGHT, high: None });
+            let first = Item { key: i64::MIN, tie: 0, child: left };
+            page::add_item(p, &first.encode(false), None).expect("empty page");
+            page::add_item(p, &Item { child: right, ..downlink }.encode(false), None).expect("empty page");
+            g.mark_dirty();
+        }
+        bb.release(nbuf);
+        let (mbuf, mut mg) = lock_block(bb, self.rel, META_BLOCK, LwLockMode::Exclusive)?;
+        let s = page::special_mut(mg.page_mut());
+        s[4..8].copy_from_slice(&nblk.0.to_le_bytes());
+        s[8..10].copy_from_slice(&level.to_le_bytes());
+        mg.mark_dirty();
+        drop(mg);
+        bb.release(mbuf);
+        self.root.store(nblk.0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Walks every level left to right and checks the invariants: items sorted, every item
+    /// below its page's high key, each high key equal to the right sibling's first item, and
+    /// leaf items in strictly increasing order across the whole level. Returns the number of
+    /// leaf entries. Meant for tests and `--check`; takes share locks one page at a time, so
+    /// run it when no inserts are in flight.
+    ///
+    /// # Errors
+    /// [`BTreeError::Corrupt`] naming the first broken invariant; buffer errors.
+    pub fn check(&self, bb: &BackendBuffers) -> Result<u64, BTreeError> {
+        let corrupt = |m: String| Err(BTreeError::Corrupt(m));
+        // Find the leftmost page of each level by following first children from the root.
+        let mut first_of_level = self.root_block();
+        let mut leaf_entries = 0u64;
+        loop {
+            let mut blk = first_of_level;
+            let mut prev_last: Option<(i64, u64)> = None;
+            let mut next_first = None;
+            let mut leaf = false;
+            while blk != NO_RIGHT {
+                let (buf, g) = lock_block(bb, self.rel, blk, LwLockMode::Shared)?;
+                let p = g.page();
+                let o = opaque(p);
+                leaf = o.flags & F_LEAF != 0;
+                let n = nitems(p);
+                for i in 1..=n {
+                    let it = item_at(p, i);
+                    let is_minus_inf = !leaf && i == 1;
+                    if !is_minus_inf {
+                        if prev_last.is_some_and(|l| l >= it.pos()) {
+                            return corrupt(format!("block {blk}: item {i} out of order"));
+                        }
+                        prev_last = Some(it.pos());
+                    }
+                    if o.high.is_some_and(|h| it.pos() >= h) {
+                        return corrupt(format!("block {blk}: item {i} at or above the high key"));
+                    }
+                    if leaf {
+                        leaf_entries += 1;
+                    }
+                }
+                if next_first.is_none() && !leaf && n >= 1 {
+                    next_first = Some(item_at(p, 1).child);
+                }
+                if o.right != NO_RIGHT && o.high.is_none() {
+                    return corrupt(format!("block {blk}: has a right sibling but no high key"));
+                }
+                let right = o.right;
+                let high = o.high;
+                drop(g);
+                bb.release(buf);
+                if right != NO_RIGHT {
+                    let (rbuf, rg) = lock_block(bb, self.rel, right, LwLockMode::Shared)?;
+                    let rp = rg.page();
+                    let rleaf = opaque(rp).flags & F_LEAF != 0;
+                    if nitems(rp) >= 1 && rleaf && Some(item_at(rp, 1).pos()) != high {
+                        return corrupt(format!(
+                            "block {blk}: high key differs from block {right}'s first item"
+                        ));
+                    }
+                    drop(rg);
+                    bb.release(rbuf);
+                }
+                blk = right;
+            }
+            if leaf {
+                return Ok(leaf_entries);
+            }
+            match next_first {
+                Some(c) => first_of_level = c,
+                None => return corrupt("internal level without items".into()),
+            }
+        }
+    }
+}
+
+fn buf_block(bb: &BackendBuffers, buf: Buffer) -> u32 {
+    bb.tag(buf).block.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstack_bufmgr::{BufferPool, BufferPoolConfig};
+    use std::sync::Arc;
+
+    fn pool(nbuffers: usize) -> Arc<BufferPool> {
+        BufferPool::in_memory(BufferPoolConfig::pg96(nbuffers)).unwrap()
+    }
+
+    #[test]
+    fn build_then_lookup_every_key() {
+        let p = pool(64);
+        let bb = p.backend();
+        let n = 20_000i64;
+        let t = BTree::build(
+            &bb,
+            Oid(20000),
+            (1..=n).map(|k| (k, Tid { block: (k / 61) as u32, offset: (k % 61 + 1) as u16 })),
+            90,
+            LwLockKind::Atomic,
+        )
+        .unwrap();
+        assert_eq!(t.check(&bb).unwrap(), n as u64);
+        let mut out = Vec::new();
+        for k in (1..=n).step_by(7) {
+            out.clear();
+            t.lookup(&bb, k, &mut out).unwrap();
+            assert_eq!(out, vec![Tid { block: (k / 61) as u32, offset: (k % 61 + 1) as u16 }], "key {k}");
+        }
+        out.clear();
+        t.lookup(&bb, n + 1, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert_eq!(bb.pinned_buffers(), 0);
+        p.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn empty_and_tiny_indexes() {
+        let p = pool(16);
+        let bb = p.backend();
+        let t = BTree::build(&bb, Oid(20001), std::iter::empty(), 90, LwLockKind::Atomic).unwrap();
+        assert_eq!(t.check(&bb).unwrap(), 0);
+        let mut out = Vec::new();
+        t.lookup(&bb, 5, &mut out).unwrap();
+        assert!(out.is_empty());
+        t.insert(&bb, 5, Tid { block: 1, offset: 1 }).unwrap();
+        t.lookup(&bb, 5, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        let unsorted = BTree::build(
+            &bb,
+            Oid(20002),
+            vec![(2, Tid { block: 0, offset: 1 }), (1, Tid { block: 0, offset: 2 })],
+            90,
+            LwLockKind::Atomic,
+        );
+        assert!(matches!(unsorted, Err(BTreeError::Corrupt(_))));
+    }
+
+    /// Enough inserts to split leaves, internal pages and the root (height 1 -> 3).
+    #[test]
+    fn root_splits_keep_every_entry_reachable() {
+        let p = pool(128);
+        let bb = p.backend();
+        let t = BTree::build(&bb, Oid(20004), [(0, Tid { block: 0, offset: 1 })], 90, LwLockKind::Atomic)
+            .unwrap();
+        assert_eq!(t.height(&bb).unwrap(), 0);
+        let n = 150_000i64;
+        // Descending keys: every insert goes to the leftmost leaf, the worst case for splits.
+        for k in (1..=n).rev() {
+            t.insert(&bb, k, Tid { block: k as u32, offset: 2 }).unwrap();
+        }
+        assert!(t.height(&bb).unwrap() >= 2, "the root split at least twice");
+        assert_eq!(t.check(&bb).unwrap(), n as u64 + 1);
+        let mut out = Vec::new();
+        for k in (0..=n).step_by(997) {
+            out.clear();
+            t.lookup(&bb, k, &mut out).unwrap();
+            assert_eq!(out.len(), 1, "key {k}");
+        }
+        assert_eq!(bb.pinned_buffers(), 0);
+    }
+
+    /// Writers add new versions of keys (forcing leaf, internal and root splits) while readers
+    /// keep looking keys up; every reader always finds every version that was inserted before
+    /// its look-up started, and the final structure checks out.
+    #[test]
+    fn concurrent_inserts_split_without_losing_entries() {
+        let p = pool(256);
+        let keys = 3_000i64;
+        let t = {
+            let bb = p.backend();
+            Arc::new(
+                BTree::build(
+                    &bb,
+                    Oid(20003),
+                    (1..=keys).map(|k| (k, Tid { block: 0, offset: 1 })),
+                    100,
+                    LwLockKind::Atomic,
+                )
+                .unwrap(),
+            )
+        };
+        let root_before = t.root_block();
+        let nblocks_before = p.nblocks(Oid(20003), ForkNumber::Main).unwrap();
+        let writers = 2;
+        let per_writer = 6_000u32;
+        let done = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                let (p, t) = (Arc::clone(&p), Arc::clone(&t));
+                s.spawn(move || {
+                    let bb = p.backend();
+                    for i in 0..per_writer {
+                        let k = 1 + i64::from(i) % keys;
+                        t.insert(&bb, k, Tid { block: 1 + w * per_writer + i, offset: 1 }).unwrap();
+                    }
+                    assert_eq!(bb.pinned_buffers(), 0);
+                });
+            }
+            let (p, t, done) = (Arc::clone(&p), Arc::clone(&t), Arc::clone(&done));
+            s.spawn(move || {
+                let bb = p.backend();
+                let mut out = Vec::new();
+                let mut k = 1;
+                while done.load(std::sync::atomic::Ordering::Relaxed) < 1 {
+                    out.clear();
+                    t.lookup(&bb, k, &mut out).unwrap();
+                    assert!(out.contains(&Tid { block: 0, offset: 1 }), "original entry of key {k} lost");
+                    assert!(out.windows(2).all(|w| w[0] < w[1]), "entries of key {k} out of order");
+                    k = k % keys + 1;
+                    if k == 1 {
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        });
+        let bb = p.backend();
+        let total = keys as u64 + u64::from(writers * per_writer);
+        assert_eq!(t.check(&bb).unwrap(), total);
+        assert_eq!(t.root_block(), root_before, "too small to split the root");
+        assert!(p.nblocks(Oid(20003), ForkNumber::Main).unwrap() > nblocks_before + 20, "leaves split");
+        let mut out = Vec::new();
+        t.lookup(&bb, 1, &mut out).unwrap();
+        let expected = 1
+            + (0..writers)
+                .map(|_| (0..per_writer).filter(|i| i64::from(*i) % keys == 0).count())
+                .sum::<usize>();
+        assert_eq!(out.len(), expected);
+        p.check_invariants().unwrap();
+    }
+}

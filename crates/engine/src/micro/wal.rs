@@ -1,0 +1,326 @@
+//! `lockstack wal`: WAL insertion throughput under one `WALInsertLock` (9.2) or N insertion
+//! locks (9.4+), with the WALInsert / WALWrite / WALBufMapping LWLock counters of the run.
+//!
+//! Each worker is a backend that inserts records of `record_size` payload bytes for the run's
+//! duration; with `commit_every > 0` it also commits (flushes, or hands to the WAL writer
+//! when `synchronous_commit` is off) after every `commit_every` records. At the end the
+//! WAL's insert position must equal the bytes the workers' records occupy (no reservation
+//! lost or doubled), and the WAL's record counter must equal the workers' own count.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lockstack_common::{TrancheId, TransactionId};
+use lockstack_lwlock::stats;
+use lockstack_xlog::ptr::{maxalign, recptr_to_bytepos};
+use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink, WalStats};
+use serde::Serialize;
+
+use crate::report::MachineNote;
+
+/// Parameters of one `lockstack wal` run.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalBenchConfig {
+    /// `single` or `locks:N` (see [`InsertMode`]).
+    #[serde(serialize_with = "ser_display")]
+    pub insert_mode: InsertMode,
+    /// Worker threads (backends), 1..=1024.
+    pub threads: usize,
+    /// Payload bytes per record (the 24-byte header comes on top), 0..=1 MiB.
+    pub record_size: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// WAL buffers in 8 KiB pages (4..=65536).
+    pub wal_buffers: usize,
+    /// Commit (flush) after this many records per worker; 0 = never (pure insertion).
+    pub commit_every: u32,
+    /// Modelled flush time in µs; `None` = memory sink (flushes cost nothing).
+    pub flush_delay_us: Option<u64>,
+    /// `synchronous_commit`.
+    pub synchronous_commit: bool,
+    /// `commit_delay` in µs (0..=100000).
+    pub commit_delay_us: u64,
+    /// `commit_siblings` (0..=1000).
+    pub commit_siblings: usize,
+}
+
+fn ser_display<S: serde::Serializer>(m: &InsertMode, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(m)
+}
+
+impl WalBenchConfig {
+    /// Defaults for everything but the four main knobs: 512 buffers, no commits, memory
+    /// sink, synchronous commit, no commit_delay, commit_siblings 5.
+    pub fn new(
+        insert_mode: InsertMode,
+        threads: usize,
+        record_size: usize,
+        duration: Duration,
+    ) -> WalBenchConfig {
+        WalBenchConfig {
+            insert_mode,
+            threads,
+            record_size,
+            duration,
+            wal_buffers: 512,
+            commit_every: 0,
+            flush_delay_us: None,
+            synchronous_commit: true,
+            commit_delay_us: 0,
+            commit_siblings: 5,
+        }
+    }
+
+    fn wal_config(&self) -> WalConfig {
+        WalConfig {
+            insert_mode: self.insert_mode,
+            wal_buffers: self.wal_buffers,
+            sink: match self.flush_delay_us {
+                Some(us) => WalSink::Modelled { flush_delay: Duration::from_micros(us) },
+                None => WalSink::Memory,
+            },
+            commit_delay_us: self.commit_delay_us,
+            commit_siblings: self.commit_siblings,
+            synchronous_commit: self.synchronous_commit,
+            ..WalConfig::default()
+        }
+    }
+
+    /// Checks ranges.
+    ///
+    /// # Errors
+    /// A one-line message naming the bad parameter.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.threads == 0 || self.threads > 1024 {
+            return Err(format!("--threads must be 1..=1024, got {}", self.threads));
+        }
+        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
+            return Err(format!("--duration must be above 0 and at most 3600 s, got {:?}", self.duration));
+        }
+        if self.record_size > 1024 * 1024 {
+            return Err(format!("--record-size must be at most 1048576 bytes, got {}", self.record_size));
+        }
+        if let Some(us) = self.flush_delay_us
+            && us > 1_000_000
+        {
+            return Err(format!("--flush-delay-us must be at most 1000000, got {us}"));
+        }
+        self.wal_config().validate().map_err(|e| e.to_string())
+    }
+}
+
+/// LWLOCK_STATS counters of one WAL tranche over the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TrancheCounters {
+    /// Exclusive acquisitions (these locks are only taken exclusively).
+    pub acquisitions: u64,
+    /// Sleeps waiting for the lock (including `wait_for_var` and acquire-or-wait sleeps).
+    pub blocks: u64,
+    /// Spin delays.
+    pub spin_delay: u64,
+    /// Time asleep, ns.
+    pub wait_ns: u64,
+}
+
+impl TrancheCounters {
+    fn of(s: &stats::LwLockStatsSnapshot, t: TrancheId) -> TrancheCounters {
+        let d = s.tranche(t);
+        TrancheCounters {
+            acquisitions: d.acquisitions(),
+            blocks: d.block,
+            spin_delay: d.spin_delay,
+            wait_ns: d.wait_ns,
+        }
+    }
+}
+
+/// The WAL's own counters over the run (see `lockstack_xlog::WalStats`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WalCounters {
+    /// Records inserted.
+    pub records: u64,
+    /// WAL bytes they occupy (headers and alignment, not page headers).
+    pub bytes: u64,
+    /// Insertions that waited for their insertion lock.
+    pub insert_lock_waits: u64,
+    /// Flush requests (synchronous commits not already flushed).
+    pub flush_requests: u64,
+    /// Flushes issued.
+    pub flushes: u64,
+    /// Requests covered by another backend's flush.
+    pub flushed_by_others: u64,
+    /// Write calls.
+    pub writes: u64,
+    /// Writes forced by a full WAL buffer ring.
+    pub buffers_full: u64,
+    /// commit_delay sleeps.
+    pub commit_delays: u64,
+}
+
+impl From<WalStats> for WalCounters {
+    fn from(s: WalStats) -> Self {
+        WalCounters {
+            records: s.records,
+            bytes: s.bytes,
+            insert_lock_waits: s.insert_lock_waits,
+            flush_requests: s.flush_requests,
+            flushes: s.flushes,
+            flushed_by_others: s.flushed_by_others,
+            writes: s.writes,
+            buffers_full: s.buffers_full,
+            commit_delays: s.commit_delays,
+        }
+    }
+}
+
+/// Result of a `lockstack wal` run.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalBenchReport {
+    /// The parameters.
+    pub config: WalBenchConfig,
+    /// Cores and oversubscription.
+    pub machine: MachineNote,
+    /// Measured wall time, seconds.
+    pub elapsed_secs: f64,
+    /// Records inserted.
+    pub records: u64,
+    /// Records per second.
+    pub records_per_sec: f64,
+    /// WAL bytes per second, in MB (10^6 bytes), headers included.
+    pub mb_per_sec: f64,
+    /// Commits made.
+    pub commits: u64,
+    /// Per-backend WAL counters, summed.
+    pub wal: WalCounters,
+    /// `WALInsert` tranche (the single WALInsertLock or the insertion locks).
+    pub wal_insert: TrancheCounters,
+    /// `WALWrite` tranche.
+    pub wal_write: TrancheCounters,
+    /// `WALBufMapping` tranche (insertion-locks mode only).
+    pub wal_buf_mapping: TrancheCounters,
+    /// True when the insert position equals the bytes of the records inserted and the WAL's
+    /// record count equals the workers' count.
+    pub invariant_ok: bool,
+}
+
+/// Runs the workload.
+///
+/// # Errors
+/// A bad parameter (the message of [`WalBenchConfig::validate`]) or a WAL failure.
+pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
+    cfg.validate()?;
+    let wal = Wal::open(cfg.wal_config()).map_err(|e| e.to_string())?;
+    let payload: Vec<u8> = (0..cfg.record_size).map(|i| (i * 31 + 7) as u8).collect();
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(cfg.threads + 1);
+    let before = stats::snapshot();
+    let mut elapsed = Duration::ZERO;
+    let per_thread: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..cfg.threads)
+            .map(|t| {
+                let mut b = wal.backend();
+                let (stop, barrier, payload) = (&stop, &barrier, &payload);
+                s.spawn(move || -> Result<(u64, u64), String> {
+                    let rec =
+                        Record { rmid: 10, info: 0, xid: TransactionId(1000 + t as u32), data: payload };
+                    let (mut n, mut commits) = (0u64, 0u64);
+                    barrier.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..32 {
+                            let end = b.insert(&rec).map_err(|e| e.to_string())?;
+                            n += 1;
+                            if cfg.commit_every > 0 && n.is_multiple_of(u64::from(cfg.commit_every)) {
+                                b.commit(end).map_err(|e| e.to_string())?;
+                                commits += 1;
+                            }
+                        }
+                    }
+                    Ok((n, commits))
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(cfg.duration);
+        stop.store(true, Ordering::Relaxed);
+        let r = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
+            .collect();
+        elapsed = start.elapsed();
+        r
+    });
+    let lw = stats::snapshot().since(&before);
+    let (mut records, mut commits) = (0u64, 0u64);
+    for r in per_thread {
+        let (n, c) = r?;
+        records += n;
+        commits += c;
+    }
+    wal.shutdown().map_err(|e| e.to_string())?;
+    let ws = wal.stats();
+    let rec_bytes = maxalign(24 + cfg.record_size as u64);
+    let invariant_ok = ws.records == records
+        && recptr_to_bytepos(wal.insert_position()) == records * rec_bytes
+        && wal.flushed_upto() == wal.insert_position();
+    let secs = elapsed.as_secs_f64();
+    Ok(WalBenchReport {
+        config: cfg.clone(),
+        machine: MachineNote::for_threads(cfg.threads),
+        elapsed_secs: secs,
+        records,
+        records_per_sec: records as f64 / secs,
+        mb_per_sec: (records * rec_bytes) as f64 / secs / 1e6,
+        commits,
+        wal: ws.into(),
+        wal_insert: TrancheCounters::of(&lw, TrancheId::WAL_INSERT),
+        wal_write: TrancheCounters::of(&lw, TrancheId::WAL_WRITE),
+        wal_buf_mapping: TrancheCounters::of(&lw, TrancheId::WAL_BUF_MAPPING),
+        invariant_ok,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_designs_keep_the_invariant_and_count_their_locks() {
+        for mode in [InsertMode::SingleLock, InsertMode::InsertionLocks(8)] {
+            let mut cfg = WalBenchConfig::new(mode, 3, 100, Duration::from_millis(60));
+            cfg.wal_buffers = 8;
+            cfg.commit_every = 50;
+            cfg.flush_delay_us = Some(0);
+            let rep = run(&cfg).unwrap();
+            assert!(rep.invariant_ok, "{mode}: invariant");
+            assert!(rep.records > 0 && rep.commits > 0);
+            assert_eq!(rep.wal.records, rep.records);
+            // Every insertion takes exactly one WALInsert lock; 9.2 flushes may also
+            // conditionally take it, so it is at least the record count.
+            assert!(rep.wal_insert.acquisitions >= rep.records, "{mode}: {:?}", rep.wal_insert);
+            assert!(rep.wal_write.acquisitions >= rep.wal.writes.min(1));
+            assert_eq!(rep.wal.flush_requests, rep.wal.flushes + rep.wal.flushed_by_others);
+            if mode == InsertMode::SingleLock {
+                assert_eq!(rep.wal_buf_mapping.acquisitions, 0);
+            } else {
+                assert_eq!(rep.wal_insert.acquisitions, rep.records);
+                assert!(rep.wal_buf_mapping.acquisitions > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected() {
+        let ok = WalBenchConfig::new(InsertMode::SingleLock, 1, 100, Duration::from_secs(1));
+        let mut c = ok.clone();
+        c.threads = 0;
+        assert!(run(&c).unwrap_err().contains("--threads"));
+        let mut c = ok.clone();
+        c.record_size = 2 << 20;
+        assert!(run(&c).unwrap_err().contains("--record-size"));
+        let mut c = ok;
+        c.wal_buffers = 2;
+        assert!(run(&c).unwrap_err().contains("wal_buffers"));
+    }
+}

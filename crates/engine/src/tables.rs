@@ -1,0 +1,285 @@
+//! pgbench's four tables in the buffer pool: sizes per scale factor, the load (`pgbench -i`),
+//! and full scans for the consistency checks.
+//!
+//! Sizes follow `src/bin/pgbench/pgbench.c` (PostgreSQL 15): per unit of scale, 1 branch,
+//! 10 tellers and 100 000 accounts; history starts empty. Rows are loaded frozen and every
+//! loaded page is marked all-visible (PD_ALL_VISIBLE and its visibility-map bits), as
+//! `COPY ... FREEZE` followed by `VACUUM` leaves them after `pgbench -i`; each table with a key
+//! gets its B-tree primary key, built at the index fillfactor PostgreSQL uses (90).
+
+use lockstack_bufmgr::page::{self, LpFlags};
+use lockstack_bufmgr::vm::{VisibilityMap, VmBuffer};
+use lockstack_bufmgr::{BackendBuffers, BufferError, ForkNumber, LwLockMode};
+use lockstack_common::{BlockNumber, Oid, TransactionId};
+use lockstack_lwlock::LwLockKind;
+
+use crate::btree::{BTree, BTreeError, Tid};
+use crate::heap::tuple::{self, HEAP_TUPLE_HEADER_SIZE};
+use crate::heap::visibility::{XMAX_INVALID, XMIN_FROZEN};
+use crate::pgbench::script::Table;
+
+/// Accounts per unit of scale (`naccounts`).
+pub const ACCOUNTS_PER_SCALE: i64 = 100_000;
+/// Tellers per unit of scale (`ntellers`).
+pub const TELLERS_PER_SCALE: i64 = 10;
+/// Branches per unit of scale (`nbranches`).
+pub const BRANCHES_PER_SCALE: i64 = 1;
+/// B-tree fillfactor at build (`BTREE_DEFAULT_FILLFACTOR`).
+pub const INDEX_FILLFACTOR: u8 = 90;
+
+impl Table {
+    /// The heap relation's OID (fixed: the catalog is these four tables).
+    pub fn heap_oid(self) -> Oid {
+        Oid(16384 + 2 * self as u32)
+    }
+
+    /// The primary key index's OID (`None` for history).
+    pub fn index_oid(self) -> Option<Oid> {
+        self.key_column().map(|_| Oid(16385 + 2 * self as u32))
+    }
+
+    /// Filler bytes after the integer columns, so that a row takes as many bytes as in
+    /// PostgreSQL (accounts, tellers, branches: 128 bytes with the header; history: 72).
+    pub fn filler(self) -> usize {
+        let used = HEAP_TUPLE_HEADER_SIZE + 8 * self.int_columns().len();
+        match self {
+            Table::History => 72 - used,
+            _ => 128 - used,
+        }
+    }
+
+    /// Rows at scale `s` right after the load.
+    pub fn rows(self, scale: i64) -> i64 {
+        match self {
+            Table::Accounts => ACCOUNTS_PER_SCALE * scale,
+            Table::Tellers => TELLERS_PER_SCALE * scale,
+            Table::Branches => BRANCHES_PER_SCALE * scale,
+            Table::History => 0,
+        }
+    }
+
+    /// The loaded row with key `k` (1-based): key, branch, balance 0.
+    fn initial_row(self, k: i64) -> Vec<i64> {
+        match self {
+            Table::Accounts => vec![k, (k - 1) / ACCOUNTS_PER_SCALE + 1, 0],
+            Table::Tellers => vec![k, (k - 1) / TELLERS_PER_SCALE + 1, 0],
+            Table::Branches => vec![k, 0],
+            Table::History => unreachable!("history is not loaded"),
+        }
+    }
+
+    /// Index of the balance column (`abalance`, `tbalance`, `bbalance`; `delta` for history).
+    pub fn balance_column(self) -> usize {
+        match self {
+            Table::Accounts | Table::Tellers => 2,
+            Table::Branches => 1,
+            Table::History => 3,
+        }
+    }
+}
+
+/// A table in the pool: its heap relation and, except for history, its primary key.
+#[derive(Debug)]
+pub struct TableRel {
+    /// Which pgbench table.
+    pub table: Table,
+    /// The primary key (`None` for history).
+    pub index: Option<BTree>,
+    /// Its visibility map.
+    pub vm: VisibilityMap,
+}
+
+/// Errors of the load and the scans.
+#[derive(Debug)]
+pub enum TableError {
+    /// Buffer pool failure.
+    Buffer(BufferError),
+    /// Index failure.
+    Index(BTreeError),
+}
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TableError::Buffer(e) => write!(f, "{e}"),
+            TableError::Index(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+impl From<BufferError> for TableError {
+    fn from(e: BufferError) -> Self {
+        TableError::Buffer(e)
+    }
+}
+
+impl From<BTreeError> for TableError {
+    fn from(e: BTreeError) -> Self {
+        TableError::Index(e)
+    }
+}
+
+/// Loads `table` at `scale` with heap `fillfactor` percent (pgbench's `-F`, 10..=100): frozen
+/// rows, all-visible pages, then the primary key.
+///
+/// # Errors
+/// Buffer pool and index errors.
+///
+/// # Panics
+/// If `fillfactor` is outside 10..=100 or `scale` < 1.
+pub fn load_table(
+    bb: &BackendBuffers,
+    table: Table,
+    scale: i64,
+    fillfactor: u8,
+    lwlock_kind: LwLockKind,
+) -> Result<TableRel, TableError> {
+    assert!((10..=100).contains(&fillfactor), "fillfactor must be 10..=100");
+    assert!(scale >= 1, "scale must be at least 1");
+    let rel = table.heap_oid();
+    let vm = VisibilityMap::new(rel);
+    let n = table.rows(scale);
+    let reserve = page::BLCKSZ * (100 - usize::from(fillfactor)) / 100;
+    let mut keys: Vec<(i64, Tid)> = Vec::with_capacity(n as usize);
+    let mut k = 1;
+    let mut vmbuf = VmBuffer::new();
+    while k <= n {
+        let (buf, blk) = bb.extend(rel, ForkNumber::Main)?;
+        {
+            let mut g = bb.lock(buf, LwLockMode::Exclusive);
+            let p = g.page_mut();
+            page::init(p, 0);
+            while k <= n {
+                let mut t =
+                    tuple::form_tuple(TransactionId::FROZEN, 0, &table.initial_row(k), table.filler(), 0);
+                t[24..26].copy_from_slice(&(XMIN_FROZEN | XMAX_INVALID).to_le_bytes());
+                if page::free_space(p) < page::maxalign(t.len()) + reserve {
+                    break;
+                }
+                let off = page::add_item(p, &t, None).expect("checked free space");
+                let tid = Tid { block: blk.0, offset: off };
+                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), tid);
+                keys.push((k, tid));
+                k += 1;
+            }
+            page::set_all_visible(p);
+            g.mark_dirty();
+        }
+        bb.release(buf);
+        vm.pin(bb, blk.0, &mut vmbuf)?;
+        vm.set_bits(
+            bb,
+            blk.0,
+            &vmbuf,
+            lockstack_bufmgr::vm::VISIBILITYMAP_ALL_VISIBLE | lockstack_bufmgr::vm::VISIBILITYMAP_ALL_FROZEN,
+            0,
+        );
+    }
+    vmbuf.release(bb);
+    let index = match table.index_oid() {
+        Some(ioid) => Some(BTree::build(bb, ioid, keys, INDEX_FILLFACTOR, lwlock_kind)?),
+        None => None,
+    };
+    Ok(TableRel { table, index, vm })
+}
+
+/// Sums of one table's live rows under a visibility test: row count and balance sum, plus the
+/// number of live versions per key (to check that every key has exactly one).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TableSums {
+    /// Visible rows.
+    pub rows: u64,
+    /// Sum of the balance column (`delta` for history).
+    pub balance: i64,
+    /// Keys seen more than once (should be empty).
+    pub duplicate_keys: Vec<i64>,
+}
+
+/// Scans every heap page of `table` and sums the rows that `visible(tuple)` accepts
+/// (a sequential scan, share-locking one page at a time).
+///
+/// # Errors
+/// Buffer pool errors.
+pub fn scan_sums(
+    bb: &BackendBuffers,
+    table: Table,
+    mut visible: impl FnMut(&[u8]) -> bool,
+) -> Result<TableSums, TableError> {
+    let rel = table.heap_oid();
+    let nblocks = bb.pool().nblocks(rel, ForkNumber::Main)?;
+    let mut sums = TableSums::default();
+    let mut seen: Vec<u64> = Vec::new();
+    for blk in 0..nblocks {
+        let buf = bb.read_block(rel, BlockNumber(blk))?;
+        let g = bb.lock(buf, LwLockMode::Shared);
+        let p = g.page();
+        for off in 1..=page::max_offset_number(p) {
+            if page::item_id(p, off).flags != LpFlags::Normal {
+                continue;
+            }
+            let t = page::get_item(p, off).expect("normal");
+            if !visible(t) {
+                continue;
+            }
+            sums.rows += 1;
+            sums.balance += tuple::column(t, table.balance_column());
+            if table.key_column().is_some() {
+                let key = tuple::column(t, 0);
+                let i = key as usize;
+                if seen.len() <= i / 64 {
+                    seen.resize(i / 64 + 1, 0);
+                }
+                if seen[i / 64] & (1 << (i % 64)) != 0 {
+                    sums.duplicate_keys.push(key);
+                }
+                seen[i / 64] |= 1 << (i % 64);
+            }
+        }
+        drop(g);
+        bb.release(buf);
+    }
+    Ok(sums)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstack_bufmgr::{BufferPool, BufferPoolConfig};
+
+    #[test]
+    fn load_scale_1_and_scan() {
+        let pool = BufferPool::in_memory(BufferPoolConfig::pg96(4096)).unwrap();
+        let bb = pool.backend();
+        let acc = load_table(&bb, Table::Accounts, 1, 100, LwLockKind::Atomic).unwrap();
+        assert_eq!(
+            pool.nblocks(Table::Accounts.heap_oid(), ForkNumber::Main).unwrap(),
+            1640,
+            "100000 rows at 61 per page"
+        );
+        let sums = scan_sums(&bb, Table::Accounts, |_| true).unwrap();
+        assert_eq!(sums.rows, 100_000);
+        assert_eq!(sums.balance, 0);
+        assert!(sums.duplicate_keys.is_empty());
+        let idx = acc.index.as_ref().unwrap();
+        assert_eq!(idx.check(&bb).unwrap(), 100_000);
+        let mut out = Vec::new();
+        idx.lookup(&bb, 77_777, &mut out).unwrap();
+        let b = bb.read_block(Table::Accounts.heap_oid(), BlockNumber(out[0].block)).unwrap();
+        let g = bb.lock(b, LwLockMode::Shared);
+        let t = page::get_item(g.page(), out[0].offset).unwrap();
+        assert_eq!(tuple::columns(t), vec![77_777, 1, 0]);
+        assert!(page::is_all_visible(g.page()));
+        drop(g);
+        bb.release(b);
+        let tellers = load_table(&bb, Table::Tellers, 3, 50, LwLockKind::Atomic).unwrap();
+        assert!(tellers.index.is_some());
+        assert_eq!(scan_sums(&bb, Table::Tellers, |_| true).unwrap().rows, 30);
+        let hist = load_table(&bb, Table::History, 3, 100, LwLockKind::Atomic).unwrap();
+        assert!(hist.index.is_none());
+        assert_eq!(scan_sums(&bb, Table::History, |_| true).unwrap().rows, 0);
+        assert_eq!(bb.pinned_buffers(), 0);
+        pool.check_invariants().unwrap();
+    }
+}

@@ -1,0 +1,304 @@
+//! Settings of a WAL ([`WalConfig`]) and the errors it reports ([`WalError`]).
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use lockstack_lwlock::LwLockKind;
+
+use crate::ptr::XLogRecPtr;
+
+/// How inserters serialise, chosen at run time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InsertMode {
+    /// PostgreSQL 9.2/9.3: one `WALInsertLock`, held while the inserter reserves space *and*
+    /// copies its record into the WAL buffers (and, if a buffer must be recycled, while it
+    /// writes the old page out under `WALWriteLock`). `XLogInsert` in `xlog.c`, 9.3.
+    SingleLock,
+    /// PostgreSQL 9.4+: space is reserved under a spinlock (`insertpos_lck`); the copy happens
+    /// under one of `n` insertion locks (`NUM_XLOGINSERT_LOCKS`, 8 in PostgreSQL), whose
+    /// holders advertise how far they got (`insertingAt`) so that a writer can wait for the
+    /// insertions in front of the position it wants to write (`WaitXLogInsertionsToFinish`).
+    /// `n` is 1 to 128.
+    InsertionLocks(usize),
+}
+
+impl InsertMode {
+    /// Most insertion locks accepted.
+    pub const MAX_LOCKS: usize = 128;
+    /// PostgreSQL's `NUM_XLOGINSERT_LOCKS`.
+    pub const DEFAULT_LOCKS: usize = 8;
+
+    /// Number of insertion locks (1 for [`InsertMode::SingleLock`]).
+    pub fn locks(self) -> usize {
+        match self {
+            InsertMode::SingleLock => 1,
+            InsertMode::InsertionLocks(n) => n,
+        }
+    }
+
+    /// Checks the lock count.
+    ///
+    /// # Errors
+    /// [`WalError::Config`] when `n` is not 1..=128.
+    pub fn validate(self) -> Result<(), WalError> {
+        match self {
+            InsertMode::InsertionLocks(n) if !(1..=Self::MAX_LOCKS).contains(&n) => {
+                Err(WalError::Config(format!("insertion locks must be 1..=128, got {n}")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Default for InsertMode {
+    /// `InsertionLocks(8)`, PostgreSQL 9.4+.
+    fn default() -> Self {
+        InsertMode::InsertionLocks(Self::DEFAULT_LOCKS)
+    }
+}
+
+impl fmt::Display for InsertMode {
+    /// `single` or `locks:N`, the command-line spelling.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InsertMode::SingleLock => f.write_str("single"),
+            InsertMode::InsertionLocks(n) => write!(f, "locks:{n}"),
+        }
+    }
+}
+
+impl FromStr for InsertMode {
+    type Err = WalError;
+
+    /// Parses `single` or `locks:N` (N in 1..=128); `locks` alone means 8.
+    fn from_str(s: &str) -> Result<Self, WalError> {
+        let bad =
+            || WalError::Config(format!("unknown insert mode '{s}' (valid: single, locks:N with N 1..=128)"));
+        let m = match s {
+            "single" => InsertMode::SingleLock,
+            "locks" => InsertMode::default(),
+            _ => {
+                let n = s.strip_prefix("locks:").ok_or_else(bad)?.parse::<usize>().map_err(|_| bad())?;
+                InsertMode::InsertionLocks(n)
+            }
+        };
+        m.validate()?;
+        Ok(m)
+    }
+}
+
+/// Where written WAL goes, and what a flush costs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalSink {
+    /// Real: 16 MiB segment files (named as PostgreSQL names them, `000000010000000000000000`)
+    /// in `dir`, created on demand; a write is a `write` into the segment, a flush is
+    /// `fdatasync` (`XLogWrite` / `issue_xlog_fsync` in `xlog.c`). `dir` is created if missing.
+    Files {
+        /// The `pg_wal` directory.
+        dir: PathBuf,
+    },
+    /// Modelled: writes cost nothing, every flush sleeps `flush_delay` (for experiments on a
+    /// machine whose disk is not worth measuring; a laptop SSD's fsync is 50 µs-2 ms).
+    Modelled {
+        /// Time one flush takes.
+        flush_delay: Duration,
+    },
+    /// Memory: writes and flushes cost nothing but their bookkeeping (PostgreSQL with
+    /// `fsync = off`; `commit_delay` is skipped in this mode as PostgreSQL skips it then).
+    Memory,
+}
+
+/// Settings of one WAL.
+#[derive(Clone, Debug)]
+pub struct WalConfig {
+    /// Insertion design.
+    pub insert_mode: InsertMode,
+    /// Which LWLock implementation the WAL's locks use.
+    pub lwlock_kind: LwLockKind,
+    /// WAL buffers, in 8 KiB pages (`wal_buffers`): 4 to 65536. PostgreSQL's automatic value
+    /// for 128 MB of shared buffers is 512 (4 MiB), the default here.
+    pub wal_buffers: usize,
+    /// Where writes go and what flushes cost.
+    pub sink: WalSink,
+    /// For [`WalSink::Modelled`] and [`WalSink::Memory`]: keep a copy of everything written in
+    /// memory, so that [`crate::Wal::reader`] can read it back (tests, replay). It grows with
+    /// the WAL; leave it off for long runs.
+    pub keep_in_memory: bool,
+    /// `commit_delay`: microseconds the flush leader sleeps while holding `WALWriteLock`
+    /// before flushing, so that more commits join the group (0..=100000; 9.3+ placement).
+    pub commit_delay_us: u64,
+    /// `commit_siblings`: the leader sleeps only if at least this many *other* backends are in
+    /// a transaction (0..=1000; default 5).
+    pub commit_siblings: usize,
+    /// `synchronous_commit`: when false, [`crate::WalBackend::commit`] does not flush; a WAL
+    /// writer thread flushes every [`wal_writer_delay`](Self::wal_writer_delay).
+    pub synchronous_commit: bool,
+    /// `wal_writer_delay` (1 ms ..= 10 s; default 200 ms).
+    pub wal_writer_delay: Duration,
+}
+
+impl Default for WalConfig {
+    /// 8 insertion locks, 512 buffers, memory sink, no copy kept, no commit_delay,
+    /// commit_siblings 5, synchronous commit, 200 ms writer delay.
+    fn default() -> Self {
+        WalConfig {
+            insert_mode: InsertMode::default(),
+            lwlock_kind: LwLockKind::default(),
+            wal_buffers: 512,
+            sink: WalSink::Memory,
+            keep_in_memory: false,
+            commit_delay_us: 0,
+            commit_siblings: 5,
+            synchronous_commit: true,
+            wal_writer_delay: Duration::from_millis(200),
+        }
+    }
+}
+
+impl WalConfig {
+    /// Checks every range.
+    ///
+    /// # Errors
+    /// [`WalError::Config`] naming the setting.
+    pub fn validate(&self) -> Result<(), WalError> {
+        self.insert_mode.validate()?;
+        if !(4..=65536).contains(&self.wal_buffers) {
+            return Err(WalError::Config(format!(
+                "wal_buffers must be 4..=65536 pages, got {}",
+                self.wal_buffers
+            )));
+        }
+        if self.commit_delay_us > 100_000 {
+            return Err(WalError::Config(format!(
+                "commit_delay must be 0..=100000 microseconds, got {}",
+                self.commit_delay_us
+            )));
+        }
+        if self.commit_siblings > 1000 {
+            return Err(WalError::Config(format!(
+                "commit_siblings must be 0..=1000, got {}",
+                self.commit_siblings
+            )));
+        }
+        if self.wal_writer_delay < Duration::from_millis(1) || self.wal_writer_delay > Duration::from_secs(10)
+        {
+            return Err(WalError::Config(format!(
+                "wal_writer_delay must be 1 ms..=10 s, got {:?}",
+                self.wal_writer_delay
+            )));
+        }
+        if let WalSink::Modelled { flush_delay } = self.sink
+            && flush_delay > Duration::from_secs(1)
+        {
+            return Err(WalError::Config(format!(
+                "modelled flush delay must be at most 1 s, got {flush_delay:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug)]
+pub enum WalError {
+    /// A setting is out of range or unparsable.
+    Config(String),
+    /// An I/O call failed on `path`.
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done (`open`, `write`, `fsync`, `read`, ...).
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A record payload above [`crate::MAX_RECORD_PAYLOAD`].
+    RecordTooLarge {
+        /// Payload bytes asked for.
+        size: usize,
+    },
+    /// A flush asked for a position past the end of the WAL inserted so far (PostgreSQL:
+    /// "xlog flush request is not satisfied").
+    FlushBeyondEnd {
+        /// The position asked for.
+        requested: XLogRecPtr,
+        /// The end of inserted WAL.
+        end: XLogRecPtr,
+    },
+    /// An earlier write or flush failed, so the WAL can no longer promise durability
+    /// (PostgreSQL PANICs here); the message is the first failure's.
+    Poisoned(String),
+    /// The reader has no way to read this WAL (a memory sink without `keep_in_memory`).
+    NotReadable,
+}
+
+impl fmt::Display for WalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WalError::Config(m) => f.write_str(m),
+            WalError::Io { path, op, source } => write!(f, "could not {op} {}: {source}", path.display()),
+            WalError::RecordTooLarge { size } => write!(
+                f,
+                "record payload of {size} bytes is above the limit of {} bytes",
+                crate::record::MAX_RECORD_PAYLOAD
+            ),
+            WalError::FlushBeyondEnd { requested, end } => {
+                write!(f, "flush request {requested} is past the end of inserted WAL {end}")
+            }
+            WalError::Poisoned(m) => write!(f, "WAL is unusable after an earlier failure: {m}"),
+            WalError::NotReadable => {
+                f.write_str("this WAL keeps no copy of written data (use a file sink or keep_in_memory)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WalError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl WalError {
+    pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> WalError {
+        WalError::Io { path: path.into(), op, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print() {
+        assert_eq!("single".parse::<InsertMode>().unwrap(), InsertMode::SingleLock);
+        assert_eq!("locks:32".parse::<InsertMode>().unwrap(), InsertMode::InsertionLocks(32));
+        assert_eq!("locks".parse::<InsertMode>().unwrap(), InsertMode::InsertionLocks(8));
+        assert_eq!(InsertMode::InsertionLocks(4).to_string(), "locks:4");
+        for bad in ["locks:0", "locks:129", "locks:x", "many", ""] {
+            assert!(bad.parse::<InsertMode>().is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        let ok = WalConfig::default();
+        assert!(ok.validate().is_ok());
+        let cases = [
+            WalConfig { wal_buffers: 3, ..ok.clone() },
+            WalConfig { commit_delay_us: 100_001, ..ok.clone() },
+            WalConfig { commit_siblings: 1001, ..ok.clone() },
+            WalConfig { wal_writer_delay: Duration::ZERO, ..ok.clone() },
+            WalConfig { insert_mode: InsertMode::InsertionLocks(0), ..ok.clone() },
+        ];
+        for c in cases {
+            assert!(matches!(c.validate(), Err(WalError::Config(_))), "{c:?}");
+        }
+    }
+}

@@ -1,0 +1,781 @@
+//! The WAL: buffers, insertion, write, flush with group commit, and the WAL writer.
+//!
+//! Sources, all `src/backend/access/transam/xlog.c`: `XLogInsertRecord` and
+//! `CopyXLogRecordToWAL` (insertion, 9.4+; `XLogInsert` for 9.2/9.3), `GetXLogBuffer` and
+//! `AdvanceXLInsertBuffer` (the buffer ring), `XLogWrite`, `XLogFlush` (group commit),
+//! `XLogBackgroundFlush` (WAL writer), and `RecordTransactionCommit` in `xact.c` (synchronous
+//! or asynchronous commit).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use lockstack_common::{StatsRegistry, TrancheId, TransactionId, WaitEvent, WaitEventScope};
+use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
+use parking_lot::{Condvar, Mutex};
+
+use crate::config::{InsertMode, WalConfig, WalError, WalSink};
+use crate::insertion::{InsertionHold, InsertionLocks};
+use crate::ptr::{
+    WORDS_PER_PAGE, XLOG_BLCKSZ, XLogRecPtr, bytepos_to_end_recptr, bytepos_to_recptr, maxalign,
+    page_header_size,
+};
+use crate::reader::{MemoryImage, PageSource, SegmentDir, WalReader};
+use crate::record::{
+    MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE, RecordHeader, contrecord_word0, page_header_words,
+};
+use crate::sink::{Sink, segment_file_name};
+use crate::stats::{WalCounters, WalStats};
+
+/// One record to insert: who wrote it and its payload (the 9.5+ `XLogBeginInsert` /
+/// `XLogRegisterData` / `XLogInsert(rmid, info)` sequence, reduced to one call).
+#[derive(Copy, Clone, Debug)]
+pub struct Record<'a> {
+    /// Resource manager id (`RmgrId`: 0 XLOG, 1 Transaction, 10 Heap, 11 Btree, ...).
+    pub rmid: u8,
+    /// Record-type bits for the resource manager (`xl_info`).
+    pub info: u8,
+    /// Transaction that wrote the record ([`TransactionId::INVALID`] for none).
+    pub xid: TransactionId,
+    /// Payload bytes (at most [`MAX_RECORD_PAYLOAD`]).
+    pub data: &'a [u8],
+}
+
+/// Control block of the WAL writer thread.
+struct WriterCtl {
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// A write-ahead log in memory and (optionally) on disk, shared by many backends.
+///
+/// Build one with [`Wal::open`]; every thread that inserts or flushes takes a
+/// [`WalBackend`] handle from [`Wal::backend`]. Dropping the last `Arc` stops the WAL writer
+/// thread (if any); call [`Wal::shutdown`] first to flush what is left.
+pub struct Wal {
+    cfg: WalConfig,
+    ins: InsertionLocks,
+    nbuf: usize,
+    /// The WAL buffers: `nbuf` pages of 1024 words. Words, not bytes: every record and page
+    /// header covers whole 8-byte words, so concurrent inserters never share a word, and a
+    /// writer reading a page that an inserter is still filling reads stale words, never torn
+    /// memory.
+    pages: Box<[AtomicU64]>,
+    /// Per buffer slot, the end position of the page it holds (0 = none yet) (`xlblocks`).
+    xlblocks: Box<[AtomicU64]>,
+    /// `WALBufMappingLock` (insertion-locks mode): serialises page initialisation.
+    mapping_lock: LwLock,
+    /// Start of the first page not yet initialised (`InitializedUpTo`); changed under the
+    /// mapping lock (or the single insert lock).
+    initialized_upto: AtomicU64,
+    /// Single-lock mode: end of the last completed insertion (everything before it is copied).
+    inserted_upto: CachePadded<AtomicU64>,
+    /// `WALWriteLock`.
+    write_lock: LwLock,
+    /// `LogwrtRqst.Write`: ends of records that completed a page, which someone should write.
+    write_rqst: CachePadded<AtomicU64>,
+    /// `LogwrtResult.Write` and `.Flush` (atomics as in 17+; changed under `WALWriteLock`).
+    write_result: AtomicU64,
+    flush_result: AtomicU64,
+    /// `asyncXactLSN`: newest asynchronous commit.
+    async_xact_lsn: AtomicU64,
+    sink: Mutex<Sink>,
+    poisoned: AtomicBool,
+    poison_msg: Mutex<Option<String>>,
+    /// Backends currently inside a transaction (for `commit_siblings`).
+    in_xact: AtomicUsize,
+    next_backend: AtomicUsize,
+    stats: StatsRegistry<WalCounters>,
+    writer_ctl: Arc<WriterCtl>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("insert_mode", &self.cfg.insert_mode)
+            .field("wal_buffers", &self.nbuf)
+            .field("inserted", &self.insert_position())
+            .field("written", &self.written_upto())
+            .field("flushed", &self.flushed_upto())
+            .finish()
+    }
+}
+
+/// Where a caller of the buffer code stands: an inserter holding a lock (with its progress),
+/// or someone who holds none.
+struct Inserter<'a> {
+    hold: &'a mut InsertionHold,
+    counters: &'a WalCounters,
+}
+
+impl Wal {
+    /// Builds a WAL with `cfg` and, if `synchronous_commit` is off, starts its WAL writer
+    /// thread. The log starts empty at position 0 (the first record goes to `0/28`, after the
+    /// first page's long header).
+    ///
+    /// # Errors
+    /// [`WalError::Config`] for an out-of-range setting, or a file sink directory that already
+    /// holds segment files (this crate does not recover existing WAL); [`WalError::Io`] if the
+    /// directory cannot be created or read.
+    pub fn open(cfg: WalConfig) -> Result<Arc<Wal>, WalError> {
+        cfg.validate()?;
+        if let WalSink::Files { dir } = &cfg.sink
+            && dir.exists()
+        {
+            let rd = std::fs::read_dir(dir).map_err(|e| WalError::io(dir, "read directory", e))?;
+            let first = segment_file_name(0);
+            for entry in rd {
+                let entry = entry.map_err(|e| WalError::io(dir, "read directory", e))?;
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.len() == first.len() && name.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(WalError::Config(format!(
+                        "{} already holds WAL segment files ({name}); use an empty directory",
+                        dir.display()
+                    )));
+                }
+            }
+        }
+        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory)?;
+        let nbuf = cfg.wal_buffers;
+        let wal = Arc::new(Wal {
+            ins: InsertionLocks::new(cfg.insert_mode, cfg.lwlock_kind)?,
+            nbuf,
+            pages: (0..nbuf * WORDS_PER_PAGE).map(|_| AtomicU64::new(0)).collect(),
+            xlblocks: (0..nbuf).map(|_| AtomicU64::new(0)).collect(),
+            mapping_lock: LwLock::new(cfg.lwlock_kind, TrancheId::WAL_BUF_MAPPING, 0),
+            initialized_upto: AtomicU64::new(0),
+            inserted_upto: CachePadded::new(AtomicU64::new(bytepos_to_end_recptr(0).0)),
+            write_lock: LwLock::new(cfg.lwlock_kind, TrancheId::WAL_WRITE, 0),
+            write_rqst: CachePadded::new(AtomicU64::new(0)),
+            write_result: AtomicU64::new(0),
+            flush_result: AtomicU64::new(0),
+            async_xact_lsn: AtomicU64::new(0),
+            sink: Mutex::new(sink),
+            poisoned: AtomicBool::new(false),
+            poison_msg: Mutex::new(None),
+            in_xact: AtomicUsize::new(0),
+            next_backend: AtomicUsize::new(0),
+            stats: StatsRegistry::new(),
+            writer_ctl: Arc::new(WriterCtl { stop: Mutex::new(false), wake: Condvar::new() }),
+            writer: Mutex::new(None),
+            cfg,
+        });
+        if !wal.cfg.synchronous_commit {
+            let weak = Arc::downgrade(&wal);
+            let ctl = Arc::clone(&wal.writer_ctl);
+            let counters = wal.stats.register();
+            let delay = wal.cfg.wal_writer_delay;
+            let handle = std::thread::Builder::new()
+                .name("wal-writer".into())
+                .spawn(move || wal_writer_main(weak, ctl, counters, delay))
+                .map_err(|e| WalError::io("wal-writer thread", "spawn", e))?;
+            *wal.writer.lock() = Some(handle);
+        }
+        Ok(wal)
+    }
+
+    /// A handle for one backend (thread). Backends are numbered from 0 in creation order; the
+    /// number picks the backend's first insertion lock (`lockToTry = MyProcNumber % n`).
+    pub fn backend(self: &Arc<Self>) -> WalBackend {
+        let id = self.next_backend.fetch_add(1, Ordering::Relaxed);
+        WalBackend {
+            wal: Arc::clone(self),
+            id,
+            lock_to_try: id % self.ins.len(),
+            counters: self.stats.register(),
+            scratch: Vec::new(),
+            last_start: XLogRecPtr::INVALID,
+            in_xact: false,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &WalConfig {
+        &self.cfg
+    }
+
+    /// End of all WAL reserved so far (`GetXLogInsertRecPtr`): some of it may still be being
+    /// copied.
+    pub fn insert_position(&self) -> XLogRecPtr {
+        bytepos_to_end_recptr(self.ins.reserved_bytepos())
+    }
+
+    /// How far WAL has been handed to the sink (`LogwrtResult.Write`).
+    pub fn written_upto(&self) -> XLogRecPtr {
+        XLogRecPtr(self.write_result.load(Ordering::Acquire))
+    }
+
+    /// How far WAL is durable in the sink's sense (`LogwrtResult.Flush`, `GetFlushRecPtr`).
+    pub fn flushed_upto(&self) -> XLogRecPtr {
+        XLogRecPtr(self.flush_result.load(Ordering::Acquire))
+    }
+
+    /// The advertised position of insertion lock `i` (0 when free or not yet advertised); for
+    /// diagnostics and tests.
+    ///
+    /// # Panics
+    /// If `i` is not below [`insertion_locks`](Self::insertion_locks).
+    pub fn inserting_at(&self, i: usize) -> XLogRecPtr {
+        XLogRecPtr(self.ins.inserting_at(i))
+    }
+
+    /// Number of insertion locks (1 in single-lock mode).
+    pub fn insertion_locks(&self) -> usize {
+        self.ins.len()
+    }
+
+    /// Every backend's counters summed (the WAL writer's included). Readable while backends
+    /// run; then at most a few increments behind.
+    pub fn stats(&self) -> WalStats {
+        let mut s = WalStats::default();
+        self.stats.for_each(|c| s.add(c));
+        s
+    }
+
+    /// A reader over the WAL written so far, starting at record `start` (use
+    /// [`Wal::first_record`] for the beginning). It sees what has been written (not
+    /// necessarily flushed); flush first to read everything inserted.
+    ///
+    /// # Errors
+    /// [`WalError::NotReadable`] for a modelled or memory sink without `keep_in_memory`.
+    pub fn reader(&self, start: XLogRecPtr) -> Result<WalReader<Box<dyn PageSource + Send>>, WalError> {
+        let sink = self.sink.lock();
+        let source: Box<dyn PageSource + Send> = if let Some(dir) = sink.dir() {
+            Box::new(SegmentDir::new(dir))
+        } else if let Some(img) = sink.image_upto(self.write_result.load(Ordering::Acquire)) {
+            Box::new(MemoryImage::new(img))
+        } else {
+            return Err(WalError::NotReadable);
+        };
+        Ok(WalReader::new(source, start))
+    }
+
+    /// A copy of the WAL written so far, for a modelled or memory sink with `keep_in_memory`
+    /// (`None` otherwise): for saving it, or damaging it in tests.
+    pub fn memory_image(&self) -> Option<MemoryImage> {
+        let upto = self.write_result.load(Ordering::Acquire);
+        self.sink.lock().image_upto(upto).map(MemoryImage::new)
+    }
+
+    /// Position of the first record of every WAL built by [`Wal::open`] (`0/28`).
+    pub fn first_record() -> XLogRecPtr {
+        bytepos_to_recptr(0)
+    }
+
+    /// Stops the WAL writer (if running) and flushes every insertion finished so far. Call it
+    /// when no backend is inserting; afterwards the WAL still works (commits then flush
+    /// synchronously only if `synchronous_commit` is on).
+    ///
+    /// # Errors
+    /// The flush's error.
+    pub fn shutdown(&self) -> Result<XLogRecPtr, WalError> {
+        self.stop_wal_writer();
+        let counters = self.stats.register();
+        let end = self.finished_insertions(self.insert_position(), None);
+        self.flush_upto(end, &counters, None)?;
+        Ok(self.flushed_upto())
+    }
+
+    /// Stops the WAL writer thread and waits for it; a no-op when there is none. Commits made
+    /// with `synchronous_commit` off are no longer flushed in the background afterwards.
+    pub fn stop_wal_writer(&self) {
+        *self.writer_ctl.stop.lock() = true;
+        self.writer_ctl.wake.notify_all();
+        let handle = self.writer.lock().take();
+        if let Some(h) = handle
+            && h.thread().id() != std::thread::current().id()
+        {
+            // The writer only returns; a panic in it was already reported on stderr.
+            let _ = h.join();
+        }
+    }
+
+    fn poison(&self, e: &WalError) {
+        let mut m = self.poison_msg.lock();
+        if m.is_none() {
+            *m = Some(e.to_string());
+        }
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    fn check_poison(&self) -> Result<(), WalError> {
+        if self.poisoned.load(Ordering::Acquire) {
+            let m = self.poison_msg.lock().clone().unwrap_or_default();
+            return Err(WalError::Poisoned(m));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn slot_of(&self, page_start: u64) -> usize {
+        ((page_start / XLOG_BLCKSZ) % self.nbuf as u64) as usize
+    }
+
+    /// How far every insertion is finished, for someone wanting to write up to `upto`.
+    /// `own` is the caller's own progress when it is the single-lock inserter.
+    fn finished_insertions(&self, upto: XLogRecPtr, own: Option<u64>) -> XLogRecPtr {
+        match self.cfg.insert_mode {
+            InsertMode::InsertionLocks(_) => self.ins.wait_for_insertions(upto),
+            InsertMode::SingleLock => match own {
+                Some(p) => XLogRecPtr(p),
+                None => XLogRecPtr(self.inserted_upto.load(Ordering::Acquire)),
+            },
+        }
+    }
+
+    /// Copies a record (header already final) into the buffers, starting at `start`
+    /// (`CopyXLogRecordToWAL`).
+    fn copy_record(&self, words: &[u64], start: XLogRecPtr, total_len: u64, me: &mut Inserter<'_>) {
+        let mut ptr = start.0;
+        let mut rest = words;
+        let mut copied = 0u64;
+        loop {
+            let slot = self.get_buffer(ptr, me);
+            let page_start = ptr - ptr % XLOG_BLCKSZ;
+            let off = ((ptr - page_start) / 8) as usize;
+            let n = (WORDS_PER_PAGE - off).min(rest.len());
+            let base = slot * WORDS_PER_PAGE + off;
+            for (dst, src) in self.pages[base..base + n].iter().zip(&rest[..n]) {
+                dst.store(*src, Ordering::Relaxed);
+            }
+            rest = &rest[n..];
+            copied += n as u64 * 8;
+            if rest.is_empty() {
+                break;
+            }
+            // The record goes on: mark the next page as starting with its remainder. Only this
+            // inserter writes these two header words of that page.
+            let next = page_start + XLOG_BLCKSZ;
+            let slot = self.get_buffer(next, me);
+            let base = slot * WORDS_PER_PAGE;
+            self.pages[base].store(contrecord_word0(next), Ordering::Relaxed);
+            self.pages[base + 2].store(total_len - copied, Ordering::Relaxed);
+            ptr = next + page_header_size(next);
+        }
+    }
+
+    /// The buffer slot holding the page of `ptr`, initialising it (and writing out the page it
+    /// replaces) if needed (`GetXLogBuffer`). Before anything that may block, the inserter
+    /// advertises its progress.
+    #[inline]
+    fn get_buffer(&self, ptr: u64, me: &mut Inserter<'_>) -> usize {
+        let page_start = ptr - ptr % XLOG_BLCKSZ;
+        let end = page_start + XLOG_BLCKSZ;
+        let slot = self.slot_of(page_start);
+        if self.xlblocks[slot].load(Ordering::Acquire) == end {
+            return slot;
+        }
+        // Everything before `ptr` is ours and copied, or finished by earlier inserters. Just past
+        // a header, advertise the page start: nobody may write out a page whose header we are
+        // about to see initialised.
+        let progress = if ptr - page_start <= page_header_size(page_start) { page_start } else { ptr };
+        self.ins.advertise(me.hold, XLogRecPtr(progress));
+        self.advance_insert_buffer(ptr, progress, me.counters);
+        let now = self.xlblocks[slot].load(Ordering::Acquire);
+        assert_eq!(now, end, "WAL buffer for {} not found after initialising it", XLogRecPtr(ptr));
+        slot
+    }
+
+    /// Initialises buffer pages up to the one containing `upto`, writing out old pages that
+    /// are in the way (`AdvanceXLInsertBuffer`). `own_progress` is the caller's advertised
+    /// position.
+    fn advance_insert_buffer(&self, upto: u64, own_progress: u64, counters: &WalCounters) {
+        let use_mapping = self.cfg.insert_mode != InsertMode::SingleLock;
+        let mut mapping = use_mapping.then(|| self.mapping_lock.acquire(LwLockMode::Exclusive));
+        loop {
+            let init = self.initialized_upto.load(Ordering::Relaxed);
+            if upto < init {
+                break;
+            }
+            let slot = self.slot_of(init);
+            let old_end = self.xlblocks[slot].load(Ordering::Relaxed);
+            if old_end > self.write_result.load(Ordering::Acquire) {
+                // The slot's old page is not written yet: write it, without the mapping lock,
+                // after the insertions into it are finished.
+                self.write_rqst.fetch_max(old_end, Ordering::AcqRel);
+                if let Some(h) = mapping.take() {
+                    self.mapping_lock.release(h);
+                }
+                let finished = self.finished_insertions(XLogRecPtr(old_end), Some(own_progress));
+                debug_assert!(finished.0 >= old_end, "insertions before {old_end:#x} unfinished: {finished}");
+                let w = self.write_lock.acquire(LwLockMode::Exclusive);
+                if old_end > self.write_result.load(Ordering::Acquire) {
+                    if let Err(e) = self.xlog_write(old_end, None, counters) {
+                        self.poison(&e);
+                    }
+                    counters.buffers_full.incr();
+                }
+                self.write_lock.release(w);
+                if use_mapping {
+                    mapping = Some(self.mapping_lock.acquire(LwLockMode::Exclusive));
+                }
+                continue;
+            }
+            self.init_page(slot, init);
+            self.initialized_upto.store(init + XLOG_BLCKSZ, Ordering::Relaxed);
+        }
+        if let Some(h) = mapping {
+            self.mapping_lock.release(h);
+        }
+    }
+
+    /// Zeroes buffer `slot` and gives it the header of the page at `page_start`. The slot is
+    /// marked invalid first, so nobody takes a half-initialised page for a valid one.
+    fn init_page(&self, slot: usize, page_start: u64) {
+        self.xlblocks[slot].store(0, Ordering::Release);
+        let (hdr, n) = page_header_words(page_start);
+        let base = slot * WORDS_PER_PAGE;
+        for (i, w) in self.pages[base..base + WORDS_PER_PAGE].iter().enumerate() {
+            w.store(if i < n { hdr[i] } else { 0 }, Ordering::Relaxed);
+        }
+        self.xlblocks[slot].store(page_start + XLOG_BLCKSZ, Ordering::Release);
+    }
+
+    /// Writes WAL up to `write_upto` and, if asked, flushes up to `flush_upto` (`XLogWrite`).
+    /// The caller holds `WALWriteLock` and every insertion before `write_upto` is finished.
+    /// Whole pages are written; a partial last page is rewritten by the next write.
+    fn xlog_write(
+        &self,
+        write_upto: u64,
+        flush_upto: Option<u64>,
+        counters: &WalCounters,
+    ) -> Result<(), WalError> {
+        let mut sink = self.sink.lock();
+        let written = self.write_result.load(Ordering::Relaxed);
+        if write_upto > written {
+            let first = written - written % XLOG_BLCKSZ;
+            let last = write_upto.div_ceil(XLOG_BLCKSZ) * XLOG_BLCKSZ;
+            let npages = (last - first) / XLOG_BLCKSZ;
+            let mut result = Ok(());
+            if sink.stores() {
+                let mut p = first;
+                while p < last && result.is_ok() {
+                    let slot = self.slot_of(p);
+                    let held = self.xlblocks[slot].load(Ordering::Acquire);
+                    assert_eq!(held, p + XLOG_BLCKSZ, "WAL page {} is not in its buffer", XLogRecPtr(p));
+                    let base = slot * WORDS_PER_PAGE;
+                    let words =
+                        self.pages[base..base + WORDS_PER_PAGE].iter().map(|w| w.load(Ordering::Relaxed));
+                    result = sink.add_page(p, words);
+                    p += XLOG_BLCKSZ;
+                }
+                if result.is_ok() {
+                    result = sink.write_pending();
+                }
+            }
+            counters.writes.incr();
+            counters.pages_written.add(npages);
+            // Even a failed write moves the write position on (the WAL is poisoned by the
+            // caller), so that inserters waiting for buffers do not retry it forever.
+            self.write_result.store(write_upto, Ordering::Release);
+            result?;
+        }
+        if let Some(f) = flush_upto {
+            let f = f.min(self.write_result.load(Ordering::Relaxed));
+            if f > self.flush_result.load(Ordering::Relaxed) {
+                if sink.flush()? {
+                    counters.flushes.incr();
+                }
+                self.flush_result.store(f, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    /// `XLogFlush`: returns once WAL up to `record` is flushed, by this backend or another.
+    fn flush_upto(
+        &self,
+        record: XLogRecPtr,
+        counters: &WalCounters,
+        me: Option<bool>,
+    ) -> Result<(), WalError> {
+        self.check_poison()?;
+        if record.0 <= self.flush_result.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let end = self.insert_position();
+        if record > end {
+            return Err(WalError::FlushBeyondEnd { requested: record, end });
+        }
+        counters.flush_requests.incr();
+        loop {
+            if record.0 <= self.flush_result.load(Ordering::Acquire) {
+                counters.flushed_by_others.incr();
+                break;
+            }
+            let rqst = XLogRecPtr(record.0.max(self.write_rqst.load(Ordering::Acquire)));
+            // Only fully copied WAL may be written; wait for it *before* taking WALWriteLock.
+            let mut insertpos = match self.cfg.insert_mode {
+                InsertMode::InsertionLocks(_) => self.ins.wait_for_insertions(rqst),
+                // 9.2: the request covers only finished records.
+                InsertMode::SingleLock => rqst,
+            };
+            let Some(w) = self.write_lock.acquire_or_wait(LwLockMode::Exclusive) else {
+                // Someone else held it and has probably flushed our record; look again.
+                continue;
+            };
+            if record.0 <= self.flush_result.load(Ordering::Acquire) {
+                self.write_lock.release(w);
+                counters.flushed_by_others.incr();
+                break;
+            }
+            let flush_enabled = self.sink.lock().flush_enabled();
+            if self.cfg.commit_delay_us > 0
+                && flush_enabled
+                && self.other_backends_in_xact(me) >= self.cfg.commit_siblings
+            {
+                {
+                    let _scope = WaitEventScope::new(WaitEvent::COMMIT_DELAY);
+                    std::thread::sleep(Duration::from_micros(self.cfg.commit_delay_us));
+                }
+                counters.commit_delays.incr();
+                if let InsertMode::InsertionLocks(_) = self.cfg.insert_mode {
+                    // Everything up to insertpos is finished, so this cannot wait on anyone
+                    // who needs WALWriteLock; it only moves insertpos forward.
+                    insertpos = self.ins.wait_for_insertions(insertpos);
+                }
+            }
+            let (write_to, flush_to) = match self.cfg.insert_mode {
+                InsertMode::InsertionLocks(_) => (insertpos, insertpos),
+                InsertMode::SingleLock => match self.ins.try_acquire(0) {
+                    // 9.2's piggyback: with WALInsertLock free, everything inserted is finished.
+                    Some(h) => {
+                        let all = XLogRecPtr(self.inserted_upto.load(Ordering::Acquire));
+                        self.ins.release(h);
+                        (all.max(insertpos), all.max(insertpos))
+                    }
+                    None => (insertpos, record),
+                },
+            };
+            let r = self.xlog_write(write_to.0, Some(flush_to.0), counters);
+            self.write_lock.release(w);
+            if let Err(e) = r {
+                self.poison(&e);
+                return Err(e);
+            }
+            break;
+        }
+        self.check_poison()
+    }
+
+    /// Backends in a transaction other than the caller (`MinimumActiveBackends`' count).
+    fn other_backends_in_xact(&self, caller_in_xact: Option<bool>) -> usize {
+        let all = self.in_xact.load(Ordering::Relaxed);
+        all.saturating_sub(usize::from(caller_in_xact.unwrap_or(false)))
+    }
+
+    /// One round of the WAL writer (`XLogBackgroundFlush`): flush up to the newest
+    /// asynchronous commit and every completed page.
+    fn background_flush(&self, counters: &WalCounters) -> Result<(), WalError> {
+        let target = self.async_xact_lsn.load(Ordering::Acquire).max(self.write_rqst.load(Ordering::Acquire));
+        if target > self.flush_result.load(Ordering::Acquire) {
+            self.flush_upto(XLogRecPtr(target), counters, None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop_wal_writer();
+    }
+}
+
+/// The WAL writer's loop: sleep `delay` (or until stopped), flush, repeat. It holds only a
+/// weak reference, so it never keeps the WAL alive.
+fn wal_writer_main(weak: Weak<Wal>, ctl: Arc<WriterCtl>, counters: Arc<WalCounters>, delay: Duration) {
+    loop {
+        {
+            let mut stop = ctl.stop.lock();
+            if !*stop {
+                let _scope = WaitEventScope::new(WaitEvent::WAL_WRITER_MAIN);
+                ctl.wake.wait_for(&mut stop, delay);
+            }
+            if *stop {
+                return;
+            }
+        }
+        let Some(wal) = weak.upgrade() else { return };
+        // An error poisons the WAL; backends see it on their next call.
+        let _ = wal.background_flush(&counters);
+    }
+}
+
+/// One backend's handle on a [`Wal`]: inserts records and flushes, and owns the backend's
+/// counters and scratch space. Not `Sync`: one thread uses it at a time.
+pub struct WalBackend {
+    wal: Arc<Wal>,
+    id: usize,
+    lock_to_try: usize,
+    counters: Arc<WalCounters>,
+    scratch: Vec<u64>,
+    last_start: XLogRecPtr,
+    in_xact: bool,
+}
+
+impl std::fmt::Debug for WalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalBackend").field("id", &self.id).field("last_start", &self.last_start).finish()
+    }
+}
+
+impl WalBackend {
+    /// The backend's number (0-based, in creation order).
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The WAL this handle writes to.
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.wal
+    }
+
+    /// Start of the last record this backend inserted (`ProcLastRecPtr`).
+    pub fn last_record_start(&self) -> XLogRecPtr {
+        self.last_start
+    }
+
+    /// This backend's counters.
+    pub fn stats(&self) -> WalStats {
+        let mut s = WalStats::default();
+        s.add(&self.counters);
+        s
+    }
+
+    /// Inserts `rec` and returns the position just past it (its *end*, which callers stamp on
+    /// data pages and pass to [`flush`](Self::flush)). The backend counts as "in a
+    /// transaction" (for `commit_siblings`) from its first insert until its next
+    /// [`commit`](Self::commit).
+    ///
+    /// With [`InsertMode::SingleLock`] the lock is held for reservation and copy; with
+    /// [`InsertMode::InsertionLocks`] reservation takes the spinlock and the copy runs under
+    /// one insertion lock, in parallel with other inserters. Either way the caller may block on
+    /// `WALWriteLock` if a WAL buffer must be recycled first.
+    ///
+    /// # Errors
+    /// [`WalError::RecordTooLarge`] (nothing inserted); [`WalError::Poisoned`] if a write
+    /// failed (now or earlier; the record was inserted but cannot be made durable).
+    pub fn insert(&mut self, rec: &Record<'_>) -> Result<XLogRecPtr, WalError> {
+        if rec.data.len() > MAX_RECORD_PAYLOAD {
+            return Err(WalError::RecordTooLarge { size: rec.data.len() });
+        }
+        let wal = &*self.wal;
+        let total_len = (RECORD_HEADER_SIZE + rec.data.len()) as u64;
+        let size = maxalign(total_len);
+        let payload_crc = crc32c::crc32c(rec.data);
+        // Assemble the words outside any lock: three header words, then the payload.
+        let nwords = (size / 8) as usize;
+        self.scratch.clear();
+        self.scratch.resize(nwords, 0);
+        let (chunks, tail) = rec.data.as_chunks::<8>();
+        for (dst, c) in self.scratch[3..].iter_mut().zip(chunks) {
+            *dst = u64::from_le_bytes(*c);
+        }
+        if !tail.is_empty() {
+            let mut last = [0u8; 8];
+            last[..tail.len()].copy_from_slice(tail);
+            self.scratch[3 + chunks.len()] = u64::from_le_bytes(last);
+        }
+
+        let mut hold = wal.ins.acquire(self.lock_to_try);
+        if hold.waited() {
+            self.counters.insert_lock_waits.incr();
+            self.lock_to_try = (hold.index() + 1) % wal.ins.len();
+        }
+        let res = wal.ins.reserve(&hold, size);
+        let start = bytepos_to_recptr(res.start);
+        let end = bytepos_to_end_recptr(res.end);
+        let prev = if res.prev == res.start { XLogRecPtr::INVALID } else { bytepos_to_recptr(res.prev) };
+        let mut hdr = RecordHeader {
+            total_len: total_len as u32,
+            xid: rec.xid.0,
+            prev: prev.0,
+            info: rec.info,
+            rmid: rec.rmid,
+            crc: 0,
+        };
+        hdr.crc = hdr.compute_crc(payload_crc);
+        self.scratch[..3].copy_from_slice(&hdr.to_words());
+        wal.copy_record(
+            &self.scratch,
+            start,
+            total_len,
+            &mut Inserter { hold: &mut hold, counters: &self.counters },
+        );
+        if wal.cfg.insert_mode == InsertMode::SingleLock {
+            wal.inserted_upto.store(end.0, Ordering::Release);
+        }
+        wal.ins.release(hold);
+        if start.0 / XLOG_BLCKSZ != end.0 / XLOG_BLCKSZ {
+            wal.write_rqst.fetch_max(end.0, Ordering::AcqRel);
+        }
+        self.counters.records.incr();
+        self.counters.bytes.add(size);
+        self.last_start = start;
+        if !self.in_xact {
+            self.in_xact = true;
+            wal.in_xact.fetch_add(1, Ordering::Relaxed);
+        }
+        wal.check_poison()?;
+        Ok(end)
+    }
+
+    /// Returns once WAL up to `upto` is flushed (`XLogFlush`): written and, for a file sink,
+    /// `fdatasync`ed, or for a modelled sink, past a modelled flush. If another backend holds
+    /// `WALWriteLock`, this one waits for it to be released and looks again (group commit):
+    /// usually the holder's flush covered `upto` too.
+    ///
+    /// # Errors
+    /// [`WalError::FlushBeyondEnd`] if `upto` is past the end of inserted WAL;
+    /// [`WalError::Io`] if the write or flush failed (the WAL is then poisoned);
+    /// [`WalError::Poisoned`] after an earlier failure.
+    pub fn flush(&mut self, upto: XLogRecPtr) -> Result<(), WalError> {
+        self.wal.flush_upto(upto, &self.counters, Some(self.in_xact))
+    }
+
+    /// Ends the backend's transaction whose commit record ends at `commit_end`
+    /// (`RecordTransactionCommit`): with `synchronous_commit` on, flushes it; with it off,
+    /// notes it for the WAL writer and returns at once (the commit may be lost in a crash for
+    /// up to three `wal_writer_delay`s).
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush).
+    pub fn commit(&mut self, commit_end: XLogRecPtr) -> Result<(), WalError> {
+        let r = if self.wal.cfg.synchronous_commit {
+            self.flush(commit_end)
+        } else {
+            self.wal.async_xact_lsn.fetch_max(commit_end.0, Ordering::AcqRel);
+            self.counters.async_commits.incr();
+            self.wal.check_poison()
+        };
+        self.end_xact();
+        r
+    }
+
+    /// Flushes every insertion finished so far (by any backend).
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush).
+    pub fn flush_all(&mut self) -> Result<XLogRecPtr, WalError> {
+        let end = self.wal.finished_insertions(self.wal.insert_position(), None);
+        self.flush(end)?;
+        Ok(end)
+    }
+
+    fn end_xact(&mut self) {
+        if self.in_xact {
+            self.in_xact = false;
+            self.wal.in_xact.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for WalBackend {
+    fn drop(&mut self) {
+        self.end_xact();
+    }
+}
