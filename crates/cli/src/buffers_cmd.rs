@@ -1,8 +1,6 @@
 //! `lockstack buffers`: argument parsing and the text/JSON output of the engine's buffer-pin
 //! experiments (seed 004).
 
-use std::time::Duration;
-
 use clap::Args;
 use lockstack_engine::micro::buffers::{
     self, BufferScenario, BuffersConfig, BuffersReport, Check, Header, Mapping, Victim,
@@ -79,12 +77,7 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
     let vm_checks = parse_list("vm-check", &args.vm_check, &Check::ALL)?;
     let mapping: Mapping = args.mapping.parse().map_err(|e| Failure::input(format!("--mapping: {e}")))?;
     let victim: Victim = args.victim.parse().map_err(|e| Failure::input(format!("--victim: {e}")))?;
-    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
-        return Err(Failure::input(format!(
-            "--duration must be above 0 and at most 3600 seconds, got {}",
-            args.duration
-        )));
-    }
+    let duration = crate::duration_arg(args.duration)?;
     let table_pages = args.table_pages.unwrap_or(match scenario {
         BufferScenario::HotPin => 1,
         BufferScenario::Scan => 2048,
@@ -99,24 +92,16 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
         mapping,
         victim,
         threads: args.threads,
-        duration: Duration::from_secs_f64(args.duration),
+        duration,
         table_pages,
         pool_buffers,
         vacuum_every: args.vacuum_every,
     };
     cfg.validate().map_err(Failure::input)?;
-    if let Some(path) = &args.json {
-        // Fail before the run, not after it, if the file cannot be written.
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-    }
+    crate::prepare_json(args.json.as_deref())?;
     let report = buffers::run(&cfg).map_err(Failure::input)?;
     print_report(&report);
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
-    }
+    crate::write_json(args.json.as_deref(), &report)?;
     if let Some(r) = report.rows.iter().find(|r| !r.invariant_ok) {
         return Err(Failure {
             message: format!(

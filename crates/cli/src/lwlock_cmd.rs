@@ -1,8 +1,6 @@
 //! `lockstack lwlock`: argument parsing and the text/JSON output of the engine's LWLock
 //! contention workload.
 
-use std::time::Duration;
-
 use clap::Args;
 use lockstack_engine::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
 
@@ -45,16 +43,11 @@ pub(crate) struct LwLockArgs {
 pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
     let locks = LockUnderTest::parse_list(&args.implementation)
         .map_err(|e| Failure::input(format!("--impl: {e}")))?;
-    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
-        return Err(Failure::input(format!(
-            "--duration must be above 0 and at most 3600 seconds, got {}",
-            args.duration
-        )));
-    }
+    let duration = crate::duration_arg(args.duration)?;
     let cfg = LwLockBenchConfig {
         locks,
         threads: args.threads,
-        duration: Duration::from_secs_f64(args.duration),
+        duration,
         shared_ratio: args.shared_ratio,
         hold_ns: args.hold_ns,
         seed: args.seed,
@@ -62,18 +55,10 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
-    if let Some(path) = &args.json {
-        // Fail before the run, not after it, if the file cannot be written.
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-    }
+    crate::prepare_json(args.json.as_deref())?;
     let report = lwlock::run(&cfg).map_err(Failure::input)?;
     print_report(&report);
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
-    }
+    crate::write_json(args.json.as_deref(), &report)?;
     if report.rows.iter().any(|r| !r.invariant_ok) {
         return Err(Failure {
             message: "a lock broke mutual exclusion (see the 'ok' column)".into(),

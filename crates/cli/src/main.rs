@@ -43,6 +43,44 @@ impl Failure {
     pub(crate) fn input(message: impl Into<String>) -> Failure {
         Failure { message: message.into(), code: 1 }
     }
+
+    /// A failure after the run started (a check failed, output could not be written): exit 2.
+    pub(crate) fn run(message: impl Into<String>) -> Failure {
+        Failure { message: message.into(), code: 2 }
+    }
+}
+
+/// `--duration` in seconds: above 0 and at most an hour.
+pub(crate) fn duration_arg(secs: f64) -> Result<std::time::Duration, Failure> {
+    if !secs.is_finite() || secs <= 0.0 || secs > 3600.0 {
+        return Err(Failure::input(format!(
+            "--duration must be above 0 and at most 3600 seconds, got {secs}"
+        )));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// Creates the `--json` file before the run, so that an unwritable path fails at once rather
+/// than after minutes of measuring.
+pub(crate) fn prepare_json(path: Option<&std::path::Path>) -> Result<(), Failure> {
+    if let Some(path) = path {
+        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON to the `--json` file, if one was given.
+pub(crate) fn write_json<T: serde::Serialize>(
+    path: Option<&std::path::Path>,
+    value: &T,
+) -> Result<(), Failure> {
+    if let Some(path) = path {
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| Failure::run(format!("encoding JSON: {e}")))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure::run(format!("--json {}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

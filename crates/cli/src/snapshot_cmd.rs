@@ -1,8 +1,6 @@
 //! `lockstack snapshot`: snapshot takers against committers, one row per ProcArray layout, with
 //! ProcArrayLock counters (seed 000's experiment at the level of one crate).
 
-use std::time::Duration;
-
 use clap::Args;
 use lockstack_engine::micro::snapshot::{
     SnapshotWorkloadConfig, SnapshotWorkloadResult, run_snapshot_workload,
@@ -63,12 +61,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     let layouts = parse_layouts(&args.layout)?;
     let end_xact: EndXactStrategy =
         args.end_xact.parse().map_err(|e| Failure::input(format!("--end-xact: {e}")))?;
-    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
-        return Err(Failure::input(format!(
-            "--duration must be above 0 and at most 3600 seconds, got {}",
-            args.duration
-        )));
-    }
+    let duration = crate::duration_arg(args.duration)?;
     if args.fixed == Some(0) {
         return Err(Failure::input("--fixed must be at least 1"));
     }
@@ -79,7 +72,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
             c.procarray.end_xact = end_xact;
             c.snapshot_threads = args.threads;
             c.committer_threads = args.committers;
-            c.duration = Duration::from_secs_f64(args.duration);
+            c.duration = duration;
             c.fixed_snapshots = args.fixed;
             c
         })
@@ -87,9 +80,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     for c in &configs {
         c.validate().map_err(|e| Failure::input(e.to_string()))?;
     }
-    if let Some(path) = &args.json {
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-    }
+    crate::prepare_json(args.json.as_deref())?;
     let mut results = Vec::new();
     for c in &configs {
         results.push(run_snapshot_workload(c).map_err(|e| Failure::input(e.to_string()))?);
@@ -97,17 +88,14 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     let threads = if args.fixed.is_some() { 1 } else { args.threads + args.committers };
     let machine = MachineNote::for_threads(threads);
     print(&args, &results, &machine);
-    if let Some(path) = &args.json {
+    if args.json.is_some() {
         let rows: Vec<_> = results.iter().map(row_json).collect();
         let doc = json!({
             "backends": args.backends, "running": args.running, "threads": args.threads,
             "committers": args.committers, "end_xact": end_xact.name(), "duration_s": args.duration,
             "fixed_snapshots": args.fixed, "machine": machine, "rows": rows,
         });
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
+        crate::write_json(args.json.as_deref(), &doc)?;
     }
     Ok(())
 }

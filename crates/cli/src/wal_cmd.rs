@@ -1,8 +1,6 @@
 //! `lockstack wal`: argument parsing and the text/JSON output of the engine's WAL insertion
 //! workload.
 
-use std::time::Duration;
-
 use clap::Args;
 use lockstack_engine::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
 
@@ -49,14 +47,8 @@ pub(crate) struct WalArgs {
 
 pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
     let mode = args.insert.parse().map_err(|e| Failure::input(format!("--insert: {e}")))?;
-    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
-        return Err(Failure::input(format!(
-            "--duration must be above 0 and at most 3600 seconds, got {}",
-            args.duration
-        )));
-    }
-    let mut cfg =
-        WalBenchConfig::new(mode, args.threads, args.record_size, Duration::from_secs_f64(args.duration));
+    let duration = crate::duration_arg(args.duration)?;
+    let mut cfg = WalBenchConfig::new(mode, args.threads, args.record_size, duration);
     cfg.wal_buffers = args.wal_buffers;
     cfg.commit_every = args.commit_every;
     cfg.flush_delay_us = args.flush_delay_us;
@@ -64,18 +56,10 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
     cfg.commit_delay_us = args.commit_delay_us;
     cfg.commit_siblings = args.commit_siblings;
     cfg.validate().map_err(Failure::input)?;
-    if let Some(path) = &args.json {
-        // Fail before the run, not after it, if the file cannot be written.
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-    }
+    crate::prepare_json(args.json.as_deref())?;
     let report = wal::run(&cfg).map_err(|e| Failure { message: e, code: 2 })?;
     print_report(&report);
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
-    }
+    crate::write_json(args.json.as_deref(), &report)?;
     if !report.invariant_ok {
         return Err(Failure { message: "WAL positions do not add up (see 'invariant')".into(), code: 2 });
     }
