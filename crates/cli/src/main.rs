@@ -4,6 +4,8 @@
 //! workload lives in the engine crate.
 
 mod buffers_cmd;
+mod isolation_cmd;
+mod locks_cmd;
 mod lwlock_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
@@ -30,6 +32,10 @@ enum Command {
     Wal(wal_cmd::WalArgs),
     /// Buffer pin contention and the visibility map (seed 004): hot-pin, scan, vm-delete.
     Buffers(buffers_cmd::BuffersArgs),
+    /// Fast-path relation locks and on-demand VXID locks (seed 003): lock-manager traffic.
+    Locks(locks_cmd::LocksArgs),
+    /// Run isolation-tester specs (PostgreSQL's format) over the heavyweight lock manager.
+    Isolation(isolation_cmd::IsolationArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -114,6 +120,8 @@ fn main() -> ExitCode {
         Command::Snapshot(args) => snapshot_cmd::run(args),
         Command::Wal(args) => wal_cmd::run(args),
         Command::Buffers(args) => buffers_cmd::run(args),
+        Command::Locks(args) => locks_cmd::run(args),
+        Command::Isolation(args) => isolation_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,9 @@
 //! a serialisable result out, no printing (the CLI formats).
 
 pub mod btree;
+pub mod engine;
 pub mod heap;
+pub mod isolation;
 pub mod micro;
 pub mod pgbench;
 pub mod report;

@@ -1,6 +1,7 @@
 //! Micro-experiments that exercise one subsystem crate at a time.
 
 pub mod buffers;
+pub mod locks;
 pub mod lwlock;
 pub mod wal;
 

@@ -1,0 +1,364 @@
+//! The permutation runner: PostgreSQL 14+'s `run_permutation`, `try_complete_step(s)` and
+//! `step_has_blocker` (`isolationtester.c`), with session threads instead of libpq
+//! connections and the lock manager's own waiting state instead of the `pg_locks` query.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Sender, channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lockstack_lmgr::{BackendId, Lmgr};
+use parking_lot::{Condvar, Mutex};
+
+use super::conn::{Catalog, Conn, QueryResult};
+use super::spec::Blocker;
+use super::sql::Statement;
+use super::{IsolationConfig, IsolationError, LoadedSpec};
+
+struct Shared {
+    state: Mutex<Option<QueryResult>>,
+    busy: Mutex<bool>,
+    cv: Condvar,
+}
+
+struct SessionThread {
+    name: String,
+    backend: BackendId,
+    tx: Sender<Option<Vec<Statement>>>,
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl SessionThread {
+    fn spawn(name: &str, conn: Conn) -> SessionThread {
+        let shared =
+            Arc::new(Shared { state: Mutex::new(None), busy: Mutex::new(false), cv: Condvar::new() });
+        let (tx, rx) = channel::<Option<Vec<Statement>>>();
+        let backend = conn.backend_id();
+        let sh = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name(format!("isolation-{name}"))
+            .spawn(move || {
+                let mut conn = conn;
+                while let Ok(Some(stmts)) = rx.recv() {
+                    let r = conn.exec(&stmts);
+                    *sh.state.lock() = Some(r);
+                    let mut busy = sh.busy.lock();
+                    *busy = false;
+                    sh.cv.notify_all();
+                }
+            })
+            .expect("spawning an isolation session thread");
+        SessionThread { name: name.to_string(), backend, tx, shared, handle: Some(handle) }
+    }
+
+    fn launch(&self, stmts: Vec<Statement>) {
+        *self.shared.busy.lock() = true;
+        // The thread only exits when told to, so the send cannot fail while we hold `self`.
+        let _ = self.tx.send(Some(stmts));
+    }
+
+    fn done(&self) -> bool {
+        !*self.shared.busy.lock()
+    }
+
+    /// Waits up to `t` for the running query to finish.
+    fn wait(&self, t: Duration) -> bool {
+        let mut busy = self.shared.busy.lock();
+        if *busy {
+            let _ = self.shared.cv.wait_for(&mut busy, t);
+        }
+        !*busy
+    }
+
+    fn take(&self) -> QueryResult {
+        self.shared.state.lock().take().unwrap_or_default()
+    }
+}
+
+impl Drop for SessionThread {
+    fn drop(&mut self) {
+        let _ = self.tx.send(None);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+const NONBLOCK: u8 = 1;
+const RETRY: u8 = 2;
+
+struct PStep {
+    name: String,
+    session: usize,
+    sql: String,
+    stmts: Vec<Statement>,
+    blockers: Vec<Blocker>,
+}
+
+pub(super) struct Runner<'a> {
+    spec: &'a LoadedSpec,
+    cfg: &'a IsolationConfig,
+    lmgr: Arc<Lmgr>,
+    control: Conn,
+    sessions: Vec<SessionThread>,
+    active: Vec<Option<usize>>,
+    pub(super) out: String,
+    pub(super) warnings: Vec<String>,
+}
+
+fn print_result(out: &mut String, session: &str, r: &QueryResult, sets: bool) {
+    for n in &r.notices {
+        out.push_str(&format!("{session}: {n}\n"));
+    }
+    if sets {
+        for s in r.sets.iter().flatten() {
+            s.render(out);
+        }
+    }
+}
+
+impl<'a> Runner<'a> {
+    pub(super) fn new(spec: &'a LoadedSpec, cfg: &'a IsolationConfig) -> Result<Runner<'a>, IsolationError> {
+        let mut lcfg = cfg.lmgr;
+        lcfg.max_backends = spec.spec.sessions.len() + 1;
+        let lmgr = Lmgr::new(lcfg).map_err(IsolationError)?;
+        let catalog = Arc::new(Catalog::new());
+        let attach = |i: usize| lmgr.backend(BackendId(i as u32)).map_err(IsolationError);
+        let control = Conn::new(attach(0)?, Arc::clone(&catalog));
+        let mut sessions = Vec::new();
+        for (i, s) in spec.spec.sessions.iter().enumerate() {
+            sessions.push(SessionThread::spawn(&s.name, Conn::new(attach(i + 1)?, Arc::clone(&catalog))));
+        }
+        let n = sessions.len();
+        Ok(Runner {
+            spec,
+            cfg,
+            lmgr,
+            control,
+            sessions,
+            active: vec![None; n],
+            out: String::new(),
+            warnings: Vec::new(),
+        })
+    }
+
+    pub(super) fn lmgr(&self) -> &Arc<Lmgr> {
+        &self.lmgr
+    }
+
+    fn session_exec(&mut self, i: usize, stmts: &[Statement]) -> Result<QueryResult, IsolationError> {
+        let s = &self.sessions[i];
+        s.launch(stmts.to_vec());
+        let start = Instant::now();
+        while !s.wait(Duration::from_millis(5)) {
+            if start.elapsed() > self.cfg.step_timeout {
+                return Err(IsolationError(format!(
+                    "{}: setup or teardown of session {} timed out after {} seconds",
+                    self.spec.spec.file,
+                    s.name,
+                    self.cfg.step_timeout.as_secs()
+                )));
+            }
+        }
+        Ok(s.take())
+    }
+
+    /// Prints only the last result, as `PQexec` returns only that.
+    fn print_exec(&mut self, who: &str, r: &QueryResult) {
+        print_result(&mut self.out, who, r, false);
+        if r.error.is_none()
+            && let Some(Some(set)) = r.sets.last()
+        {
+            set.render(&mut self.out);
+        }
+    }
+
+    pub(super) fn run_permutation(&mut self, names: &[(String, Vec<Blocker>)]) -> Result<(), IsolationError> {
+        let spec = &self.spec.spec;
+        let file = spec.file.clone();
+        let steps: Vec<PStep> = names
+            .iter()
+            .map(|(n, b)| {
+                let (session, step) = spec.step(n).expect("permutation steps were validated");
+                PStep {
+                    name: n.clone(),
+                    session,
+                    sql: step.sql.sql.clone(),
+                    stmts: self.spec.steps[n].clone(),
+                    blockers: b.clone(),
+                }
+            })
+            .collect();
+        self.out.push_str("\nstarting permutation:");
+        for s in &steps {
+            self.out.push(' ');
+            self.out.push_str(&s.name);
+        }
+        self.out.push('\n');
+        for (i, _) in spec.setup.iter().enumerate() {
+            let r = self.control.exec(&self.spec.setup[i]);
+            if let Some(e) = &r.error {
+                return Err(IsolationError(format!("{file}: setup failed: ERROR:  {e}")));
+            }
+            self.print_exec("control connection", &r);
+        }
+        for i in 0..spec.sessions.len() {
+            if let Some(stmts) = self.spec.session_setup[i].clone() {
+                let r = self.session_exec(i, &stmts)?;
+                if let Some(e) = &r.error {
+                    return Err(IsolationError(format!(
+                        "{file}: setup of session {} failed: ERROR:  {e}",
+                        spec.sessions[i].name
+                    )));
+                }
+                let name = spec.sessions[i].name.clone();
+                self.print_exec(&name, &r);
+            }
+        }
+        let mut waiting: Vec<usize> = Vec::new();
+        for i in 0..steps.len() {
+            let sess = steps[i].session;
+            if self.active[sess].is_some() {
+                let start = Instant::now();
+                while let Some(old) = self.active[sess] {
+                    if !self.try_complete_step(&steps, old, RETRY)? {
+                        waiting.retain(|w| *w != old);
+                    }
+                    self.try_complete_steps(&steps, &mut waiting, NONBLOCK | RETRY)?;
+                    if self.active[sess].is_some() && start.elapsed() > 2 * self.cfg.step_timeout {
+                        return Err(IsolationError(format!(
+                            "{file}: step {} timed out after {} seconds",
+                            steps[old].name,
+                            start.elapsed().as_secs()
+                        )));
+                    }
+                }
+            }
+            self.sessions[sess].launch(steps[i].stmts.clone());
+            self.active[sess] = Some(i);
+            let mustwait = self.try_complete_step(&steps, i, NONBLOCK)?;
+            self.try_complete_steps(&steps, &mut waiting, NONBLOCK | RETRY)?;
+            if mustwait {
+                waiting.push(i);
+            }
+        }
+        self.try_complete_steps(&steps, &mut waiting, RETRY)?;
+        if !waiting.is_empty() {
+            return Err(IsolationError(format!(
+                "{file}: failed to complete permutation due to mutually-blocking steps"
+            )));
+        }
+        for i in 0..spec.sessions.len() {
+            if let Some(stmts) = self.spec.session_teardown[i].clone() {
+                let r = self.session_exec(i, &stmts)?;
+                let name = spec.sessions[i].name.clone();
+                if let Some(e) = &r.error {
+                    self.warnings.push(format!("teardown of session {name} failed: ERROR:  {e}"));
+                }
+                self.print_exec(&name, &r);
+            }
+        }
+        if let Some(stmts) = self.spec.teardown.clone() {
+            let r = self.control.exec(&stmts);
+            if let Some(e) = &r.error {
+                self.warnings.push(format!("teardown failed: ERROR:  {e}"));
+            }
+            self.print_exec("control connection", &r);
+        }
+        Ok(())
+    }
+
+    fn try_complete_steps(
+        &mut self,
+        steps: &[PStep],
+        waiting: &mut Vec<usize>,
+        flags: u8,
+    ) -> Result<(), IsolationError> {
+        loop {
+            let old = waiting.len();
+            let mut have_blocker = false;
+            let mut w = 0;
+            while w < waiting.len() {
+                if self.try_complete_step(steps, waiting[w], flags)? {
+                    if !steps[waiting[w]].blockers.is_empty() {
+                        have_blocker = true;
+                    }
+                    w += 1;
+                } else {
+                    waiting.remove(w);
+                }
+            }
+            if !(have_blocker && waiting.len() < old) {
+                return Ok(());
+            }
+        }
+    }
+
+    fn step_has_blocker(&self, steps: &[PStep], i: usize) -> bool {
+        steps[i].blockers.iter().any(|b| match b {
+            Blocker::Once => false,
+            Blocker::OtherStep(name) => {
+                let Some((sess, _)) = self.spec.spec.step(name) else { return false };
+                self.active[sess].is_some_and(|a| steps[a].name == *name)
+            }
+        })
+    }
+
+    /// True if the step is (still) waiting; false once its completion has been printed.
+    fn try_complete_step(&mut self, steps: &[PStep], i: usize, flags: u8) -> Result<bool, IsolationError> {
+        let st = &steps[i];
+        let s = &self.sessions[st.session];
+        if flags & RETRY == 0 && st.blockers.contains(&Blocker::Once) {
+            self.out.push_str(&format!("step {}: {} <waiting ...>\n", st.name, st.sql));
+            return Ok(true);
+        }
+        let start = Instant::now();
+        loop {
+            if s.done() {
+                break;
+            }
+            if flags & NONBLOCK != 0 && !self.lmgr.blocking_backends(s.backend).is_empty() {
+                if s.done() {
+                    break;
+                }
+                if flags & RETRY == 0 {
+                    self.out.push_str(&format!("step {}: {} <waiting ...>\n", st.name, st.sql));
+                }
+                return Ok(true);
+            }
+            if start.elapsed() > self.cfg.step_timeout {
+                return Err(IsolationError(format!(
+                    "{}: step {} timed out after {} seconds",
+                    self.spec.spec.file,
+                    st.name,
+                    self.cfg.step_timeout.as_secs()
+                )));
+            }
+            s.wait(Duration::from_micros(200));
+        }
+        if self.step_has_blocker(steps, i) {
+            if flags & RETRY == 0 {
+                self.out.push_str(&format!("step {}: {} <waiting ...>\n", st.name, st.sql));
+            }
+            return Ok(true);
+        }
+        let r = s.take();
+        for n in &r.notices {
+            self.out.push_str(&format!("{}: {n}\n", s.name));
+        }
+        if flags & RETRY != 0 {
+            self.out.push_str(&format!("step {}: <... completed>\n", st.name));
+        } else {
+            self.out.push_str(&format!("step {}: {}\n", st.name, st.sql));
+        }
+        for set in r.sets.iter().flatten() {
+            set.render(&mut self.out);
+        }
+        if let Some(e) = &r.error {
+            self.out.push_str(&format!("ERROR:  {e}\n"));
+        }
+        self.active[st.session] = None;
+        Ok(false)
+    }
+}

@@ -1,0 +1,558 @@
+//! The SQL the isolation runner understands: transaction control, `LOCK TABLE`, the two lock
+//! timeouts, the advisory-lock functions, and `CREATE TABLE` / `DROP TABLE` for the catalog.
+//! Everything else is rejected before anything runs.
+
+use lockstack_lmgr::LockMode;
+
+/// An advisory-lock function (`src/backend/utils/adt/lockfuncs.c`, 8.2+; `_xact` 9.1+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdvisoryFn {
+    /// `pg_advisory_lock` (wait), `pg_try_advisory_lock` (try) or `pg_advisory_unlock`.
+    pub op: AdvisoryOp,
+    /// Transaction-level (`_xact_`) rather than session-level.
+    pub xact: bool,
+    /// `_shared` (ShareLock) rather than exclusive (ExclusiveLock).
+    pub shared: bool,
+}
+
+/// What an advisory function does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvisoryOp {
+    /// Wait for the lock; returns void.
+    Lock,
+    /// Take it if free; returns boolean.
+    Try,
+    /// Release one hold; returns boolean (false and a WARNING if not held).
+    Unlock,
+}
+
+impl AdvisoryFn {
+    /// The lock mode it takes or releases.
+    pub fn mode(self) -> LockMode {
+        if self.shared { LockMode::Share } else { LockMode::Exclusive }
+    }
+}
+
+/// The key of an advisory lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvisoryKey {
+    /// One bigint.
+    Int8(i64),
+    /// Two ints.
+    Int4(i32, i32),
+}
+
+/// A function call in a `SELECT` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// One of the advisory lock functions with its key.
+    Advisory(AdvisoryFn, AdvisoryKey),
+    /// `pg_advisory_unlock_all()`.
+    UnlockAll,
+}
+
+/// A timeout setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guc {
+    /// `deadlock_timeout` (default 1 s).
+    DeadlockTimeout,
+    /// `lock_timeout` (default 0 = off).
+    LockTimeout,
+}
+
+impl Guc {
+    /// The parameter name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Guc::DeadlockTimeout => "deadlock_timeout",
+            Guc::LockTimeout => "lock_timeout",
+        }
+    }
+}
+
+/// One parsed statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Statement {
+    /// `BEGIN` / `START TRANSACTION` (isolation level clauses accepted and ignored).
+    Begin,
+    /// `COMMIT` / `END`.
+    Commit,
+    /// `ROLLBACK` / `ABORT`.
+    Rollback,
+    /// `LOCK [TABLE] names [IN mode MODE] [NOWAIT]` (default AccessExclusive).
+    Lock {
+        /// Relation names, folded to lower case unless quoted.
+        tables: Vec<String>,
+        /// The mode.
+        mode: LockMode,
+        /// NOWAIT.
+        nowait: bool,
+    },
+    /// `SET name = value` (`None` value: DEFAULT) or `RESET name`.
+    Set {
+        /// Which parameter.
+        guc: Guc,
+        /// The value as written (milliseconds unless it has a unit), `None` for the default.
+        value: Option<String>,
+    },
+    /// `SELECT f(...)[, ...]` over the advisory-lock functions.
+    Select(Vec<(String, Call)>),
+    /// `CREATE TABLE name (...)`.
+    CreateTable(String),
+    /// `DROP TABLE [IF EXISTS] names`.
+    DropTable {
+        /// Relation names.
+        tables: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum T {
+    Word(String),
+    Quoted(String),
+    Str(String),
+    Num(String),
+    P(char),
+}
+
+fn tokens(sql: &str) -> Result<Vec<T>, String> {
+    let c: Vec<char> = sql.chars().collect();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < c.len() {
+        let ch = c[i];
+        if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '-' && c.get(i + 1) == Some(&'-') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if ch.is_ascii_alphabetic() || ch == '_' {
+            let s: String =
+                c[i..].iter().take_while(|x| x.is_ascii_alphanumeric() || **x == '_' || **x == '$').collect();
+            i += s.chars().count();
+            out.push(T::Word(s.to_ascii_lowercase()));
+        } else if ch.is_ascii_digit() {
+            let s: String = c[i..].iter().take_while(|x| x.is_ascii_digit()).collect();
+            i += s.len();
+            out.push(T::Num(s));
+        } else if ch == '\'' || ch == '"' {
+            let mut s = String::new();
+            i += 1;
+            loop {
+                match c.get(i) {
+                    None => return Err(format!("unterminated quoted string starting with {ch}")),
+                    Some(&q) if q == ch && c.get(i + 1) == Some(&ch) => {
+                        s.push(ch);
+                        i += 2;
+                    }
+                    Some(&q) if q == ch => {
+                        i += 1;
+                        break;
+                    }
+                    Some(&x) => {
+                        s.push(x);
+                        i += 1;
+                    }
+                }
+            }
+            out.push(if ch == '\'' { T::Str(s) } else { T::Quoted(s) });
+        } else if "(),;=-:".contains(ch) {
+            out.push(T::P(ch));
+            i += 1;
+        } else {
+            return Err(format!("unexpected character '{ch}'"));
+        }
+    }
+    Ok(out)
+}
+
+/// Splits a step's SQL into statements at top-level semicolons (outside quotes and comments);
+/// empty statements are dropped.
+pub fn split_statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match quote {
+            Some(q) => {
+                cur.push(ch);
+                if ch == q {
+                    quote = None;
+                }
+            }
+            None => match ch {
+                '\'' | '"' => {
+                    quote = Some(ch);
+                    cur.push(ch);
+                }
+                '-' if chars.peek() == Some(&'-') => {
+                    for x in chars.by_ref() {
+                        if x == '\n' {
+                            cur.push('\n');
+                            break;
+                        }
+                    }
+                }
+                ';' => {
+                    if !cur.trim().is_empty() {
+                        out.push(cur.trim().to_string());
+                    }
+                    cur.clear();
+                }
+                _ => cur.push(ch),
+            },
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+struct P {
+    t: Vec<T>,
+    i: usize,
+}
+
+impl P {
+    fn word(&self) -> Option<&str> {
+        match self.t.get(self.i) {
+            Some(T::Word(w)) => Some(w),
+            _ => None,
+        }
+    }
+    fn eat(&mut self, w: &str) -> bool {
+        if self.word() == Some(w) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn eat_p(&mut self, c: char) -> bool {
+        if self.t.get(self.i) == Some(&T::P(c)) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn done(&self) -> bool {
+        self.i >= self.t.len()
+    }
+    fn name(&mut self) -> Result<String, String> {
+        match self.t.get(self.i).cloned() {
+            Some(T::Word(w)) => {
+                self.i += 1;
+                Ok(w)
+            }
+            Some(T::Quoted(q)) => {
+                self.i += 1;
+                Ok(q)
+            }
+            _ => Err("expected a table name".into()),
+        }
+    }
+    fn names(&mut self) -> Result<Vec<String>, String> {
+        let mut v = vec![self.name()?];
+        while self.eat_p(',') {
+            v.push(self.name()?);
+        }
+        Ok(v)
+    }
+    fn int(&mut self) -> Result<i64, String> {
+        let neg = self.eat_p('-');
+        match self.t.get(self.i).cloned() {
+            Some(T::Num(n)) => {
+                self.i += 1;
+                let v: i64 = n.parse().map_err(|_| format!("integer out of range: {n}"))?;
+                Ok(if neg { -v } else { v })
+            }
+            _ => Err("expected an integer argument".into()),
+        }
+    }
+}
+
+fn parse_mode(p: &mut P) -> Result<LockMode, String> {
+    let mut words = Vec::new();
+    while let Some(w) = p.word() {
+        if w == "mode" {
+            break;
+        }
+        words.push(w.to_string());
+        p.i += 1;
+    }
+    if !p.eat("mode") {
+        return Err("expected IN <lockmode> MODE".into());
+    }
+    let text = words.join(" ");
+    text.parse::<LockMode>().map_err(|_| format!("unknown lock mode \"{}\"", text.to_uppercase()))
+}
+
+fn parse_advisory(name: &str) -> Option<Call> {
+    if name == "pg_advisory_unlock_all" {
+        return Some(Call::UnlockAll);
+    }
+    let rest = name.strip_prefix("pg_")?;
+    let (op, rest) = if let Some(r) = rest.strip_prefix("try_advisory_") {
+        (AdvisoryOp::Try, r)
+    } else if let Some(r) = rest.strip_prefix("advisory_unlock") {
+        (AdvisoryOp::Unlock, r)
+    } else if let Some(r) = rest.strip_prefix("advisory_") {
+        (AdvisoryOp::Lock, r)
+    } else {
+        return None;
+    };
+    let (xact, rest) = match rest.strip_prefix("xact_") {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let rest = if op == AdvisoryOp::Unlock { rest } else { rest.strip_prefix("lock")? };
+    let shared = match rest {
+        "" => false,
+        "_shared" => true,
+        _ => return None,
+    };
+    if op == AdvisoryOp::Unlock && xact {
+        return None;
+    }
+    Some(Call::Advisory(AdvisoryFn { op, xact, shared }, AdvisoryKey::Int8(0)))
+}
+
+/// Parses one statement (no trailing semicolon).
+///
+/// # Errors
+/// A one-line description of what is not supported or malformed.
+pub fn parse_statement(sql: &str) -> Result<Statement, String> {
+    let mut p = P { t: tokens(sql)?, i: 0 };
+    let first = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
+    p.i += 1;
+    let st = match first.as_str() {
+        "begin" | "start" => {
+            if first == "start" && !p.eat("transaction") {
+                return Err(format!("unsupported SQL: {sql}"));
+            }
+            let _ = p.eat("transaction") || p.eat("work");
+            // ISOLATION LEVEL ... / READ WRITE / READ ONLY: accepted, no effect on locking.
+            while p.word().is_some() || p.eat_p(',') {
+                p.i += 1;
+            }
+            Statement::Begin
+        }
+        "commit" | "end" => {
+            let _ = p.eat("transaction") || p.eat("work");
+            Statement::Commit
+        }
+        "rollback" | "abort" => {
+            let _ = p.eat("transaction") || p.eat("work");
+            Statement::Rollback
+        }
+        "lock" => {
+            p.eat("table");
+            let tables = p.names()?;
+            let mode = if p.eat("in") { parse_mode(&mut p)? } else { LockMode::AccessExclusive };
+            let nowait = p.eat("nowait");
+            Statement::Lock { tables, mode, nowait }
+        }
+        "set" | "reset" => {
+            if first == "set" {
+                let _ = p.eat("session") || p.eat("local");
+            }
+            let name = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
+            p.i += 1;
+            let guc = match name.as_str() {
+                "deadlock_timeout" => Guc::DeadlockTimeout,
+                "lock_timeout" => Guc::LockTimeout,
+                _ => {
+                    return Err(format!(
+                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout)"
+                    ));
+                }
+            };
+            let value = if first == "reset" {
+                None
+            } else {
+                if !(p.eat_p('=') || p.eat("to")) {
+                    return Err(format!("expected = or TO after SET {name}"));
+                }
+                match p.t.get(p.i).cloned() {
+                    Some(T::Word(w)) if w == "default" => {
+                        p.i += 1;
+                        None
+                    }
+                    Some(T::Str(s)) => {
+                        p.i += 1;
+                        Some(s)
+                    }
+                    Some(T::Num(n)) => {
+                        p.i += 1;
+                        match p.word().map(str::to_string) {
+                            Some(u) => {
+                                p.i += 1;
+                                Some(format!("{n}{u}"))
+                            }
+                            None => Some(n),
+                        }
+                    }
+                    _ => return Err(format!("expected a value for {name}")),
+                }
+            };
+            Statement::Set { guc, value }
+        }
+        "select" => {
+            let mut calls = Vec::new();
+            loop {
+                let f = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
+                p.i += 1;
+                let mut call =
+                    parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\" in: {sql}"))?;
+                if !p.eat_p('(') {
+                    return Err(format!("expected ( after {f}"));
+                }
+                let mut args = Vec::new();
+                if !p.eat_p(')') {
+                    loop {
+                        args.push(p.int()?);
+                        if p.eat_p(')') {
+                            break;
+                        }
+                        if !p.eat_p(',') {
+                            return Err(format!("expected , or ) in arguments of {f}"));
+                        }
+                    }
+                }
+                match &mut call {
+                    Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
+                    Call::UnlockAll => {}
+                    Call::Advisory(_, key) => {
+                        *key = match args[..] {
+                            [k] => AdvisoryKey::Int8(k),
+                            [a, b] => AdvisoryKey::Int4(
+                                i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
+                                i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
+                            ),
+                            _ => return Err(format!("{f} takes one bigint or two int arguments")),
+                        }
+                    }
+                }
+                let col = if p.eat("as") { p.name()? } else { f.clone() };
+                calls.push((col, call));
+                if !p.eat_p(',') {
+                    break;
+                }
+            }
+            Statement::Select(calls)
+        }
+        "create" => {
+            if !p.eat("table") {
+                return Err(format!("unsupported SQL: {sql}"));
+            }
+            let name = p.name()?;
+            if !p.eat_p('(') {
+                return Err("expected ( after CREATE TABLE name".into());
+            }
+            let mut depth = 1;
+            while depth > 0 {
+                match p.t.get(p.i) {
+                    None => return Err("unbalanced parentheses in CREATE TABLE".into()),
+                    Some(T::P('(')) => depth += 1,
+                    Some(T::P(')')) => depth -= 1,
+                    _ => {}
+                }
+                p.i += 1;
+            }
+            Statement::CreateTable(name)
+        }
+        "drop" => {
+            if !p.eat("table") {
+                return Err(format!("unsupported SQL: {sql}"));
+            }
+            let if_exists = p.eat("if") && p.eat("exists");
+            Statement::DropTable { tables: p.names()?, if_exists }
+        }
+        _ => return Err(format!("unsupported SQL: {sql}")),
+    };
+    if !p.done() {
+        return Err(format!("unsupported SQL (unexpected text at the end): {sql}"));
+    }
+    Ok(st)
+}
+
+/// Parses a whole block into statements.
+///
+/// # Errors
+/// The first statement's error.
+pub fn parse_block(sql: &str) -> Result<Vec<Statement>, String> {
+    split_statements(sql).iter().map(|s| parse_statement(s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_supported_statements() {
+        assert_eq!(
+            parse_block("BEGIN; SET deadlock_timeout = '100s'; LOCK TABLE a, \"B\" IN SHARE ROW EXCLUSIVE MODE NOWAIT;")
+                .unwrap(),
+            vec![
+                Statement::Begin,
+                Statement::Set { guc: Guc::DeadlockTimeout, value: Some("100s".into()) },
+                Statement::Lock { tables: vec!["a".into(), "B".into()], mode: LockMode::ShareRowExclusive, nowait: true },
+            ]
+        );
+        assert_eq!(
+            parse_statement("LOCK a1").unwrap(),
+            Statement::Lock { tables: vec!["a1".into()], mode: LockMode::AccessExclusive, nowait: false }
+        );
+        assert_eq!(
+            parse_statement("set lock_timeout to 10").unwrap(),
+            Statement::Set { guc: Guc::LockTimeout, value: Some("10".into()) }
+        );
+        assert_eq!(
+            parse_statement("RESET lock_timeout").unwrap(),
+            Statement::Set { guc: Guc::LockTimeout, value: None }
+        );
+        let Statement::Select(c) =
+            parse_statement("SELECT pg_try_advisory_xact_lock_shared(1, -2), pg_advisory_unlock(5)").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c[0].0, "pg_try_advisory_xact_lock_shared");
+        assert_eq!(
+            c[0].1,
+            Call::Advisory(
+                AdvisoryFn { op: AdvisoryOp::Try, xact: true, shared: true },
+                AdvisoryKey::Int4(1, -2)
+            )
+        );
+        assert_eq!(
+            c[1].1,
+            Call::Advisory(
+                AdvisoryFn { op: AdvisoryOp::Unlock, xact: false, shared: false },
+                AdvisoryKey::Int8(5)
+            )
+        );
+        assert_eq!(
+            parse_statement("CREATE TABLE t (id int, v text)").unwrap(),
+            Statement::CreateTable("t".into())
+        );
+        assert_eq!(
+            parse_statement("drop table if exists a, b").unwrap(),
+            Statement::DropTable { tables: vec!["a".into(), "b".into()], if_exists: true }
+        );
+    }
+
+    #[test]
+    fn rejects_the_rest() {
+        assert!(parse_statement("UPDATE t SET x = 1").unwrap_err().contains("unsupported SQL"));
+        assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
+        assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
+        assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
+        assert!(parse_statement("SELECT pg_advisory_lock(1, 2, 3)").is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! Run-time choice of the lock manager's variants.
+
+use std::fmt;
+use std::str::FromStr;
+
+use lockstack_common::Oid;
+use lockstack_lwlock::LwLockKind;
+
+/// Slots per fast-path group (`FP_LOCK_SLOTS_PER_GROUP`, 18; the whole array in 9.2-17).
+pub const FP_SLOTS_PER_GROUP: usize = 16;
+/// Most groups a backend may have (`FP_LOCK_GROUPS_PER_BACKEND_MAX`, 18).
+pub const FP_MAX_GROUPS: usize = 1024;
+/// Strong-lock counters (`FAST_PATH_STRONG_LOCK_HASH_PARTITIONS`, 9.2+).
+pub const STRONG_LOCK_PARTITIONS: usize = 1024;
+
+/// Fast-path relation locks (`lock.c`, 9.2+).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FastPath {
+    /// Every lock goes through the main table (9.1 and earlier).
+    Off,
+    /// `groups` groups of 16 slots per backend; relation `r` uses group
+    /// `(r * 49157) mod groups` (18). `groups: 1` is 9.2-17's single array of 16 slots.
+    Groups {
+        /// Groups per backend: a power of two in `1..=1024`.
+        groups: usize,
+    },
+}
+
+impl FastPath {
+    /// 9.2-17: one array of 16 slots.
+    pub const PG92: FastPath = FastPath::Groups { groups: 1 };
+    /// 18 with the default `max_locks_per_transaction = 64`: 4 groups (64 slots).
+    pub const PG18: FastPath = FastPath::Groups { groups: 4 };
+
+    /// Groups per backend (0 when off).
+    pub fn groups(self) -> usize {
+        match self {
+            FastPath::Off => 0,
+            FastPath::Groups { groups } => groups,
+        }
+    }
+}
+
+impl fmt::Display for FastPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FastPath::Off => f.write_str("off"),
+            FastPath::Groups { groups: 1 } => f.write_str("on (16 slots)"),
+            FastPath::Groups { groups } => write!(f, "on ({groups} groups of 16)"),
+        }
+    }
+}
+
+/// How transactions lock their own virtual transaction id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum VxidLocks {
+    /// 9.1: every transaction inserts ExclusiveLock on its VXID into the main table at start
+    /// and removes it at end (two partition-lock round trips per transaction).
+    Eager,
+    /// 9.2+: the VXID lock lives in the backend's fast-path area and is materialised in the main
+    /// table only by a backend that wants to wait for it (`VirtualXactLock`).
+    #[default]
+    OnDemand,
+}
+
+impl VxidLocks {
+    /// `eager` or `on-demand`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VxidLocks::Eager => "eager",
+            VxidLocks::OnDemand => "on-demand",
+        }
+    }
+}
+
+impl fmt::Display for VxidLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for VxidLocks {
+    type Err = String;
+
+    /// Parses `eager` or `on-demand` (also `ondemand`, `lazy`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "eager" => Ok(VxidLocks::Eager),
+            "on-demand" | "ondemand" | "lazy" => Ok(VxidLocks::OnDemand),
+            _ => Err(format!("unknown VXID lock mode '{s}' (valid: eager, on-demand)")),
+        }
+    }
+}
+
+/// Configuration of an [`crate::Lmgr`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LmgrConfig {
+    /// Backends (threads) that may attach: `0..max_backends`.
+    pub max_backends: usize,
+    /// Main lock table partitions (`NUM_LOCK_PARTITIONS`, 16 in 8.2-18): a power of two in
+    /// `1..=1024`.
+    pub partitions: usize,
+    /// Fast-path relation locks.
+    pub fast_path: FastPath,
+    /// VXID lock variant.
+    pub vxid: VxidLocks,
+    /// LWLock implementation of the partition and fast-path locks.
+    pub lwlock: LwLockKind,
+    /// The database every backend is connected to (`MyDatabaseId`); relations of database 0
+    /// (shared catalogs) never use fast path.
+    pub database: Oid,
+}
+
+impl Default for LmgrConfig {
+    /// PostgreSQL 9.2-17: 16 partitions, 16 fast-path slots, on-demand VXID locks, 64 backends,
+    /// database 5.
+    fn default() -> Self {
+        LmgrConfig {
+            max_backends: 64,
+            partitions: 16,
+            fast_path: FastPath::PG92,
+            vxid: VxidLocks::OnDemand,
+            lwlock: LwLockKind::default(),
+            database: Oid(5),
+        }
+    }
+}
+
+impl LmgrConfig {
+    /// Checks the ranges documented on each field.
+    ///
+    /// # Errors
+    /// A one-line message naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_backends == 0 || self.max_backends > 65_536 {
+            return Err(format!("max_backends must be 1..=65536, got {}", self.max_backends));
+        }
+        if !self.partitions.is_power_of_two() || self.partitions > 1024 {
+            return Err(format!("partitions must be a power of two in 1..=1024, got {}", self.partitions));
+        }
+        if let FastPath::Groups { groups } = self.fast_path
+            && (!groups.is_power_of_two() || groups > FP_MAX_GROUPS)
+        {
+            return Err(format!("fast-path groups must be a power of two in 1..=1024, got {groups}"));
+        }
+        if !self.database.is_valid() {
+            return Err("database must be a valid oid".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1219 @@
+//! The shared lock manager ([`Lmgr`]) and a backend's handle on it ([`Backend`]): the
+//! acquisition, wait and release paths of `lock.c` (`LockAcquireExtended`, `LockRelease`,
+//! `LockReleaseAll`) and `proc.c` (`JoinWaitQueue`/`ProcSleep`, `ProcLockWakeup`,
+//! `CheckDeadLock`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lockstack_common::{
+    BackendId, LocalTransactionId, Oid, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId,
+    WaitEvent, WaitEventScope,
+};
+use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::config::{FP_SLOTS_PER_GROUP, FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
+use crate::deadlock::{self, GraphLock, Outcome, WaitGraph};
+use crate::error::LockError;
+use crate::fastpath::{FastPathArea, FastPathGrant};
+use crate::mode::{LockMask, LockMode};
+use crate::stats::{BackendCounters, LmgrStats};
+use crate::table::{LockEntry, Waiter};
+use crate::tag::{LockTag, LockTagKind, TagBuildHasher};
+
+type Table = HashMap<LockTag, LockEntry, TagBuildHasher>;
+
+struct Partition {
+    lwlock: LwLock,
+    table: Mutex<Table>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum WaitStatus {
+    /// Not waiting.
+    Idle,
+    /// Queued on `tag` for `mode`.
+    Waiting,
+    /// Granted by another backend (`PROC_WAIT_STATUS_OK`); the waiter resets it to Idle.
+    Granted,
+}
+
+struct WaitState {
+    status: WaitStatus,
+    tag: Option<LockTag>,
+    mode: LockMode,
+}
+
+/// The shared part of a backend (what PostgreSQL keeps in its `PGPROC`).
+struct Proc {
+    wait: Mutex<WaitState>,
+    cv: Condvar,
+    /// Local xid of the running transaction (`PGPROC.vxid.lxid`), 0 between transactions.
+    lxid: AtomicU32,
+    attached: AtomicBool,
+}
+
+/// How a lock was obtained.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LockAcquireResult {
+    /// Newly granted (`LOCKACQUIRE_OK`).
+    Acquired,
+    /// The backend already held this mode on this object; only its local count went up
+    /// (`LOCKACQUIRE_ALREADY_HELD`).
+    AlreadyHeld,
+}
+
+/// Options of one lock request.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockOptions {
+    /// Session lock (survives transaction end until released or the backend detaches);
+    /// otherwise a transaction lock, released by [`Backend::end_transaction`].
+    pub session: bool,
+    /// Fail with [`LockError::NotAvailable`] instead of waiting (`dontWait`, NOWAIT).
+    pub dont_wait: bool,
+}
+
+impl LockOptions {
+    /// A transaction lock that waits.
+    pub const XACT: LockOptions = LockOptions { session: false, dont_wait: false };
+    /// A session lock that waits.
+    pub const SESSION: LockOptions = LockOptions { session: true, dont_wait: false };
+}
+
+/// A granted or awaited lock, as `pg_locks` lists it ([`Lmgr::lock_status`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockStatusRow {
+    /// The object.
+    pub tag: LockTag,
+    /// The holder or waiter.
+    pub backend: BackendId,
+    /// The mode.
+    pub mode: LockMode,
+    /// True if held, false if awaited.
+    pub granted: bool,
+    /// True if recorded in a fast-path slot.
+    pub fast_path: bool,
+}
+
+/// PostgreSQL's heavyweight lock manager, shared by all backends of one "server".
+///
+/// Create it with [`Lmgr::new`], then give each backend thread its handle with
+/// [`Lmgr::backend`]. The shared table is split into `partitions` hash tables, each protected by
+/// an `LwLock` of tranche `LockManager` (8.2+); fast-path slots and VXID locks live in a
+/// [`FastPathArea`] with one `LockFastPath` LWLock per backend (9.2+).
+pub struct Lmgr {
+    cfg: LmgrConfig,
+    partitions: Box<[Partition]>,
+    procs: Box<[Proc]>,
+    fp: FastPathArea,
+    counters: StatsRegistry<BackendCounters>,
+}
+
+impl std::fmt::Debug for Lmgr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lmgr").field("cfg", &self.cfg).finish()
+    }
+}
+
+/// A backend's counters block when it has one, for the partition-lock helper.
+type Counters<'a> = Option<&'a BackendCounters>;
+
+impl Lmgr {
+    /// A lock manager for `cfg` with empty tables.
+    ///
+    /// # Errors
+    /// The message of [`LmgrConfig::validate`].
+    pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, String> {
+        cfg.validate()?;
+        let partitions = (0..cfg.partitions)
+            .map(|i| Partition {
+                lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
+                table: Mutex::new(Table::default()),
+            })
+            .collect();
+        let procs = (0..cfg.max_backends)
+            .map(|_| Proc {
+                wait: Mutex::new(WaitState {
+                    status: WaitStatus::Idle,
+                    tag: None,
+                    mode: LockMode::AccessShare,
+                }),
+                cv: Condvar::new(),
+                lxid: AtomicU32::new(0),
+                attached: AtomicBool::new(false),
+            })
+            .collect();
+        let groups = cfg.fast_path.groups().max(1);
+        let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock);
+        Ok(Arc::new(Lmgr { cfg, partitions, procs, fp, counters: StatsRegistry::new() }))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LmgrConfig {
+        &self.cfg
+    }
+
+    /// The database every backend is connected to.
+    pub fn database(&self) -> Oid {
+        self.cfg.database
+    }
+
+    /// Attaches backend `id` (`InitProcess`): the returned handle is the only way to take
+    /// locks as that backend. Dropping it releases every lock it holds, session locks included.
+    ///
+    /// # Errors
+    /// If `id` is out of range or already attached.
+    pub fn backend(self: &Arc<Self>, id: BackendId) -> Result<Backend, String> {
+        let p = self
+            .procs
+            .get(id.index())
+            .ok_or_else(|| format!("backend id {id} out of range 0..{}", self.cfg.max_backends))?;
+        if p.attached.swap(true, Ordering::AcqRel) {
+            return Err(format!("backend {id} is already attached"));
+        }
+        let counters = self.counters.register_with(BackendCounters::new(self.cfg.partitions));
+        Ok(Backend {
+            lmgr: Arc::clone(self),
+            id,
+            local: HashMap::default(),
+            fp_used: vec![0; self.fp.groups()],
+            counters,
+            deadlock_timeout: Duration::from_secs(1),
+            lock_timeout: None,
+            next_lxid: LocalTransactionId::INVALID,
+            vxid: None,
+        })
+    }
+
+    #[inline]
+    fn partition_of(&self, hash: u32) -> usize {
+        hash as usize & (self.cfg.partitions - 1)
+    }
+
+    /// Runs `f` on the table of partition `p` under its LWLock in `mode`, counting a block
+    /// in `counters` if the LWLock had to be waited for.
+    fn with_partition<R>(
+        &self,
+        p: usize,
+        mode: LwLockMode,
+        counters: Counters<'_>,
+        f: impl FnOnce(&mut Table) -> R,
+    ) -> R {
+        let part = &self.partitions[p];
+        let held = part.lwlock.acquire(mode);
+        if held.waited()
+            && let Some(c) = counters
+        {
+            c.partition_blocks[p].incr();
+        }
+        let r = f(&mut part.table.lock());
+        part.lwlock.release(held);
+        r
+    }
+
+    /// Takes every partition lock in order (deadlock check, status listing, invariant check)
+    /// and runs `f` on all tables.
+    fn with_all_partitions<R>(
+        &self,
+        counters: Counters<'_>,
+        f: impl FnOnce(&mut [MutexGuard<'_, Table>]) -> R,
+    ) -> R {
+        let mut helds = Vec::with_capacity(self.partitions.len());
+        for (i, part) in self.partitions.iter().enumerate() {
+            let held = part.lwlock.acquire(LwLockMode::Exclusive);
+            if held.waited()
+                && let Some(c) = counters
+            {
+                c.partition_blocks[i].incr();
+            }
+            helds.push(held);
+        }
+        let mut tables: Vec<MutexGuard<'_, Table>> = self.partitions.iter().map(|p| p.table.lock()).collect();
+        let r = f(&mut tables);
+        drop(tables);
+        for (part, held) in self.partitions.iter().zip(helds).rev() {
+            part.lwlock.release(held);
+        }
+        r
+    }
+
+    /// `ProcWakeup`: tells a granted waiter. Called with the lock's partition held.
+    fn wake(&self, b: BackendId) {
+        let p = &self.procs[b.index()];
+        let mut st = p.wait.lock();
+        st.status = WaitStatus::Granted;
+        st.tag = None;
+        p.cv.notify_one();
+    }
+
+    /// `CleanUpLock` after a release or a waiter's removal: drops empty PROCLOCK and LOCK
+    /// objects, or wakes waiters that may now proceed.
+    fn clean_up(&self, table: &mut Table, tag: &LockTag, b: BackendId, wakeup_needed: bool) {
+        let Some(e) = table.get_mut(tag) else { return };
+        e.drop_proclock_if_empty(b);
+        if e.n_requested == 0 {
+            table.remove(tag);
+        } else if wakeup_needed {
+            for w in e.wakeup() {
+                self.wake(w);
+            }
+        }
+    }
+
+    fn vxid_of(&self, b: BackendId) -> Option<VirtualTransactionId> {
+        let lxid = self.procs[b.index()].lxid.load(Ordering::Acquire);
+        (lxid != 0).then_some(VirtualTransactionId { backend_id: b, local_xid: LocalTransactionId(lxid) })
+    }
+
+    fn fast_path_enabled(&self) -> bool {
+        self.cfg.fast_path != FastPath::Off
+    }
+
+    /// `EligibleForRelationFastPath`.
+    #[inline]
+    fn eligible_for_fast_path(&self, tag: &LockTag, mode: LockMode) -> bool {
+        self.fast_path_enabled()
+            && tag.kind == LockTagKind::Relation
+            && tag.field1 == self.cfg.database.0
+            && mode.is_weak()
+    }
+
+    /// `ConflictsWithRelationFastPath`.
+    #[inline]
+    fn conflicts_with_fast_path(&self, tag: &LockTag, mode: LockMode) -> bool {
+        self.fast_path_enabled() && tag.kind == LockTagKind::Relation && tag.field1 != 0 && mode.is_strong()
+    }
+
+    /// `GetLockConflicts(tag, mode)`: the VXIDs of every backend other than `exclude` that
+    /// holds a mode on `tag` conflicting with `mode`, fast-path holders included; backends not
+    /// in a transaction are skipped. The answer may be stale as soon as it is returned.
+    pub fn get_lock_conflicts(
+        &self,
+        tag: LockTag,
+        mode: LockMode,
+        exclude: Option<BackendId>,
+    ) -> Vec<VirtualTransactionId> {
+        let conflicts = mode.conflict_mask();
+        let mut out: Vec<VirtualTransactionId> = Vec::new();
+        if self.conflicts_with_fast_path(&tag, mode) && tag.field1 == self.cfg.database.0 {
+            self.fp.conflicting_holders(tag.field2, conflicts, exclude, |b| {
+                if let Some(v) = self.vxid_of(b) {
+                    out.push(v);
+                }
+            });
+        }
+        let p = self.partition_of(tag.hash_code());
+        let holders: Vec<BackendId> = self.with_partition(p, LwLockMode::Shared, None, |t| {
+            t.get(&tag)
+                .map(|e| {
+                    e.proclocks
+                        .iter()
+                        .filter(|pl| Some(pl.backend) != exclude && pl.hold_mask & conflicts != 0)
+                        .map(|pl| pl.backend)
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        for b in holders {
+            if let Some(v) = self.vxid_of(b)
+                && !out.contains(&v)
+            {
+                out.push(v);
+            }
+        }
+        out
+    }
+
+    /// What backend `b` is waiting for, if it is queued on a heavyweight lock.
+    pub fn waiting_for(&self, b: BackendId) -> Option<(LockTag, LockMode)> {
+        let st = self.procs.get(b.index())?.wait.lock();
+        match (st.status, st.tag) {
+            (WaitStatus::Waiting, Some(t)) => Some((t, st.mode)),
+            _ => None,
+        }
+    }
+
+    /// `pg_blocking_pids(b)`: the backends that hold a mode conflicting with `b`'s awaited
+    /// request, or are queued ahead of it with a conflicting request. Empty if `b` is not
+    /// waiting. This is what the isolation runner asks to decide that a step is blocked.
+    pub fn blocking_backends(&self, b: BackendId) -> Vec<BackendId> {
+        let Some((tag, mode)) = self.waiting_for(b) else { return Vec::new() };
+        let p = self.partition_of(tag.hash_code());
+        self.with_partition(p, LwLockMode::Shared, None, |t| {
+            let Some(e) = t.get(&tag) else { return Vec::new() };
+            let Some(pos) = e.wait_queue.iter().position(|w| w.backend == b) else { return Vec::new() };
+            let conflict = mode.conflict_mask();
+            let mut out: Vec<BackendId> = e
+                .proclocks
+                .iter()
+                .filter(|pl| pl.backend != b && pl.hold_mask & conflict != 0)
+                .map(|pl| pl.backend)
+                .collect();
+            for w in e.wait_queue.iter().take(pos) {
+                if w.mode.bit() & conflict != 0 && !out.contains(&w.backend) {
+                    out.push(w.backend);
+                }
+            }
+            out
+        })
+    }
+
+    /// Every granted and awaited lock (`GetLockStatusData`, the rows of `pg_locks`): main table
+    /// first (in partition order), then each backend's fast-path slots and fast-path VXID lock.
+    pub fn lock_status(&self) -> Vec<LockStatusRow> {
+        let mut rows = self.with_all_partitions(None, |tables| {
+            let mut rows = Vec::new();
+            for t in tables.iter() {
+                for (tag, e) in t.iter() {
+                    for pl in &e.proclocks {
+                        for m in LockMode::modes_in(pl.hold_mask) {
+                            rows.push(LockStatusRow {
+                                tag: *tag,
+                                backend: pl.backend,
+                                mode: m,
+                                granted: true,
+                                fast_path: false,
+                            });
+                        }
+                    }
+                    for w in &e.wait_queue {
+                        rows.push(LockStatusRow {
+                            tag: *tag,
+                            backend: w.backend,
+                            mode: w.mode,
+                            granted: false,
+                            fast_path: false,
+                        });
+                    }
+                }
+            }
+            rows
+        });
+        for i in 0..self.procs.len() {
+            let b = BackendId(i as u32);
+            for (relid, bits) in self.fp.entries(b) {
+                for m in LockMode::modes_in(bits) {
+                    rows.push(LockStatusRow {
+                        tag: LockTag::relation(self.cfg.database, Oid(relid)),
+                        backend: b,
+                        mode: m,
+                        granted: true,
+                        fast_path: true,
+                    });
+                }
+            }
+            let (vxid_fast, lxid) =
+                self.fp.with_state(b, LwLockMode::Shared, |st| (st.vxid_lock, st.vxid_lxid));
+            if vxid_fast {
+                rows.push(LockStatusRow {
+                    tag: LockTag::virtual_transaction(VirtualTransactionId {
+                        backend_id: b,
+                        local_xid: lxid,
+                    }),
+                    backend: b,
+                    mode: LockMode::Exclusive,
+                    granted: true,
+                    fast_path: true,
+                });
+            }
+        }
+        rows
+    }
+
+    /// Number of lock objects in the main table (0 when nobody holds or awaits anything there).
+    pub fn main_table_len(&self) -> usize {
+        self.with_all_partitions(None, |tables| tables.iter().map(|t| t.len()).sum())
+    }
+
+    /// Number of fast-path relation entries (modes) over all backends.
+    pub fn fast_path_len(&self) -> usize {
+        (0..self.procs.len())
+            .map(|i| {
+                self.fp
+                    .entries(BackendId(i as u32))
+                    .iter()
+                    .map(|(_, bits)| bits.count_ones() as usize)
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// Sum of all strong-lock counters (0 when no strong relation lock is held or being taken).
+    pub fn strong_lock_total(&self) -> u64 {
+        self.fp.strong_total()
+    }
+
+    /// Sums every backend's counters (attached or gone).
+    pub fn stats(&self) -> LmgrStats {
+        let mut s = LmgrStats {
+            main_acquisitions: vec![0; self.cfg.partitions],
+            partition_blocks: vec![0; self.cfg.partitions],
+            ..Default::default()
+        };
+        self.counters.for_each(|c| s.add(c));
+        s
+    }
+
+    /// Checks the shared state under all partition locks: every lock's counts and masks agree
+    /// with its holders and waiters, no empty lock or PROCLOCK remains, each waiting backend is
+    /// queued exactly once and knows it, no fast-path entry coexists with a granted strong
+    /// lock on its relation, and fast-path VXID locks belong to the running transaction.
+    ///
+    /// # Errors
+    /// The first violation found, naming the lock or backend.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let strong_mask: LockMask = LockMode::ALL.iter().filter(|m| m.is_strong()).map(|m| m.bit()).sum();
+        let fp_entries: Vec<Vec<(u32, LockMask)>> =
+            (0..self.procs.len()).map(|i| self.fp.entries(BackendId(i as u32))).collect();
+        self.with_all_partitions(None, |tables| {
+            let mut queued: HashMap<BackendId, LockTag> = HashMap::new();
+            for (pi, t) in tables.iter().enumerate() {
+                for (tag, e) in t.iter() {
+                    e.check().map_err(|m| format!("{tag}: {m}"))?;
+                    if self.partition_of(tag.hash_code()) != pi {
+                        return Err(format!("{tag} is in partition {pi}, not its own"));
+                    }
+                    for w in &e.wait_queue {
+                        if queued.insert(w.backend, *tag).is_some() {
+                            return Err(format!("backend {} is queued on two locks", w.backend));
+                        }
+                        let st = self.procs[w.backend.index()].wait.lock();
+                        if st.status != WaitStatus::Waiting || st.tag != Some(*tag) || st.mode != w.mode {
+                            return Err(format!(
+                                "backend {} is queued on {tag} but does not know it",
+                                w.backend
+                            ));
+                        }
+                    }
+                }
+            }
+            for (i, p) in self.procs.iter().enumerate() {
+                let b = BackendId(i as u32);
+                let st = p.wait.lock();
+                if st.status == WaitStatus::Waiting && !queued.contains_key(&b) {
+                    return Err(format!("backend {b} thinks it waits but is in no queue"));
+                }
+                drop(st);
+                for (relid, bits) in &fp_entries[i] {
+                    let tag = LockTag::relation(self.cfg.database, Oid(*relid));
+                    let t = &tables[self.partition_of(tag.hash_code())];
+                    if let Some(e) = t.get(&tag)
+                        && e.grant_mask & strong_mask != 0
+                    {
+                        return Err(format!(
+                            "backend {b} holds {:?} on {tag} in fast path while a strong lock is granted",
+                            LockMode::modes_in(*bits).collect::<Vec<_>>()
+                        ));
+                    }
+                }
+                let (vxid_fast, lxid) =
+                    self.fp.with_state(b, LwLockMode::Shared, |st| (st.vxid_lock, st.vxid_lxid));
+                if vxid_fast && p.lxid.load(Ordering::Acquire) != lxid.0 {
+                    return Err(format!("backend {b} holds a fast-path VXID lock of a finished transaction"));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// `CheckDeadLock` for waiter `me` once its deadlock_timeout expired: None if it is not
+    /// (or no longer) deadlocked, after resolving soft deadlocks; the error if it is the victim
+    /// (it has then been removed from the queue).
+    fn check_dead_lock(&self, me: BackendId, counters: &BackendCounters) -> Option<LockError> {
+        counters.deadlock_checks.incr();
+        self.with_all_partitions(Some(counters), |tables| {
+            let (tag, mode) = {
+                let st = self.procs[me.index()].wait.lock();
+                if st.status != WaitStatus::Waiting {
+                    return None;
+                }
+                (st.tag?, st.mode)
+            };
+            let mut g = WaitGraph::default();
+            for t in tables.iter() {
+                for (tg, e) in t.iter() {
+                    if !e.wait_queue.is_empty() {
+                        g.push(GraphLock {
+                            tag: *tg,
+                            holders: e.proclocks.clone(),
+                            queue: e.wait_queue.iter().copied().collect(),
+                        });
+                    }
+                }
+            }
+            match deadlock::deadlock_check(&g, me, self.cfg.max_backends) {
+                Outcome::NoDeadlock => None,
+                Outcome::Soft(orders) => {
+                    counters.soft_deadlocks.incr();
+                    for (li, order) in orders {
+                        let lt = g.locks[li].tag;
+                        let t = &mut tables[self.partition_of(lt.hash_code())];
+                        if let Some(e) = t.get_mut(&lt) {
+                            e.wait_queue = order.into_iter().collect();
+                            for w in e.wakeup() {
+                                self.wake(w);
+                            }
+                        }
+                    }
+                    None
+                }
+                Outcome::Hard(details) => {
+                    counters.deadlocks.incr();
+                    let t = &mut tables[self.partition_of(tag.hash_code())];
+                    if let Some(e) = t.get_mut(&tag) {
+                        e.remove_waiter(me);
+                    }
+                    self.clean_up(t, &tag, me, true);
+                    let mut st = self.procs[me.index()].wait.lock();
+                    st.status = WaitStatus::Idle;
+                    st.tag = None;
+                    let _ = mode;
+                    Some(LockError::Deadlock { detail: deadlock::describe(&details) })
+                }
+            }
+        })
+    }
+}
+
+/// One backend-private entry of the local lock table (`LOCALLOCK`, keyed by tag and mode).
+#[derive(Clone, Copy, Debug, Default)]
+struct LocalLock {
+    /// Acquisitions owned by the session.
+    session: u32,
+    /// Acquisitions owned by the current transaction.
+    xact: u32,
+    /// This entry bumped a strong-lock counter (`holdsStrongLockCount`).
+    strong: bool,
+}
+
+/// A backend's handle on the lock manager: its local lock table, fast-path bookkeeping,
+/// timeouts and counters. Not `Sync`: one thread is one backend.
+pub struct Backend {
+    lmgr: Arc<Lmgr>,
+    id: BackendId,
+    local: HashMap<(LockTag, LockMode), LocalLock, TagBuildHasher>,
+    /// `FastPathLocalUseCounts`: upper bounds of the slots used per group.
+    fp_used: Vec<u8>,
+    counters: Arc<BackendCounters>,
+    deadlock_timeout: Duration,
+    lock_timeout: Option<Duration>,
+    next_lxid: LocalTransactionId,
+    vxid: Option<VirtualTransactionId>,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend").field("id", &self.id).field("vxid", &self.vxid).finish()
+    }
+}
+
+enum Join {
+    Granted,
+    Queued,
+    NotAvailable,
+    EarlyDeadlock(Waiter),
+}
+
+enum VxidProbe {
+    Ended,
+    Running,
+    Wait,
+}
+
+impl Backend {
+    /// This backend's id.
+    pub fn id(&self) -> BackendId {
+        self.id
+    }
+
+    /// The shared lock manager.
+    pub fn lmgr(&self) -> &Arc<Lmgr> {
+        &self.lmgr
+    }
+
+    /// Sets `deadlock_timeout` (PostgreSQL default 1 s): how long a waiter sleeps before it runs
+    /// the deadlock detector.
+    pub fn set_deadlock_timeout(&mut self, t: Duration) {
+        self.deadlock_timeout = t;
+    }
+
+    /// The current `deadlock_timeout`.
+    pub fn deadlock_timeout(&self) -> Duration {
+        self.deadlock_timeout
+    }
+
+    /// Sets `lock_timeout` (9.3+; `None` = wait forever, PostgreSQL's 0).
+    pub fn set_lock_timeout(&mut self, t: Option<Duration>) {
+        self.lock_timeout = t;
+    }
+
+    /// The current `lock_timeout`.
+    pub fn lock_timeout(&self) -> Option<Duration> {
+        self.lock_timeout
+    }
+
+    /// The running transaction's VXID, if any.
+    pub fn vxid(&self) -> Option<VirtualTransactionId> {
+        self.vxid
+    }
+
+    /// Starts a transaction (`StartTransaction` → `VirtualXactLockTableInsert`): assigns the
+    /// next local xid and takes ExclusiveLock on the VXID, in the main table (eager) or as a
+    /// fast-path flag (on demand). If a transaction is running, returns its VXID unchanged.
+    pub fn start_transaction(&mut self) -> VirtualTransactionId {
+        if let Some(v) = self.vxid {
+            return v;
+        }
+        self.next_lxid = self.next_lxid.next();
+        let vxid = VirtualTransactionId { backend_id: self.id, local_xid: self.next_lxid };
+        self.lmgr.procs[self.id.index()].lxid.store(vxid.local_xid.0, Ordering::Release);
+        self.vxid = Some(vxid);
+        match self.lmgr.cfg.vxid {
+            VxidLocks::Eager => {
+                // Nobody can hold a conflicting lock on a VXID that did not exist until now.
+                let r = self.lock(LockTag::virtual_transaction(vxid), LockMode::Exclusive, LockOptions::XACT);
+                debug_assert!(r.is_ok());
+            }
+            VxidLocks::OnDemand => self.lmgr.fp.with_state(self.id, LwLockMode::Exclusive, |st| {
+                st.vxid_lock = true;
+                st.vxid_lxid = vxid.local_xid;
+            }),
+        }
+        vxid
+    }
+
+    /// Ends the transaction, committed or aborted (`LockReleaseAll` of transaction locks and
+    /// `VirtualXactLockTableCleanup`): releases every transaction-owned lock, wakes whoever can
+    /// now proceed, and ends the VXID. Session locks stay. Harmless outside a transaction.
+    pub fn end_transaction(&mut self) {
+        self.release_all(false);
+        if self.vxid.take().is_some() && self.lmgr.cfg.vxid == VxidLocks::OnDemand {
+            let (fast, lxid) = self.lmgr.fp.with_state(self.id, LwLockMode::Exclusive, |st| {
+                let r = (st.vxid_lock, st.vxid_lxid);
+                st.vxid_lock = false;
+                st.vxid_lxid = LocalTransactionId::INVALID;
+                r
+            });
+            if !fast && lxid.is_valid() {
+                // A waiter materialised our VXID lock: release it in the main table
+                // (`LockRefindAndRelease`).
+                let tag = LockTag::virtual_transaction(VirtualTransactionId {
+                    backend_id: self.id,
+                    local_xid: lxid,
+                });
+                self.release_main(tag, LockMode::Exclusive);
+            }
+        }
+        self.lmgr.procs[self.id.index()].lxid.store(0, Ordering::Release);
+    }
+
+    /// `LockAcquireExtended(tag, mode, sessionLock, dontWait)`.
+    ///
+    /// Waits (publishing `Lock:<kind>` as the wait event) until granted, unless
+    /// `opts.dont_wait`. While waiting, runs the deadlock detector once `deadlock_timeout` has
+    /// passed and gives up when `lock_timeout` has.
+    ///
+    /// # Errors
+    /// [`LockError::NotAvailable`] (dont_wait), [`LockError::Deadlock`] (this backend is the
+    /// victim, found at queue insertion or by the detector), [`LockError::LockTimeout`]. After
+    /// an error the request has left no trace; locks held before are still held.
+    pub fn lock(
+        &mut self,
+        tag: LockTag,
+        mode: LockMode,
+        opts: LockOptions,
+    ) -> Result<LockAcquireResult, LockError> {
+        if let Some(l) = self.local.get_mut(&(tag, mode))
+            && l.session + l.xact > 0
+        {
+            if opts.session {
+                l.session += 1;
+            } else {
+                l.xact += 1;
+            }
+            return Ok(LockAcquireResult::AlreadyHeld);
+        }
+        let lmgr = Arc::clone(&self.lmgr);
+        let hash = tag.hash_code();
+        if lmgr.eligible_for_fast_path(&tag, mode) {
+            let relid = tag.field2;
+            let g = lmgr.fp.group_of(relid);
+            if usize::from(self.fp_used[g]) < FP_SLOTS_PER_GROUP {
+                match lmgr.fp.try_grant(self.id, relid, mode, hash) {
+                    FastPathGrant::Granted { used } => {
+                        self.fp_used[g] = used as u8;
+                        self.counters.fast_path_grants.incr();
+                        self.grant_local(tag, mode, opts.session, false);
+                        return Ok(LockAcquireResult::Acquired);
+                    }
+                    FastPathGrant::StrongLockHeld => self.counters.spills_strong.incr(),
+                    FastPathGrant::SlotsFull => {
+                        self.fp_used[g] = FP_SLOTS_PER_GROUP as u8;
+                        self.counters.spills_full.incr();
+                    }
+                }
+            } else {
+                self.counters.spills_full.incr();
+            }
+        }
+        let strong = lmgr.conflicts_with_fast_path(&tag, mode);
+        if strong {
+            lmgr.fp.begin_strong(hash);
+            if tag.field1 == lmgr.cfg.database.0 {
+                let p = lmgr.partition_of(hash);
+                let counters = &*self.counters;
+                let moved = lmgr.fp.transfer(tag.field2, |b, m| {
+                    lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
+                        let e = t.entry(tag).or_default();
+                        e.setup(b, m);
+                        e.grant(b, m);
+                    });
+                });
+                self.counters.transfers.add(moved as u64);
+            }
+        }
+        match self.acquire_main(tag, mode, hash, opts.dont_wait) {
+            Ok(()) => {
+                self.grant_local(tag, mode, opts.session, strong);
+                Ok(LockAcquireResult::Acquired)
+            }
+            Err(e) => {
+                if strong {
+                    lmgr.fp.end_strong(hash);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn grant_local(&mut self, tag: LockTag, mode: LockMode, session: bool, strong: bool) {
+        let l = self.local.entry((tag, mode)).or_default();
+        if session {
+            l.session += 1;
+        } else {
+            l.xact += 1;
+        }
+        l.strong |= strong;
+    }
+
+    /// Steps 6-10 of `LockAcquireExtended`: the main-table request, queueing and waiting.
+    fn acquire_main(
+        &mut self,
+        tag: LockTag,
+        mode: LockMode,
+        hash: u32,
+        dont_wait: bool,
+    ) -> Result<(), LockError> {
+        let lmgr = Arc::clone(&self.lmgr);
+        let me = self.id;
+        let p = lmgr.partition_of(hash);
+        let counters = &*self.counters;
+        let outcome = lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
+            let e = t.entry(tag).or_default();
+            e.setup(me, mode);
+            let conflict = mode.conflict_mask() & e.wait_mask != 0 || e.check_conflicts(mode, me);
+            if !conflict {
+                e.grant(me, mode);
+                return Join::Granted;
+            }
+            let j = join_wait_queue(e, me, mode, dont_wait);
+            match j {
+                Join::Granted => {}
+                Join::Queued => {
+                    let mut st = lmgr.procs[me.index()].wait.lock();
+                    st.status = WaitStatus::Waiting;
+                    st.tag = Some(tag);
+                    st.mode = mode;
+                }
+                Join::NotAvailable | Join::EarlyDeadlock(_) => {
+                    e.unsetup(me, mode);
+                    if e.n_requested == 0 {
+                        t.remove(&tag);
+                    }
+                }
+            }
+            j
+        });
+        match outcome {
+            Join::Granted => {
+                counters.main_acquisitions[p].incr();
+                Ok(())
+            }
+            Join::NotAvailable => {
+                counters.not_available.incr();
+                Err(LockError::NotAvailable { tag, mode })
+            }
+            Join::EarlyDeadlock(other) => {
+                counters.deadlocks.incr();
+                let details = [
+                    deadlock::DetailEntry { backend: me, tag, mode },
+                    deadlock::DetailEntry { backend: other.backend, tag, mode: other.mode },
+                ];
+                Err(LockError::Deadlock { detail: deadlock::describe(&details) })
+            }
+            Join::Queued => {
+                let r = self.wait_on_lock(tag, mode, p);
+                if r.is_ok() {
+                    self.counters.main_acquisitions[p].incr();
+                }
+                r
+            }
+        }
+    }
+
+    /// `WaitOnLock` / the sleeping half of `ProcSleep`.
+    fn wait_on_lock(&mut self, tag: LockTag, mode: LockMode, p: usize) -> Result<(), LockError> {
+        let lmgr = Arc::clone(&self.lmgr);
+        let me = self.id;
+        let proc_ = &lmgr.procs[me.index()];
+        self.counters.waits.incr();
+        let _scope = WaitEventScope::new(WaitEvent::lock(tag.kind.wait_event_index()));
+        let start = Instant::now();
+        let deadlock_at = start + self.deadlock_timeout;
+        let timeout_at = self.lock_timeout.map(|t| start + t);
+        let mut checked = false;
+        loop {
+            {
+                let mut st = proc_.wait.lock();
+                loop {
+                    if st.status == WaitStatus::Granted {
+                        st.status = WaitStatus::Idle;
+                        return Ok(());
+                    }
+                    let next = match (checked, timeout_at) {
+                        (false, Some(t)) => Some(t.min(deadlock_at)),
+                        (false, None) => Some(deadlock_at),
+                        (true, t) => t,
+                    };
+                    match next {
+                        None => proc_.cv.wait(&mut st),
+                        Some(t) => {
+                            if proc_.cv.wait_until(&mut st, t).timed_out() {
+                                if st.status == WaitStatus::Granted {
+                                    continue;
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            let now = Instant::now();
+            if let Some(t) = timeout_at
+                && now >= t
+            {
+                // Give up unless the grant raced with the timer (`LockErrorCleanup`).
+                let granted = lmgr.with_partition(p, LwLockMode::Exclusive, Some(&self.counters), |t| {
+                    let mut st = proc_.wait.lock();
+                    if st.status == WaitStatus::Granted {
+                        st.status = WaitStatus::Idle;
+                        return true;
+                    }
+                    st.status = WaitStatus::Idle;
+                    st.tag = None;
+                    drop(st);
+                    if let Some(e) = t.get_mut(&tag) {
+                        e.remove_waiter(me);
+                    }
+                    lmgr.clean_up(t, &tag, me, true);
+                    false
+                });
+                if granted {
+                    return Ok(());
+                }
+                self.counters.lock_timeouts.incr();
+                return Err(LockError::LockTimeout { tag, mode });
+            }
+            if !checked && now >= deadlock_at {
+                checked = true;
+                if let Some(err) = lmgr.check_dead_lock(me, &self.counters) {
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    /// `ConditionalLockAcquire`: [`lock`](Self::lock) with `dont_wait`; `Ok(false)` when the
+    /// lock is not available.
+    ///
+    /// # Errors
+    /// Never [`LockError::NotAvailable`]; the other errors cannot happen without waiting, so in
+    /// practice this always returns `Ok`.
+    pub fn conditional_lock(
+        &mut self,
+        tag: LockTag,
+        mode: LockMode,
+        session: bool,
+    ) -> Result<bool, LockError> {
+        match self.lock(tag, mode, LockOptions { session, dont_wait: true }) {
+            Ok(_) => Ok(true),
+            Err(LockError::NotAvailable { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`lock`](Self::lock) on `LockTag::relation(MyDatabaseId, rel)` as a transaction lock
+    /// (`LockRelationOid`).
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    pub fn lock_relation(&mut self, rel: Oid, mode: LockMode) -> Result<LockAcquireResult, LockError> {
+        self.lock(LockTag::relation(self.lmgr.cfg.database, rel), mode, LockOptions::XACT)
+    }
+
+    /// Releases one transaction-owned acquisition of `mode` on relation `rel`
+    /// (`UnlockRelationOid`); false if none is held.
+    pub fn unlock_relation(&mut self, rel: Oid, mode: LockMode) -> bool {
+        self.unlock(LockTag::relation(self.lmgr.cfg.database, rel), mode, false)
+    }
+
+    /// `LockRelease(tag, mode, sessionLock)`: drops one acquisition owned by the session
+    /// (`session`) or the transaction; when the backend's count reaches zero the lock is
+    /// released in its fast-path slot or the main table, and waiters that can proceed are
+    /// granted. Returns false (PostgreSQL: WARNING "you don't own a lock of type ...") when
+    /// that owner holds no such lock.
+    pub fn unlock(&mut self, tag: LockTag, mode: LockMode, session: bool) -> bool {
+        let Some(l) = self.local.get_mut(&(tag, mode)) else { return false };
+        if session {
+            if l.session == 0 {
+                return false;
+            }
+            l.session -= 1;
+        } else {
+            if l.xact == 0 {
+                return false;
+            }
+            l.xact -= 1;
+        }
+        if l.session + l.xact > 0 {
+            return true;
+        }
+        let strong = l.strong;
+        self.local.remove(&(tag, mode));
+        self.release_shared(tag, mode);
+        if strong {
+            self.lmgr.fp.end_strong(tag.hash_code());
+        }
+        true
+    }
+
+    /// Releases the backend's hold of `mode` on `tag` wherever it lives.
+    fn release_shared(&mut self, tag: LockTag, mode: LockMode) {
+        let lmgr = Arc::clone(&self.lmgr);
+        if lmgr.eligible_for_fast_path(&tag, mode) {
+            let g = lmgr.fp.group_of(tag.field2);
+            if self.fp_used[g] > 0
+                && let Some(used) = lmgr.fp.ungrant(self.id, tag.field2, mode)
+            {
+                self.fp_used[g] = used as u8;
+                return;
+            }
+        }
+        self.release_main(tag, mode);
+    }
+
+    fn release_main(&mut self, tag: LockTag, mode: LockMode) {
+        let lmgr = Arc::clone(&self.lmgr);
+        let me = self.id;
+        let p = lmgr.partition_of(tag.hash_code());
+        lmgr.with_partition(p, LwLockMode::Exclusive, Some(&self.counters), |t| {
+            let Some(e) = t.get_mut(&tag) else {
+                panic!("backend {me} releases {mode} on {tag}, which is not in the lock table")
+            };
+            assert!(e.hold_mask(me) & mode.bit() != 0, "backend {me} does not hold {mode} on {tag}");
+            let wake = e.ungrant(me, mode);
+            lmgr.clean_up(t, &tag, me, wake);
+        });
+    }
+
+    /// `LockReleaseAll`: releases every transaction-owned acquisition and, with
+    /// `session_too`, every session-owned one as well. Does not end the VXID (see
+    /// [`end_transaction`](Self::end_transaction)).
+    pub fn release_all(&mut self, session_too: bool) {
+        let keys: Vec<(LockTag, LockMode)> = self.local.keys().copied().collect();
+        for key in keys {
+            let Some(l) = self.local.get_mut(&key) else { continue };
+            l.xact = 0;
+            if session_too {
+                l.session = 0;
+            }
+            if l.session > 0 {
+                continue;
+            }
+            let strong = l.strong;
+            self.local.remove(&key);
+            self.release_shared(key.0, key.1);
+            if strong {
+                self.lmgr.fp.end_strong(key.0.hash_code());
+            }
+        }
+    }
+
+    /// Releases every session-owned acquisition of an advisory lock (`LockReleaseSession` of
+    /// the user lock method, as `pg_advisory_unlock_all()` does); transaction-owned ones stay.
+    pub fn release_advisory_session_locks(&mut self) {
+        let keys: Vec<(LockTag, LockMode)> =
+            self.local.keys().copied().filter(|(t, _)| t.kind == LockTagKind::Advisory).collect();
+        for key in keys {
+            while self.local.get(&key).is_some_and(|l| l.session > 0) {
+                self.unlock(key.0, key.1, true);
+            }
+        }
+    }
+
+    /// How many acquisitions of `mode` on `tag` this backend holds (session + transaction).
+    pub fn local_count(&self, tag: LockTag, mode: LockMode) -> u32 {
+        self.local.get(&(tag, mode)).map(|l| l.session + l.xact).unwrap_or(0)
+    }
+
+    /// Number of (tag, mode) pairs in the local lock table.
+    pub fn local_len(&self) -> usize {
+        self.local.len()
+    }
+
+    /// `XactLockTableInsert(xid)`: the transaction's ExclusiveLock on its own xid, which row
+    /// lockers wait on.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock) (cannot happen for a fresh xid).
+    pub fn xact_lock_table_insert(&mut self, xid: TransactionId) -> Result<(), LockError> {
+        self.lock(LockTag::transaction(xid), LockMode::Exclusive, LockOptions::XACT).map(|_| ())
+    }
+
+    /// `XactLockTableWait(xid)`: waits until transaction `xid` has ended (ShareLock on its xid
+    /// lock, released at once). Returns at once if it has already ended.
+    ///
+    /// # Errors
+    /// [`LockError::Deadlock`] or [`LockError::LockTimeout`] while waiting.
+    pub fn xact_lock_table_wait(&mut self, xid: TransactionId) -> Result<(), LockError> {
+        let tag = LockTag::transaction(xid);
+        self.lock(tag, LockMode::Share, LockOptions::XACT)?;
+        self.unlock(tag, LockMode::Share, false);
+        Ok(())
+    }
+
+    /// `ConditionalXactLockTableWait`: true if transaction `xid` has ended, without waiting.
+    pub fn conditional_xact_lock_table_wait(&mut self, xid: TransactionId) -> bool {
+        let tag = LockTag::transaction(xid);
+        match self.conditional_lock(tag, LockMode::Share, false) {
+            Ok(true) => {
+                self.unlock(tag, LockMode::Share, false);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `VirtualXactLock(vxid, wait)`: with `wait`, sleeps until the transaction `vxid` has
+    /// ended and returns true; without, returns whether it has ended. In on-demand mode the
+    /// waiter first materialises the holder's VXID lock in the main table (under the holder's
+    /// `fpInfoLock` and the partition lock), then waits on it like any lock.
+    ///
+    /// # Errors
+    /// [`LockError::Deadlock`] or [`LockError::LockTimeout`] while waiting.
+    pub fn virtual_xact_lock(&mut self, vxid: VirtualTransactionId, wait: bool) -> Result<bool, LockError> {
+        if !vxid.is_valid() || vxid.backend_id.index() >= self.lmgr.procs.len() {
+            return Ok(true);
+        }
+        let tag = LockTag::virtual_transaction(vxid);
+        if self.lmgr.cfg.vxid == VxidLocks::OnDemand {
+            let lmgr = Arc::clone(&self.lmgr);
+            let counters = &*self.counters;
+            let probe = lmgr.fp.with_state(vxid.backend_id, LwLockMode::Exclusive, |st| {
+                if st.vxid_lxid != vxid.local_xid {
+                    return VxidProbe::Ended;
+                }
+                if !wait {
+                    return VxidProbe::Running;
+                }
+                if st.vxid_lock {
+                    let p = lmgr.partition_of(tag.hash_code());
+                    lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
+                        let e = t.entry(tag).or_default();
+                        e.setup(vxid.backend_id, LockMode::Exclusive);
+                        e.grant(vxid.backend_id, LockMode::Exclusive);
+                    });
+                    st.vxid_lock = false;
+                    counters.vxid_materialised.incr();
+                    counters.main_acquisitions[p].incr();
+                }
+                VxidProbe::Wait
+            });
+            match probe {
+                VxidProbe::Ended => return Ok(true),
+                VxidProbe::Running => return Ok(false),
+                VxidProbe::Wait => {}
+            }
+        } else if !wait {
+            return match self.conditional_lock(tag, LockMode::Share, false)? {
+                true => {
+                    self.unlock(tag, LockMode::Share, false);
+                    Ok(true)
+                }
+                false => Ok(false),
+            };
+        }
+        self.lock(tag, LockMode::Share, LockOptions::XACT)?;
+        self.unlock(tag, LockMode::Share, false);
+        Ok(true)
+    }
+
+    /// [`Lmgr::get_lock_conflicts`] excluding this backend (PostgreSQL never lists the caller).
+    pub fn get_lock_conflicts(&self, tag: LockTag, mode: LockMode) -> Vec<VirtualTransactionId> {
+        self.lmgr.get_lock_conflicts(tag, mode, Some(self.id))
+    }
+}
+
+impl Drop for Backend {
+    /// Backend exit (`ProcKill` → `LockReleaseAll(allLocks)`): ends the transaction and releases
+    /// session locks too, then detaches.
+    fn drop(&mut self) {
+        self.end_transaction();
+        self.release_all(true);
+        self.lmgr.procs[self.id.index()].attached.store(false, Ordering::Release);
+    }
+}
+
+/// `JoinWaitQueue` (18; the first half of `ProcSleep` before): decides where `me` goes in the
+/// queue of `e`, possibly granting at once when `me` already holds modes that waiters wait for.
+fn join_wait_queue(e: &mut LockEntry, me: crate::BackendId, mode: LockMode, dont_wait: bool) -> Join {
+    let held = e.hold_mask(me);
+    let mut insert_at = None;
+    let mut early = None;
+    if held != 0 && e.wait_mask != 0 {
+        let mut ahead: LockMask = 0;
+        for (i, w) in e.wait_queue.iter().enumerate() {
+            // Must this waiter wait for me?
+            if w.mode.conflict_mask() & held != 0 {
+                // Must I wait for it? Then it is a deadlock no matter where I queue.
+                if mode.conflict_mask() & e.hold_mask(w.backend) != 0 {
+                    early = Some(*w);
+                    break;
+                }
+                if mode.conflict_mask() & ahead == 0 && !e.check_conflicts(mode, me) {
+                    e.grant(me, mode);
+                    return Join::Granted;
+                }
+                insert_at = Some(i);
+                break;
+            }
+            ahead |= w.mode.bit();
+        }
+    }
+    if dont_wait {
+        return Join::NotAvailable;
+    }
+    if let Some(w) = early {
+        return Join::EarlyDeadlock(w);
+    }
+    let w = Waiter { backend: me, mode };
+    match insert_at {
+        Some(i) => e.wait_queue.insert(i, w),
+        None => e.wait_queue.push_back(w),
+    }
+    e.wait_mask |= mode.bit();
+    Join::Queued
+}
