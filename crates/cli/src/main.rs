@@ -7,6 +7,7 @@ mod buffers_cmd;
 mod isolation_cmd;
 mod locks_cmd;
 mod lwlock_cmd;
+mod pgbench_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
 
@@ -36,6 +37,8 @@ enum Command {
     Locks(locks_cmd::LocksArgs),
     /// Run isolation-tester specs (PostgreSQL's format) over the heavyweight lock manager.
     Isolation(isolation_cmd::IsolationArgs),
+    /// pgbench's workloads on the lockstack transaction engine (work in progress: see docs).
+    Pgbench(pgbench_cmd::PgbenchArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -122,6 +125,7 @@ fn main() -> ExitCode {
         Command::Buffers(args) => buffers_cmd::run(args),
         Command::Locks(args) => locks_cmd::run(args),
         Command::Isolation(args) => isolation_cmd::run(args),
+        Command::Pgbench(args) => pgbench_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -184,6 +184,99 @@ impl EngineConfig {
     }
 }
 
+/// The release presets `--preset` accepts, oldest first.
+pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
+
+impl EngineConfig {
+    /// The designs of one PostgreSQL release, for `max_backends` backends and `nbuffers`
+    /// buffers:
+    ///
+    /// | preset | LWLock | ProcArray | lock manager | buffers | WAL | CLOG |
+    /// |---|---|---|---|---|---|---|
+    /// | pg91 | 9.2 spinlock | hot fields in PGPROC, exclusive end | no fast path, eager VXID locks | header spinlock, 16 partitions, free-list lock | one WALInsertLock | control lock |
+    /// | pg92 | 9.2 spinlock | PGXACT, exclusive end | fast path (16 slots), on-demand VXID | as pg91 | one WALInsertLock | control lock |
+    /// | pg96 | atomic | PGXACT, group XID clear | as pg92 | atomic header, 128 partitions, atomic clock | 8 insertion locks | control lock |
+    /// | pg14 | atomic | dense arrays + snapshot reuse, group clear | as pg92 | as pg96 | 8 insertion locks | control lock + group update |
+    /// | pg17 | atomic | as pg14 | as pg92 | as pg96 | 8 insertion locks | banks + group update |
+    ///
+    /// # Errors
+    /// An unknown name, with the list of valid ones.
+    pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, String> {
+        use lockstack_bufmgr::BufferPoolConfig as B;
+        use lockstack_clog::SlruLocking;
+        use lockstack_lmgr::{FastPath, VxidLocks};
+        use lockstack_lwlock::LwLockKind;
+        use lockstack_xlog::InsertMode;
+        let mut c = EngineConfig::new(max_backends, nbuffers);
+        let (kind, pa, fast, vxid, buf, ins, clog_lock, group) = match name {
+            "pg91" => (
+                LwLockKind::Pg92,
+                ProcArrayConfig::pg91(max_backends),
+                FastPath::Off,
+                VxidLocks::Eager,
+                B::pg92(nbuffers),
+                InsertMode::SingleLock,
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg92" => (
+                LwLockKind::Pg92,
+                ProcArrayConfig::pg92(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg92(nbuffers),
+                InsertMode::SingleLock,
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg96" => (
+                LwLockKind::Atomic,
+                ProcArrayConfig::pg96(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg96(nbuffers),
+                InsertMode::InsertionLocks(8),
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg14" => (
+                LwLockKind::Atomic,
+                ProcArrayConfig::pg14(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg96(nbuffers),
+                InsertMode::InsertionLocks(8),
+                SlruLocking::ControlLock,
+                true,
+            ),
+            "pg17" => (
+                LwLockKind::Atomic,
+                ProcArrayConfig::pg14(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg96(nbuffers),
+                InsertMode::InsertionLocks(8),
+                SlruLocking::Banks,
+                true,
+            ),
+            other => return Err(format!("unknown preset \"{other}\" (valid: {})", PRESETS.join(", "))),
+        };
+        c.lwlock_kind = kind;
+        c.procarray = ProcArrayConfig { lwlock_kind: kind, ..pa };
+        c.lmgr.fast_path = fast;
+        c.lmgr.vxid = vxid;
+        c.lmgr.lwlock = kind;
+        c.bufmgr = B { lwlock: kind, ..buf };
+        c.wal.insert_mode = ins;
+        c.wal.lwlock_kind = kind;
+        c.clog.locking = clog_lock;
+        c.clog.group_update = group;
+        c.clog.lwlock_kind = kind;
+        c.subtrans.lwlock_kind = kind;
+        Ok(c)
+    }
+}
+
 impl Engine {
     /// Builds every subsystem and loads pgbench's tables at `scale` with heap `fillfactor`.
     ///

@@ -190,6 +190,9 @@ pub struct Script {
     pub commands: Vec<(usize, Command)>,
     /// Relative weight for `-b NAME@W` / `-f FILE@W` (default 1).
     pub weight: u32,
+    /// Each command's text as written (meta-commands without the backslash's line breaks),
+    /// parallel to `commands`, for `-r` reports.
+    pub texts: Vec<String>,
 }
 
 /// A script that could not be parsed: `FILE:LINE: message`.
@@ -301,6 +304,7 @@ impl Builtin {
 pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
     let err = |line: usize, message: String| ScriptError { file: file.to_string(), line, message };
     let mut commands = Vec::new();
+    let mut texts = Vec::new();
     let mut sql = String::new();
     let mut sql_line = 0;
     for (idx, raw) in text.lines().enumerate() {
@@ -312,6 +316,7 @@ pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
             }
             if let Some(meta) = line.strip_prefix('\\') {
                 commands.push((line_no, parse_meta(meta).map_err(|m| err(line_no, m))?));
+                texts.push(line.to_string());
                 continue;
             }
             sql_line = line_no;
@@ -320,6 +325,7 @@ pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
         let code = strip_sql_comment(raw);
         for piece in split_statements(code, &mut sql) {
             let cmd = parse_sql(&piece).map_err(|m| err(sql_line, m))?;
+            texts.push(format!("{};", piece.trim()));
             commands.push((sql_line, Command::Sql { text: piece.trim().to_string(), cmd }));
             sql_line = line_no;
         }
@@ -327,12 +333,13 @@ pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
     if !sql.trim().is_empty() {
         let piece = std::mem::take(&mut sql);
         let cmd = parse_sql(&piece).map_err(|m| err(sql_line, m))?;
+        texts.push(format!("{};", piece.trim()));
         commands.push((sql_line, Command::Sql { text: piece.trim().to_string(), cmd }));
     }
     if commands.is_empty() {
         return Err(err(1, "empty command list for script".into()));
     }
-    Ok(Script { name: file.to_string(), commands, weight: 1 })
+    Ok(Script { name: file.to_string(), commands, weight: 1, texts })
 }
 
 /// Drops a trailing `-- comment` that is outside quotes.

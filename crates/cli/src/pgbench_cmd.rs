@@ -1,0 +1,265 @@
+//! `lockstack pgbench`: pgbench's options and report over the lockstack engine.
+
+use clap::Args;
+use lockstack_engine::engine::EngineConfig;
+use lockstack_engine::pgbench::runner::{self, PgbenchConfig, PgbenchResult, Progress};
+use lockstack_engine::pgbench::script::{Builtin, Script, parse_script};
+use lockstack_engine::report::MachineNote;
+
+use crate::Failure;
+
+/// Arguments of `lockstack pgbench` (pgbench 15's names where they exist).
+#[derive(Args, Debug)]
+pub(crate) struct PgbenchArgs {
+    /// Initialise only: load the tables (in memory) and report the load time.
+    #[arg(short = 'i', long = "initialize")]
+    initialize: bool,
+    /// Scale factor.
+    #[arg(short = 's', long = "scale", default_value_t = 1)]
+    scale: i64,
+    /// Heap fillfactor for the tables (10-100).
+    #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
+    fillfactor: u8,
+    /// Number of concurrent clients.
+    #[arg(short = 'c', long = "client", default_value_t = 1)]
+    clients: usize,
+    /// Number of threads (capped at the number of clients; each client runs on its own
+    /// thread, see docs).
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    jobs: usize,
+    /// Duration of the run in seconds.
+    #[arg(short = 'T', long = "time")]
+    time: Option<f64>,
+    /// Transactions per client (default 10 when -T is not given).
+    #[arg(short = 't', long = "transactions")]
+    transactions: Option<u64>,
+    /// The select-only built-in (-b select-only).
+    #[arg(short = 'S', long = "select-only")]
+    select_only: bool,
+    /// The simple-update built-in (-b simple-update).
+    #[arg(short = 'N', long = "skip-some-updates")]
+    skip_some_updates: bool,
+    /// Built-in script NAME[@WEIGHT] (tpcb-like, simple-update, select-only; prefixes allowed).
+    #[arg(short = 'b', long = "builtin")]
+    builtin: Vec<String>,
+    /// Script file FILE[@WEIGHT].
+    #[arg(short = 'f', long = "file")]
+    file: Vec<String>,
+    /// Query mode (recorded in the report; statements always run as prepared plans here).
+    #[arg(short = 'M', long = "protocol", default_value = "prepared")]
+    protocol: String,
+    /// Progress report every SEC seconds (stderr).
+    #[arg(short = 'P', long = "progress")]
+    progress: Option<u64>,
+    /// Per-statement latencies.
+    #[arg(short = 'r', long = "report-per-command")]
+    report_per_command: bool,
+    /// Seed of the clients' random generators.
+    #[arg(long = "random-seed", default_value_t = 0)]
+    random_seed: u64,
+    /// Do not vacuum before the run (accepted for compatibility: every run starts from a fresh
+    /// load).
+    #[arg(short = 'n', long = "no-vacuum")]
+    no_vacuum: bool,
+    /// Release preset: pg91, pg92, pg96, pg14, pg17.
+    #[arg(long, default_value = "pg17")]
+    preset: String,
+    /// Wait-event sampling rate in Hz (0 = off).
+    #[arg(long, default_value_t = 100)]
+    wait_sampling_hz: u32,
+    /// Write the whole result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+fn split_weight(spec: &str, what: &str) -> Result<(String, u32), Failure> {
+    match spec.rsplit_once('@') {
+        Some((name, w)) => {
+            let w: u32 =
+                w.parse().map_err(|_| Failure::input(format!("invalid weight specification: \"{spec}\"")))?;
+            if w == 0 || w > 1_000_000 {
+                return Err(Failure::input(format!("weight specification out of range (1 .. 1000000): {w}")));
+            }
+            Ok((name.to_string(), w))
+        }
+        None if spec.is_empty() => Err(Failure::input(format!("empty {what} name"))),
+        None => Ok((spec.to_string(), 1)),
+    }
+}
+
+pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
+    if args.clients == 0 || args.clients > 1000 {
+        return Err(Failure::input(format!("invalid number of clients: \"{}\"", args.clients)));
+    }
+    if args.jobs == 0 {
+        return Err(Failure::input(format!("invalid number of threads: \"{}\"", args.jobs)));
+    }
+    if !(1..=100_000).contains(&args.scale) {
+        return Err(Failure::input(format!("invalid scaling factor: \"{}\"", args.scale)));
+    }
+    if !(10..=100).contains(&args.fillfactor) {
+        return Err(Failure::input(format!("invalid fillfactor: \"{}\"", args.fillfactor)));
+    }
+    if !["simple", "extended", "prepared"].contains(&args.protocol.as_str()) {
+        return Err(Failure::input(format!("invalid query mode (-M): \"{}\"", args.protocol)));
+    }
+    if args.time.is_some() && args.transactions.is_some() {
+        return Err(Failure::input(
+            "specify either a number of transactions (-t) or a duration (-T), not both",
+        ));
+    }
+    let duration = args.time.map(crate::duration_arg).transpose()?;
+    if args.transactions == Some(0) {
+        return Err(Failure::input("invalid number of transactions: \"0\""));
+    }
+    let mut scripts: Vec<Script> = Vec::new();
+    let mut builtins = args.builtin.clone();
+    if args.select_only {
+        builtins.push("select-only".into());
+    }
+    if args.skip_some_updates {
+        builtins.push("simple-update".into());
+    }
+    for b in &builtins {
+        let (name, w) = split_weight(b, "builtin")?;
+        let mut s = Builtin::find(&name).map_err(Failure::input)?.script();
+        s.weight = w;
+        scripts.push(s);
+    }
+    for f in &args.file {
+        let (path, w) = split_weight(f, "file")?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?;
+        let mut s = parse_script(&path, &text).map_err(|e| Failure::input(e.to_string()))?;
+        s.weight = w;
+        scripts.push(s);
+    }
+    if scripts.is_empty() {
+        scripts.push(Builtin::find("tpcb-like").map_err(Failure::input)?.script());
+    }
+    let nbuffers = usize::try_from(args.scale).unwrap_or(1) * 2200 + 16_384;
+    let engine = EngineConfig::preset(&args.preset, args.clients + 1, nbuffers).map_err(Failure::input)?;
+    crate::prepare_json(args.json.as_deref())?;
+    let threads = args.jobs.min(args.clients);
+    let cfg = PgbenchConfig {
+        scale: args.scale,
+        fillfactor: args.fillfactor,
+        clients: args.clients,
+        threads,
+        duration,
+        transactions: if duration.is_none() { Some(args.transactions.unwrap_or(10)) } else { None },
+        scripts,
+        progress: args.progress.map(std::time::Duration::from_secs),
+        seed: args.random_seed,
+        wait_sampling_hz: args.wait_sampling_hz,
+        engine,
+    };
+    if args.initialize {
+        let t0 = std::time::Instant::now();
+        lockstack_engine::engine::Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)
+            .map_err(|e| Failure::run(e.to_string()))?;
+        println!(
+            "done in {:.2} s (load {:.2} s, in memory).",
+            t0.elapsed().as_secs_f64(),
+            t0.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
+    let progress = |p: &Progress| {
+        eprintln!(
+            "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed",
+            p.at, p.tps, p.lat_ms, p.stddev_ms, p.failed
+        );
+    };
+    let res = runner::run(&cfg, &progress).map_err(|e| Failure::run(e.to_string()))?;
+    print_report(&args, &cfg, &res);
+    crate::write_json(args.json.as_deref(), &res)?;
+    if let Some(c) = res.checks.iter().find(|c| !c.ok) {
+        return Err(Failure::run(format!("consistency check failed: {} ({})", c.name, c.detail)));
+    }
+    Ok(())
+}
+
+fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
+    let ttype = if cfg.scripts.len() == 1 { cfg.scripts[0].name.clone() } else { "multiple scripts".into() };
+    println!("transaction type: {ttype}");
+    println!("scaling factor: {}", cfg.scale);
+    println!("query mode: {}", args.protocol);
+    println!("number of clients: {}", cfg.clients);
+    println!("number of threads: {}", cfg.threads);
+    println!("maximum number of tries: 1");
+    match (cfg.duration, cfg.transactions) {
+        (Some(d), _) => {
+            println!("duration: {} s", d.as_secs_f64());
+            println!("number of transactions actually processed: {}", r.transactions);
+        }
+        (None, Some(t)) => {
+            println!("number of transactions per client: {t}");
+            println!(
+                "number of transactions actually processed: {}/{}",
+                r.transactions,
+                t * cfg.clients as u64
+            );
+        }
+        (None, None) => {}
+    }
+    let all = (r.transactions + r.failed).max(1);
+    println!("number of failed transactions: {} ({:.3}%)", r.failed, 100.0 * r.failed as f64 / all as f64);
+    println!("latency average = {:.3} ms", r.latency_avg_ms);
+    if args.progress.is_some() || args.report_per_command {
+        println!("latency stddev = {:.3} ms", r.latency_stddev_ms);
+    }
+    println!("initial connection time = 0.000 ms");
+    println!("tps = {:.6} (without initial connection time)", r.transactions as f64 / r.elapsed_s);
+    for (i, s) in r.scripts.iter().enumerate() {
+        if r.scripts.len() > 1 {
+            let tw: u32 = r.scripts.iter().map(|s| s.weight).sum();
+            println!("SQL script {}: {}", i + 1, s.name);
+            println!(
+                " - weight: {} (targets {:.1}% of total)",
+                s.weight,
+                100.0 * f64::from(s.weight) / f64::from(tw)
+            );
+            println!(
+                " - {} transactions ({:.1}% of total, tps = {:.6})",
+                s.transactions,
+                100.0 * s.transactions as f64 / r.transactions.max(1) as f64,
+                s.transactions as f64 / r.elapsed_s
+            );
+        }
+        if args.report_per_command {
+            let prefix = if r.scripts.len() > 1 { " - " } else { "" };
+            println!("{prefix}statement latencies in milliseconds and failures:");
+            for (c, t) in s.commands.iter().zip(&s.texts) {
+                let ms = if c.count > 0 { c.total_ns as f64 / c.count as f64 / 1e6 } else { 0.0 };
+                println!("   {ms:>11.3}  {:>10}  {t}", c.failures);
+            }
+        }
+    }
+    println!();
+    println!("-- lock stack ({}; tables loaded in memory in {:.2} s) --", args.preset, r.load_s);
+    println!("{}", MachineNote::for_threads(cfg.clients).line());
+    println!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
+    let tx = r.transactions.max(1) as f64;
+    for (name, sh, ex, blk, ns) in &r.lwlocks {
+        if sh + ex == 0 {
+            continue;
+        }
+        println!(
+            "{name:<18} {sh:>12} {ex:>14} {blk:>10} {:>9.1}   {:.2}/{:.2}",
+            *ns as f64 / 1e6,
+            *sh as f64 / tx,
+            *ex as f64 / tx
+        );
+    }
+    if r.wait_samples > 0 {
+        println!("wait-event profile ({} backend samples):", r.wait_samples);
+        for (e, n) in r.wait_events.iter().take(8) {
+            println!("  {e:<28} {:>5.1}%", 100.0 * *n as f64 / r.wait_samples as f64);
+        }
+    }
+    println!("consistency checks:");
+    for c in &r.checks {
+        println!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+    }
+}

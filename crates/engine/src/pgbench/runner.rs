@@ -1,0 +1,521 @@
+//! Runs pgbench scripts on the engine: clients, transactions, latencies, progress lines, the
+//! lock-stack counters of the run, and the consistency checks afterwards.
+//!
+//! Each client is a backend on its own thread (pgbench multiplexes clients over `-j` threads
+//! with asynchronous connections; our clients execute in-process and block on locks, so they
+//! need a thread each; `-j` is recorded for the report). A transaction is one pass through a
+//! script chosen by weight; a deadlock or lock-timeout error fails the transaction (pgbench 15
+//! with `--max-tries=1`), which is rolled back and counted.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use lockstack_common::BackendId;
+use lockstack_common::backend::{WaitEventProfile, WaitSampler};
+use rand::RngExt;
+use serde::Serialize;
+
+use super::expr::{self, ClientRng, Value};
+use super::script::{Command, Script, SleepArg, SqlCommand, SqlValue, Table};
+use crate::engine::{Engine, EngineConfig, EngineError, Session};
+
+/// Parameters of a run.
+#[derive(Clone, Debug)]
+pub struct PgbenchConfig {
+    /// Scale factor (`-s`).
+    pub scale: i64,
+    /// Heap fillfactor (`-F`).
+    pub fillfactor: u8,
+    /// Clients (`-c`).
+    pub clients: usize,
+    /// Threads as given (`-j`, capped at `-c`); reported only.
+    pub threads: usize,
+    /// `-T`: run for this long.
+    pub duration: Option<Duration>,
+    /// `-t`: transactions per client.
+    pub transactions: Option<u64>,
+    /// Scripts with their weights.
+    pub scripts: Vec<Script>,
+    /// `-P`: progress interval.
+    pub progress: Option<Duration>,
+    /// `--random-seed`.
+    pub seed: u64,
+    /// Wait-event sampling rate (0 = off).
+    pub wait_sampling_hz: u32,
+    /// The engine's configuration (preset and overrides).
+    pub engine: EngineConfig,
+}
+
+/// Per-command latency totals (`-r`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CommandStats {
+    /// Executions.
+    pub count: u64,
+    /// Total time, ns.
+    pub total_ns: u64,
+    /// Failures.
+    pub failures: u64,
+}
+
+/// Per-script results.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScriptResult {
+    /// Script name.
+    pub name: String,
+    /// Weight.
+    pub weight: u32,
+    /// Committed transactions.
+    pub transactions: u64,
+    /// Failed transactions (deadlocks, lock timeouts).
+    pub failed: u64,
+    /// Per-command totals, in script order.
+    pub commands: Vec<CommandStats>,
+    /// Command texts.
+    pub texts: Vec<String>,
+}
+
+/// One consistency check.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// Whether it held.
+    pub ok: bool,
+    /// The numbers behind it.
+    pub detail: String,
+}
+
+/// A progress line (`-P`).
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Seconds since the start.
+    pub at: f64,
+    /// Transactions per second in the interval.
+    pub tps: f64,
+    /// Mean latency in the interval, ms.
+    pub lat_ms: f64,
+    /// Latency standard deviation in the interval, ms.
+    pub stddev_ms: f64,
+    /// Failures in the interval.
+    pub failed: u64,
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgbenchResult {
+    /// Seconds spent building and loading the tables.
+    pub load_s: f64,
+    /// Seconds of the measured phase.
+    pub elapsed_s: f64,
+    /// Committed transactions, all scripts.
+    pub transactions: u64,
+    /// Failed transactions.
+    pub failed: u64,
+    /// Mean latency, ms.
+    pub latency_avg_ms: f64,
+    /// Latency standard deviation, ms.
+    pub latency_stddev_ms: f64,
+    /// Per script.
+    pub scripts: Vec<ScriptResult>,
+    /// Consistency checks run after the run.
+    pub checks: Vec<Check>,
+    /// LWLock tranche counters of the measured phase: (tranche, shared, exclusive, blocks,
+    /// wait ns).
+    pub lwlocks: Vec<(String, u64, u64, u64, u64)>,
+    /// Sampled wait events (event, samples) and total backend-samples.
+    pub wait_events: Vec<(String, u64)>,
+    /// Total backend-samples.
+    pub wait_samples: u64,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    done_tx: AtomicU64,
+    done_failed: AtomicU64,
+    lat_sum_us: AtomicU64,
+    lat_sq_us: AtomicU64,
+}
+
+struct ClientOut {
+    per_script: Vec<(u64, u64, Vec<CommandStats>)>,
+    hist: Histogram<u64>,
+}
+
+fn sql_value(v: &SqlValue, vars: &HashMap<String, Value>) -> Result<i64, EngineError> {
+    Ok(match v {
+        SqlValue::Const(c) => *c,
+        SqlValue::Var(n) => vars
+            .get(n)
+            .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{n}\"")))?
+            .as_int()
+            .map_err(EngineError::Usage)?,
+        SqlValue::Now => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0),
+        SqlValue::Neg(x) => sql_value(x, vars)?.wrapping_neg(),
+        SqlValue::Arith(op, a, b) => {
+            let (a, b) = (sql_value(a, vars)?, sql_value(b, vars)?);
+            match op {
+                '+' => a.wrapping_add(b),
+                '-' => a.wrapping_sub(b),
+                _ => a.wrapping_mul(b),
+            }
+        }
+    })
+}
+
+/// Runs one command; `Ok(false)` means the transaction failed (deadlock, lock timeout).
+fn run_command(
+    s: &mut Session,
+    cmd: &Command,
+    vars: &mut HashMap<String, Value>,
+    rng: &mut ClientRng,
+) -> Result<bool, EngineError> {
+    let r = match cmd {
+        Command::Set { var, expr } => {
+            let v =
+                expr::eval(expr, vars, rng).map_err(|e| EngineError::Usage(format!("\\set {var}: {e}")))?;
+            vars.insert(var.clone(), v);
+            return Ok(true);
+        }
+        Command::Sleep { amount, unit_us } => {
+            let n = match amount {
+                SleepArg::Const(n) => *n,
+                SleepArg::Var(v) => vars
+                    .get(v)
+                    .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{v}\"")))?
+                    .as_int()
+                    .map_err(EngineError::Usage)?,
+            };
+            let _w = lockstack_common::WaitEventScope::new(lockstack_common::WaitEvent::PG_SLEEP);
+            std::thread::sleep(Duration::from_micros((n.max(0) as u64).saturating_mul(*unit_us)));
+            return Ok(true);
+        }
+        Command::Sql { cmd, .. } => match cmd {
+            SqlCommand::Begin => {
+                s.begin();
+                Ok(())
+            }
+            SqlCommand::Commit => s.commit(),
+            SqlCommand::Rollback => s.rollback(),
+            SqlCommand::Select { table, key, lock, .. } => {
+                s.select(*table, sql_value(key, vars)?, *lock).map(|_| ())
+            }
+            SqlCommand::Update { table, column, delta, key } => {
+                s.update_add(*table, sql_value(key, vars)?, *column, sql_value(delta, vars)?).map(|_| ())
+            }
+            SqlCommand::InsertHistory { values } => {
+                let mut v = [0i64; 5];
+                for (i, x) in values.iter().enumerate() {
+                    if let Some(x) = x {
+                        v[i] = sql_value(x, vars)?;
+                    }
+                }
+                s.insert_history(v)
+            }
+        },
+    };
+    match r {
+        Ok(()) => Ok(true),
+        Err(EngineError::Lock(_)) => {
+            s.rollback()?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn sums(s: &mut Session) -> Result<[(u64, i64, usize); 4], EngineError> {
+    let mut out = [(0, 0, 0); 4];
+    for (i, t) in [Table::Accounts, Table::Tellers, Table::Branches, Table::History].into_iter().enumerate() {
+        let x = s.table_sums(t)?;
+        out[i] = (x.rows, x.balance, x.duplicate_keys.len());
+    }
+    Ok(out)
+}
+
+/// Loads the tables and runs the benchmark; `on_progress` receives `-P` lines.
+///
+/// # Errors
+/// Engine errors other than deadlocks and lock timeouts (which fail single transactions);
+/// usage errors (undefined variables, script ending inside a transaction block).
+pub fn run(
+    cfg: &PgbenchConfig,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<PgbenchResult, EngineError> {
+    let t0 = Instant::now();
+    let engine = Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let before = {
+        let mut s = engine.session(BackendId(cfg.clients as u32))?;
+        sums(&mut s)?
+    };
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        done_tx: AtomicU64::new(0),
+        done_failed: AtomicU64::new(0),
+        lat_sum_us: AtomicU64::new(0),
+        lat_sq_us: AtomicU64::new(0),
+    });
+    let total_weight: u32 = cfg.scripts.iter().map(|s| s.weight).sum();
+    let lw_before = lockstack_lwlock::stats::snapshot();
+    let sampler = (cfg.wait_sampling_hz > 0)
+        .then(|| WaitSampler::spawn(Arc::clone(&engine.backends), cfg.wait_sampling_hz));
+    let start = Instant::now();
+    let outs: Vec<Result<ClientOut, EngineError>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..cfg.clients)
+            .map(|c| {
+                let (engine, shared) = (Arc::clone(&engine), Arc::clone(&shared));
+                sc.spawn(move || -> Result<ClientOut, EngineError> {
+                    let mut s = engine.session(BackendId(c as u32))?;
+                    let mut rng = expr::client_rng(cfg.seed, c as u64);
+                    let mut vars: HashMap<String, Value> = HashMap::new();
+                    vars.insert("scale".into(), Value::Int(cfg.scale));
+                    vars.insert("client_id".into(), Value::Int(c as i64));
+                    let mut per_script: Vec<(u64, u64, Vec<CommandStats>)> = cfg
+                        .scripts
+                        .iter()
+                        .map(|sc| (0, 0, vec![CommandStats::default(); sc.commands.len()]))
+                        .collect();
+                    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+                    let mut n = 0u64;
+                    loop {
+                        if shared.stop.load(Ordering::Relaxed) || cfg.transactions.is_some_and(|t| n >= t) {
+                            break;
+                        }
+                        n += 1;
+                        let mut pick = rng.random_range(0..total_weight.max(1));
+                        let si = cfg.scripts.iter().position(|sc| {
+                            if pick < sc.weight {
+                                true
+                            } else {
+                                pick -= sc.weight;
+                                false
+                            }
+                        });
+                        let si = si.unwrap_or(0);
+                        let script = &cfg.scripts[si];
+                        let tx_start = Instant::now();
+                        let mut ok = true;
+                        for (ci, (_, cmd)) in script.commands.iter().enumerate() {
+                            let c0 = Instant::now();
+                            let r = run_command(&mut s, cmd, &mut vars, &mut rng)?;
+                            let st = &mut per_script[si].2[ci];
+                            st.count += 1;
+                            st.total_ns += c0.elapsed().as_nanos() as u64;
+                            if !r {
+                                st.failures += 1;
+                                ok = false;
+                                break;
+                            }
+                        }
+                        if ok && s.in_transaction() {
+                            s.rollback()?;
+                            return Err(EngineError::Usage(format!(
+                                "{}: end of script reached with a transaction block open",
+                                script.name
+                            )));
+                        }
+                        let us = tx_start.elapsed().as_micros() as u64;
+                        if ok {
+                            per_script[si].0 += 1;
+                            hist.saturating_record(us.max(1));
+                            shared.done_tx.fetch_add(1, Ordering::Relaxed);
+                            shared.lat_sum_us.fetch_add(us, Ordering::Relaxed);
+                            shared.lat_sq_us.fetch_add(us.saturating_mul(us), Ordering::Relaxed);
+                        } else {
+                            per_script[si].1 += 1;
+                            shared.done_failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(ClientOut { per_script, hist })
+                })
+            })
+            .collect();
+        // The main thread stops -T runs and prints -P lines.
+        let tick = cfg.progress.unwrap_or(Duration::from_millis(50)).min(Duration::from_millis(50));
+        let mut next_progress = cfg.progress.map(|p| start + p);
+        let mut last = (0u64, 0u64, 0u64, 0u64, start);
+        while handles.iter().any(|h| !h.is_finished()) {
+            std::thread::sleep(tick);
+            let now = Instant::now();
+            if cfg.duration.is_some_and(|d| now - start >= d) {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+            if let (Some(at), Some(p)) = (next_progress, cfg.progress)
+                && now >= at
+            {
+                let tx = shared.done_tx.load(Ordering::Relaxed);
+                let f = shared.done_failed.load(Ordering::Relaxed);
+                let sum = shared.lat_sum_us.load(Ordering::Relaxed);
+                let sq = shared.lat_sq_us.load(Ordering::Relaxed);
+                let (dt, dsum, dsq) = (tx - last.0, sum - last.2, sq - last.3);
+                let secs = (now - last.4).as_secs_f64();
+                let mean = if dt > 0 { dsum as f64 / dt as f64 } else { 0.0 };
+                let var = if dt > 0 { (dsq as f64 / dt as f64 - mean * mean).max(0.0) } else { 0.0 };
+                on_progress(&Progress {
+                    at: (now - start).as_secs_f64(),
+                    tps: dt as f64 / secs,
+                    lat_ms: mean / 1000.0,
+                    stddev_ms: var.sqrt() / 1000.0,
+                    failed: f - last.1,
+                });
+                last = (tx, f, sum, sq, now);
+                next_progress = Some(at + p);
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Usage("a client thread panicked".into()))))
+            .collect()
+    });
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let profile: WaitEventProfile = sampler.map(WaitSampler::stop).unwrap_or_default();
+    let lw = lockstack_lwlock::stats::snapshot().since(&lw_before);
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+    let mut scripts: Vec<ScriptResult> = cfg
+        .scripts
+        .iter()
+        .map(|s| ScriptResult {
+            name: s.name.clone(),
+            weight: s.weight,
+            transactions: 0,
+            failed: 0,
+            commands: vec![CommandStats::default(); s.commands.len()],
+            texts: s.texts.clone(),
+        })
+        .collect();
+    for o in outs {
+        let o = o?;
+        hist.add(&o.hist).expect("same bounds");
+        for (i, (tx, f, cmds)) in o.per_script.into_iter().enumerate() {
+            scripts[i].transactions += tx;
+            scripts[i].failed += f;
+            for (a, b) in scripts[i].commands.iter_mut().zip(cmds) {
+                a.count += b.count;
+                a.total_ns += b.total_ns;
+                a.failures += b.failures;
+            }
+        }
+    }
+    let after = {
+        let mut s = engine.session(BackendId(cfg.clients as u32))?;
+        sums(&mut s)?
+    };
+    let checks = consistency_checks(cfg, &before, &after);
+    let transactions: u64 = scripts.iter().map(|s| s.transactions).sum();
+    let failed: u64 = scripts.iter().map(|s| s.failed).sum();
+    Ok(PgbenchResult {
+        load_s,
+        elapsed_s,
+        transactions,
+        failed,
+        latency_avg_ms: hist.mean() / 1000.0,
+        latency_stddev_ms: hist.stdev() / 1000.0,
+        scripts,
+        checks,
+        lwlocks: lw
+            .tranches
+            .iter()
+            .map(|(t, s)| (t.name().to_string(), s.sh_acquire, s.ex_acquire, s.block, s.wait_ns))
+            .collect(),
+        wait_events: profile.sorted().into_iter().map(|(e, n)| (e.to_string(), n)).collect(),
+        wait_samples: profile.total(),
+    })
+}
+
+fn consistency_checks(
+    cfg: &PgbenchConfig,
+    before: &[(u64, i64, usize); 4],
+    after: &[(u64, i64, usize); 4],
+) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let names = ["pgbench_accounts", "pgbench_tellers", "pgbench_branches"];
+    for i in 0..3 {
+        let ok = after[i].2 == 0 && after[i].0 == before[i].0;
+        checks.push(Check {
+            name: format!("{}: exactly one live version per key", names[i]),
+            ok,
+            detail: format!(
+                "{} live rows (expected {}), {} keys with more than one",
+                after[i].0, before[i].0, after[i].2
+            ),
+        });
+    }
+    let d = |i: usize| after[i].1 - before[i].1;
+    let hist = d(3);
+    let kinds: Vec<&str> = cfg.scripts.iter().map(|s| s.name.as_str()).collect();
+    let only = |n: &str| kinds.iter().all(|k| *k == n);
+    if only("<builtin: TPC-B (sort of)>") {
+        for (i, name) in names.iter().enumerate() {
+            checks.push(Check {
+                name: format!("tpcb-like: {name} balance change = history delta sum"),
+                ok: d(i) == hist,
+                detail: format!("{} vs {hist}", d(i)),
+            });
+        }
+    } else if only("<builtin: simple update>") {
+        checks.push(Check {
+            name: "simple-update: account balance change = history delta sum".into(),
+            ok: d(0) == hist,
+            detail: format!("{} vs {hist}", d(0)),
+        });
+    } else if only("<builtin: select only>") {
+        let same = (0..4).all(|i| before[i] == after[i]);
+        checks.push(Check {
+            name: "select-only: nothing changed".into(),
+            ok: same,
+            detail: format!("{before:?} -> {after:?}"),
+        });
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pgbench::script::Builtin;
+
+    fn cfg(script: &str, clients: usize, preset: &str) -> PgbenchConfig {
+        PgbenchConfig {
+            scale: 1,
+            fillfactor: 100,
+            clients,
+            threads: clients,
+            duration: None,
+            transactions: Some(150),
+            scripts: vec![Builtin::find(script).unwrap().script()],
+            progress: None,
+            seed: 7,
+            wait_sampling_hz: 0,
+            engine: EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+        }
+    }
+
+    /// Every built-in at several client counts and presets: every transaction commits (or
+    /// fails by deadlock, counted), and the invariants hold.
+    #[test]
+    fn builtins_keep_pgbench_invariants() {
+        for (script, clients, preset) in [
+            ("tpcb-like", 1, "pg91"),
+            ("tpcb-like", 4, "pg17"),
+            ("simple-update", 3, "pg92"),
+            ("select-only", 2, "pg14"),
+            ("tpcb-like", 8, "pg96"),
+        ] {
+            let c = cfg(script, clients, preset);
+            let r = run(&c, &|_| {}).unwrap();
+            assert_eq!(r.transactions + r.failed, 150 * clients as u64, "{script} {clients} {preset}");
+            assert!(!r.checks.is_empty());
+            for ch in &r.checks {
+                assert!(ch.ok, "{script} {clients} {preset}: {} ({})", ch.name, ch.detail);
+            }
+            let texts = &r.scripts[0].texts;
+            assert!(texts[0].starts_with("\\set aid random(1, 100000 * :scale)"), "{texts:?}");
+        }
+    }
+}
