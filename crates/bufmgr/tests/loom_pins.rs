@@ -8,7 +8,7 @@
 //!   overwritten by, the plain store that releases `BM_LOCKED` would leave a wrong refcount or
 //!   lose the dirty flag.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/target-loom-bufmgr cargo test -p
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom cargo test -p
 //! lockstack-bufmgr --release --test loom_pins`.
 #![cfg(loom)]
 

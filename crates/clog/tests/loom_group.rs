@@ -3,7 +3,7 @@
 //! once, by its owner or by a group leader, and every follower is woken (a follower left asleep
 //! makes loom report a deadlock).
 //!
-//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/target-loom-clog cargo test -p
+//! Run with `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom cargo test -p
 //! lockstack-clog --release --test loom_group`.
 #![cfg(loom)]
 

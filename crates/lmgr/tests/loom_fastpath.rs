@@ -2,7 +2,7 @@
 //! weak locker's fast-path grant must never leave both granted, i.e. a weak lock granted in a
 //! fast-path slot is always seen (and moved into the main table) by the transfer.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/target-loom-lmgr cargo test -p
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom cargo test -p
 //! lockstack-lmgr --release --test loom_fastpath`.
 
 #![cfg(loom)]

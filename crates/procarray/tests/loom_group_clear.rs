@@ -3,7 +3,7 @@
 //! follower is woken (loom reports a deadlock otherwise), and the ProcArray ends consistent.
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/target-loom-procarray cargo test -p lockstack-procarray --release --test loom_group_clear`
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom cargo test -p lockstack-procarray --release --test loom_group_clear`
 
 #![cfg(loom)]
 

@@ -1,6 +1,6 @@
 //! loom model of WAL insertion progress against waiting for insertions to finish
 //! (`WALInsertLockUpdateInsertingAt` vs `WaitXLogInsertionsToFinish`, 9.4+). Run with
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/target-loom-xlog cargo test -p lockstack-xlog
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target-loom cargo test -p lockstack-xlog
 //! --release --test loom_insert`.
 //!
 //! Inserters copy "records" (one 8-byte word per unit) into a shared array under their
