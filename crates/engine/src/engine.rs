@@ -621,6 +621,17 @@ impl Session {
                 vm.pin(&self.bb, tid.block, &mut self.vmbuf)?;
                 g = self.bb.lock(buf, LwLockMode::Exclusive);
             }
+            // We hold the page exclusively anyway: record what CLOG now proves about its
+            // tuples, so that later readers (who only share-lock) need not ask CLOG again.
+            {
+                let snap = std::mem::take(&mut self.snapshot);
+                let ctx = VisCtx { snap: &snap, engine: &self.engine, xid: self.xid, cid: self.cid };
+                let hinted = set_page_hints(g.page_mut(), &ctx);
+                self.snapshot = snap;
+                if hinted {
+                    g.mark_dirty_hint();
+                }
+            }
             let tup = page::get_item(g.page(), tid.offset).map(|x| x.to_vec());
             let Some(tup) = tup else {
                 drop(g);
@@ -930,6 +941,31 @@ impl Session {
             Ok(sums)
         })
     }
+}
+
+/// Sets, on every tuple of an exclusively locked heap page, the hint bits that
+/// `satisfies_mvcc` can prove from CLOG (`SetHintBits`); returns whether any changed.
+fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
+    use visibility::{XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID};
+    let mut changed = false;
+    for off in 1..=page::max_offset_number(p) {
+        if page::item_id(p, off).flags != LpFlags::Normal {
+            continue;
+        }
+        let t = page::get_item_mut(p, off).expect("normal");
+        let h = tuple::header(t).xact;
+        let have_xmin = h.infomask & (XMIN_COMMITTED | XMIN_INVALID) != 0;
+        let have_xmax = !h.xmax.is_valid() || h.infomask & (XMAX_COMMITTED | XMAX_INVALID) != 0;
+        if have_xmin && have_xmax {
+            continue;
+        }
+        let add = visibility::satisfies_mvcc(&h, ctx).set_hints & !h.infomask;
+        if add != 0 {
+            tuple::set_hint_bits(t, add);
+            changed = true;
+        }
+    }
+    changed
 }
 
 fn tid_bytes(t: Tid) -> [u8; 6] {
