@@ -440,6 +440,33 @@ impl BTree {
         }
     }
 
+    /// Removes the entry (`key`, `tid`) if present (the effect of `_bt_killitems` followed by
+    /// the page's next simple deletion); returns whether it was there. The page is rewritten
+    /// without the item, keeping its links and high key.
+    ///
+    /// # Errors
+    /// Buffer pool errors.
+    pub fn delete(&self, bb: &BackendBuffers, key: i64, tid: Tid) -> Result<bool, BufferError> {
+        let target = (key, tid.tie());
+        let (buf, mut g, _) = self.descend(bb, target, LwLockMode::Exclusive)?;
+        let p = g.page_mut();
+        let o = opaque(p);
+        let leaf = o.flags & F_LEAF != 0;
+        let pos = lower_bound(p, target);
+        let found = pos <= nitems(p) && item_at(p, pos).pos() == target;
+        if found {
+            let items: Vec<Item> = (1..=nitems(p)).filter(|&i| i != pos).map(|i| item_at(p, i)).collect();
+            init_page(p, o);
+            for it in &items {
+                page::add_item(p, &it.encode(leaf), None).expect("fewer items than before");
+            }
+            g.mark_dirty();
+        }
+        drop(g);
+        bb.release(buf);
+        Ok(found)
+    }
+
     /// Adds the entry (`key`, `tid`) (`_bt_doinsert`), splitting pages as needed.
     ///
     /// # Errors
@@ -707,6 +734,28 @@ mod tests {
             LwLockKind::Atomic,
         );
         assert!(matches!(unsorted, Err(BTreeError::Corrupt(_))));
+    }
+
+    #[test]
+    fn delete_removes_exactly_one_entry() {
+        let p = pool(64);
+        let bb = p.backend();
+        let t = BTree::build(
+            &bb,
+            Oid(20005),
+            (1..=5000).map(|k| (k, Tid { block: 1, offset: 1 })),
+            90,
+            LwLockKind::Atomic,
+        )
+        .unwrap();
+        t.insert(&bb, 77, Tid { block: 9, offset: 3 }).unwrap();
+        assert!(t.delete(&bb, 77, Tid { block: 1, offset: 1 }).unwrap());
+        assert!(!t.delete(&bb, 77, Tid { block: 1, offset: 1 }).unwrap(), "already gone");
+        let mut out = Vec::new();
+        t.lookup(&bb, 77, &mut out).unwrap();
+        assert_eq!(out, vec![Tid { block: 9, offset: 3 }]);
+        assert_eq!(t.check(&bb).unwrap(), 5000);
+        assert_eq!(bb.pinned_buffers(), 0);
     }
 
     /// Enough inserts to split leaves, internal pages and the root (height 1 -> 3).

@@ -19,11 +19,10 @@
 //! re-reads the row through the index instead of following the ctid chain, which gives the same
 //! result for single-row updates by key.
 //!
-//! Not yet bounded (issue 7 continues): when the cleanup lock is busy the hot row moves to a
-//! new page by a non-HOT update, and nothing yet removes index entries whose heap chain was
-//! pruned away (PostgreSQL kills them on the next index scan) or reuses pages that pruning
-//! freed (PostgreSQL's free space map), so a long run on one hot row grows the table and its
-//! index.
+//! When the cleanup lock is busy the hot row moves to another page by a non-HOT update. A
+//! look-up that finds a whole HOT chain dead to every snapshot removes its index entry (the
+//! effect of `_bt_killitems`) and tries to prune that page; a pruned page with room becomes the
+//! table's next target for non-HOT versions (a one-entry stand-in for the free space map).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -157,6 +156,9 @@ pub struct Engine {
     tables: Vec<TableRel>,
     /// History's insertion target block (PostgreSQL's relcache `rd_targblock`, shared here).
     history_target: AtomicU32,
+    /// Per table (in `Table::ALL` order): a page that pruning left with room, tried first by
+    /// non-HOT updates (a one-entry stand-in for PostgreSQL's free space map).
+    free_hint: [AtomicU32; 4],
 }
 
 impl std::fmt::Debug for Engine {
@@ -307,7 +309,12 @@ impl Engine {
             backends,
             tables,
             history_target: AtomicU32::new(u32::MAX),
+            free_hint: std::array::from_fn(|_| AtomicU32::new(u32::MAX)),
         }))
+    }
+
+    fn free_hint(&self, t: Table) -> &AtomicU32 {
+        &self.free_hint[Table::ALL.iter().position(|x| *x == t).expect("known table")]
     }
 
     /// The table's relation data.
@@ -524,6 +531,9 @@ impl Session {
         self.tids.clear();
         index.lookup(&self.bb, key, &mut self.tids)?;
         let rel = t.heap_oid();
+        let mut horizon: Option<TransactionId> = None;
+        let mut dead: Vec<Tid> = Vec::new();
+        let mut result = None;
         for i in 0..self.tids.len() {
             let tid = self.tids[i];
             let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
@@ -533,6 +543,15 @@ impl Session {
                 let h = tuple::header(tup);
                 tuple::column(tup, 0) == key && visibility::satisfies_mvcc(&h.xact, &ctx).visible
             });
+            if found.is_none() {
+                // Nothing visible here: if nothing ever can be again, the index entry is dead
+                // (`heap_hot_search_buffer`'s all_dead, which lets the scan kill the entry).
+                let h = *horizon.get_or_insert_with(|| self.engine.procarray.get_oldest_xmin());
+                let pr = Pruner { engine: &self.engine, horizon: h };
+                if tuple::chain_all_dead(g.page(), tid.offset, &pr) {
+                    dead.push(tid);
+                }
+            }
             let out = found.map(|off| {
                 let p = g.page();
                 let tup = page::get_item(p, off).expect("found");
@@ -542,10 +561,23 @@ impl Session {
             drop(g);
             self.bb.release(buf);
             if out.is_some() {
-                return Ok(out);
+                result = out;
+                break;
             }
         }
-        Ok(None)
+        if !dead.is_empty() {
+            let engine = Arc::clone(&self.engine);
+            let index = engine.table(t).index.as_ref().expect("checked above");
+            for tid in dead {
+                index.delete(&self.bb, key, tid)?;
+                let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
+                if self.prune_opt(buf) {
+                    self.engine.free_hint(t).store(tid.block, Ordering::Relaxed);
+                }
+                self.bb.release(buf);
+            }
+        }
+        Ok(result)
     }
 
     /// `SELECT cols FROM t WHERE key = k [FOR UPDATE|FOR SHARE]`: the visible row's columns.
@@ -610,7 +642,7 @@ impl Session {
             let Some((tid, _, prunable)) = self.fetch_visible(t, key)? else { return Ok(None) };
             let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
             if prunable {
-                self.prune_opt(buf);
+                let _ = self.prune_opt(buf);
             }
             let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
             let vm = &self.engine.table(t).vm;
@@ -760,7 +792,9 @@ impl Session {
 
     /// Prunes `buf`'s page if the cleanup lock is free right now (`heap_page_prune_opt`):
     /// never waits, since pruning is only an optimisation.
-    fn prune_opt(&mut self, buf: lockstack_bufmgr::Buffer) {
+    /// Returns true if the page was pruned and has at least a quarter of a page free.
+    fn prune_opt(&mut self, buf: lockstack_bufmgr::Buffer) -> bool {
+        let mut roomy = false;
         if let Some(mut g) = self.bb.conditional_lock_for_cleanup(buf) {
             let horizon = self.engine.procarray.get_oldest_xmin();
             let pr = Pruner { engine: &self.engine, horizon };
@@ -776,13 +810,33 @@ impl Session {
             if !any_xmax {
                 page::set_prune_xid(g.page_mut(), 0);
             }
+            roomy = removed > 0 && page::free_space(g.page()) >= page::BLCKSZ / 4;
         }
+        roomy
     }
 
     /// Puts `tup` on a page of `t` other than `avoid` (the relation's last page, or a new one)
     /// and returns its TID.
     fn heap_insert_elsewhere(&mut self, t: Table, tup: &mut [u8], avoid: u32) -> Result<Tid, EngineError> {
         let rel = t.heap_oid();
+        let hint = self.engine.free_hint(t).swap(u32::MAX, Ordering::Relaxed);
+        if hint != u32::MAX && hint != avoid {
+            let buf = self.bb.read_block(rel, BlockNumber(hint))?;
+            let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+            if page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page()) {
+                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let tid = Tid { block: hint, offset: off };
+                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                g.mark_dirty();
+                drop(g);
+                self.bb.release(buf);
+                // Still roomy: leave the hint for the next one.
+                self.engine.free_hint(t).store(hint, Ordering::Relaxed);
+                return Ok(tid);
+            }
+            drop(g);
+            self.bb.release(buf);
+        }
         let nblocks = self.engine.pool.nblocks(rel, ForkNumber::Main)?;
         if nblocks > 0 && nblocks - 1 != avoid {
             let last = nblocks - 1;
@@ -1022,7 +1076,8 @@ mod tests {
 
     /// Two clients update the same row concurrently many times: the second waits on the first's
     /// transaction lock, then applies its delta on the newest version. No update is lost and
-    /// every key keeps exactly one live version.
+    /// every key keeps exactly one live version; dead index entries are killed and pruning
+    /// keeps the heap smaller than the sum of all versions.
     #[test]
     fn concurrent_updates_of_one_row_lose_nothing() {
         let e = engine(4, 1);
@@ -1048,6 +1103,23 @@ mod tests {
         assert!(t.duplicate_keys.is_empty(), "exactly one live version per key");
         let b = r.table_sums(Table::Branches).unwrap();
         assert_eq!((b.rows, b.balance), (1, 3 * per));
+        // With nobody running, every old version is dead to all: one more look-up kills every
+        // index entry it passes before reaching the live version (heap_hot_search_buffer's
+        // all_dead); like PostgreSQL's it stops at the first visible version.
+        let live = r.statement(|s| s.fetch_visible(Table::Branches, 1)).unwrap().unwrap().0;
+        let mut left = Vec::new();
+        e.table(Table::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut left).unwrap();
+        // Index entries point at HOT chain roots, which share the live version's page.
+        assert!(left.iter().any(|t| t.block == live.block), "the live chain keeps its entry");
+        assert!(
+            left.iter().all(|t| t.block >= live.block),
+            "dead entries before the live one were killed: {left:?}, live {live:?}"
+        );
+        let pages = e.pool.nblocks(Table::Branches.heap_oid(), ForkNumber::Main).unwrap();
+        assert!(
+            pages < 3 * per as u32 * 128 / 8192,
+            "pruning and page reuse kept the heap below its unpruned size ({pages} pages)"
+        );
         e.lmgr.check_invariants().unwrap();
         e.pool.check_invariants().unwrap();
     }

@@ -135,6 +135,37 @@ pub fn tuple_at(p: &[u8], off: OffsetNumber) -> Option<&[u8]> {
     page::get_item(p, off)
 }
 
+/// True if every version reachable from `root` is dead to all snapshots (the `all_dead` result
+/// of `heap_hot_search_buffer`, which lets an index scan kill the entry pointing at `root`).
+/// A root whose line pointer is dead or unused counts as all dead.
+pub fn chain_all_dead(p: &[u8], root: OffsetNumber, oracle: &dyn PruneOracle) -> bool {
+    let mut off = root;
+    for _ in 0..512 {
+        if off == 0 || off > page::max_offset_number(p) {
+            return true;
+        }
+        let id = page::item_id(p, off);
+        match id.flags {
+            LpFlags::Redirect => {
+                off = id.off;
+                continue;
+            }
+            LpFlags::Normal => {}
+            _ => return true,
+        }
+        let t = page::get_item(p, off).expect("normal");
+        if !dead_to_all(t, oracle) {
+            return false;
+        }
+        let h = header(t);
+        if h.infomask2 & HEAP_HOT_UPDATED == 0 {
+            return true;
+        }
+        off = h.ctid.offset;
+    }
+    false
+}
+
 /// Follows a HOT chain from its root line pointer `root` (`heap_hot_search_buffer`), calling
 /// `visible` on each member until it returns true; returns that member's offset. Redirect line
 /// pointers (left by pruning) are followed; the chain ends at a member that was not
@@ -183,7 +214,9 @@ pub trait PruneOracle {
     fn oldest_xmin(&self) -> TransactionId;
 }
 
-fn dead_to_all(t: &[u8], o: &dyn PruneOracle) -> bool {
+/// True if no snapshot can see this version: its inserter aborted, or its deleter committed
+/// before `oracle.oldest_xmin()` (`HeapTupleSatisfiesVacuum` == `HEAPTUPLE_DEAD`).
+pub fn dead_to_all(t: &[u8], o: &dyn PruneOracle) -> bool {
     let h = header(t).xact;
     if h.infomask & XMIN_INVALID != 0 && h.infomask & XMIN_COMMITTED == 0 {
         return true;
