@@ -60,18 +60,23 @@ impl AtomicLwLock {
     /// Attempts the lock once (`LWLockAttemptLock`); true if acquired.
     #[inline]
     fn attempt_lock(&self, mode: LwLockMode) -> bool {
-        // Most attempts find the lock idle (only RELEASE_OK set): try that first, saving the
-        // load before the CAS. A failed CAS returns the current state for the general loop.
-        let idle = FLAG_RELEASE_OK;
-        let first = match mode {
-            LwLockMode::Exclusive => idle + VAL_EXCLUSIVE,
-            LwLockMode::Shared => idle + 1,
-        };
-        let mut old =
-            match self.state.compare_exchange_weak(idle, first, Ordering::Acquire, Ordering::Relaxed) {
+        // An exclusive locker can only succeed on an idle lock (just RELEASE_OK set): try that
+        // first, saving the load before the CAS. Shared lockers often find other readers in,
+        // where such a guess fails and costs an extra cache-line transfer, so they load first.
+        let mut old = if mode == LwLockMode::Exclusive {
+            let idle = FLAG_RELEASE_OK;
+            match self.state.compare_exchange_weak(
+                idle,
+                idle + VAL_EXCLUSIVE,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return true,
                 Err(cur) => cur,
-            };
+            }
+        } else {
+            self.state.load(Ordering::Relaxed)
+        };
         loop {
             let desired = match mode {
                 LwLockMode::Exclusive => {
