@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lockstack_lwlock::LwLockKind;
 
-use crate::ptr::XLogRecPtr;
+use crate::ptr::{WAL_SEG_SIZE, XLogRecPtr};
 
 /// How inserters serialise, chosen at run time.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -138,11 +138,29 @@ pub struct WalConfig {
     pub synchronous_commit: bool,
     /// `wal_writer_delay` (1 ms ..= 10 s; default 200 ms).
     pub wal_writer_delay: Duration,
+    /// Segment number (16 MiB segments, [`WAL_SEG_SIZE`] bytes each) at which the log starts:
+    /// the log starts at the first byte of this 16 MiB segment, as after a clean shutdown +
+    /// segment switch; the engine passes the segment after the one holding the previous end
+    /// of WAL ([`crate::Wal::start_segment_after`] computes it from the end that
+    /// [`crate::Wal::shutdown`] returned). The first record then starts at
+    /// `start_segment * WAL_SEG_SIZE + 40` bytes (after the segment's long page header), so
+    /// every new position is above every position of the previous log. Default 0 (a new
+    /// cluster: first record at `0/28`); at most [`WalConfig::MAX_START_SEGMENT`].
+    ///
+    /// With a file sink, segment files numbered below it may stay in the directory (they are
+    /// never touched); one numbered at or above it makes [`crate::Wal::open`] fail. The first
+    /// record of the new log has no back-link (`xl_prev` invalid).
+    ///
+    /// PostgreSQL (9.4+, `StartupXLOG` in `xlog.c`) sets the insert position to
+    /// `XLogRecPtrToBytePos(EndOfLog)`, right after the shutdown checkpoint record; here the
+    /// log restarts at a segment boundary instead, as if an `XLOG_SWITCH` had followed that
+    /// record, so nothing of the old log's last page has to be read back into the buffers.
+    pub start_segment: u64,
 }
 
 impl Default for WalConfig {
     /// 8 insertion locks, 512 buffers, memory sink, no copy kept, no commit_delay,
-    /// commit_siblings 5, synchronous commit, 200 ms writer delay.
+    /// commit_siblings 5, synchronous commit, 200 ms writer delay, log starting in segment 0.
     fn default() -> Self {
         WalConfig {
             insert_mode: InsertMode::default(),
@@ -154,11 +172,26 @@ impl Default for WalConfig {
             commit_siblings: 5,
             synchronous_commit: true,
             wal_writer_delay: Duration::from_millis(200),
+            start_segment: 0,
         }
     }
 }
 
 impl WalConfig {
+    /// Largest [`start_segment`](Self::start_segment) accepted: 2^32 segments (64 PiB of WAL
+    /// before it), which leaves positions far from overflowing a `u64`.
+    pub const MAX_START_SEGMENT: u64 = 1 << 32;
+
+    /// Byte position of the first byte of [`start_segment`](Self::start_segment) (the page
+    /// that holds the log's first record): `start_segment * WAL_SEG_SIZE`.
+    ///
+    /// # Panics
+    /// If `start_segment * WAL_SEG_SIZE` overflows a `u64` (only possible for a value that
+    /// [`validate`](Self::validate) rejects).
+    pub fn start_position(&self) -> XLogRecPtr {
+        XLogRecPtr(self.start_segment.checked_mul(WAL_SEG_SIZE).expect("start_segment out of range"))
+    }
+
     /// Checks every range.
     ///
     /// # Errors
@@ -190,6 +223,13 @@ impl WalConfig {
                 self.wal_writer_delay
             )));
         }
+        if self.start_segment > Self::MAX_START_SEGMENT {
+            return Err(WalError::Config(format!(
+                "start_segment must be 0..={}, got {}",
+                Self::MAX_START_SEGMENT,
+                self.start_segment
+            )));
+        }
         if let WalSink::Modelled { flush_delay } = self.sink
             && flush_delay > Duration::from_secs(1)
         {
@@ -204,7 +244,8 @@ impl WalConfig {
 /// Everything that can go wrong in this crate.
 #[derive(Debug)]
 pub enum WalError {
-    /// A setting is out of range or unparsable.
+    /// A setting is out of range or unparsable, or a file sink's directory already holds a
+    /// segment file at or above [`WalConfig::start_segment`].
     Config(String),
     /// An I/O call failed on `path`.
     Io {
@@ -296,9 +337,14 @@ mod tests {
             WalConfig { commit_siblings: 1001, ..ok.clone() },
             WalConfig { wal_writer_delay: Duration::ZERO, ..ok.clone() },
             WalConfig { insert_mode: InsertMode::InsertionLocks(0), ..ok.clone() },
+            WalConfig { start_segment: WalConfig::MAX_START_SEGMENT + 1, ..ok.clone() },
+            WalConfig { start_segment: u64::MAX, ..ok.clone() },
         ];
         for c in cases {
             assert!(matches!(c.validate(), Err(WalError::Config(_))), "{c:?}");
         }
+        let last = WalConfig { start_segment: WalConfig::MAX_START_SEGMENT, ..ok };
+        assert!(last.validate().is_ok());
+        assert_eq!(last.start_position(), XLogRecPtr((1 << 32) * WAL_SEG_SIZE));
     }
 }

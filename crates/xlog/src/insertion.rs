@@ -208,8 +208,10 @@ impl InsertionLocks {
         v
     }
 
-    /// Sets the reservation counters (for a WAL that continues after existing records).
-    /// Only before any insertion.
+    /// Sets the reservation counters, in usable bytes (see [`crate::ptr`]): `cur` is where
+    /// the next record goes, `prev` the start of the record before it (equal to `cur` for
+    /// none). [`crate::Wal::open`] uses it to start a log at
+    /// [`crate::WalConfig::start_segment`]. Only before any insertion.
     pub fn set_start(&self, cur: u64, prev: u64) {
         self.reserve.cur.store(cur, Ordering::Release);
         self.reserve.prev.store(prev, Ordering::Release);

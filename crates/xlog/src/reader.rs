@@ -18,7 +18,7 @@ use crate::ptr::{XLOG_BLCKSZ, XLogRecPtr, maxalign, page_header_size};
 use crate::record::{
     MAX_RECORD_PAYLOAD, PageHeader, RECORD_HEADER_SIZE, RecordHeader, XLP_FIRST_IS_CONTRECORD,
 };
-use crate::sink::read_page_from_dir;
+use crate::sink::{read_page_from_dir, wal_files_in};
 
 /// Where a reader gets pages from.
 pub trait PageSource {
@@ -48,6 +48,33 @@ impl SegmentDir {
     pub fn new(dir: &Path) -> SegmentDir {
         SegmentDir { dir: dir.to_path_buf(), cache: None }
     }
+
+    /// The numbers of the segment files in the directory, ascending (names this crate writes,
+    /// [`crate::segment_file_name`]; other files are ignored). An empty or missing directory
+    /// has none.
+    ///
+    /// A log opened with [`crate::WalConfig::start_segment`] `s` begins at position
+    /// `s * WAL_SEG_SIZE`; to read one that starts at the first segment present, pass
+    /// `XLogRecPtr(first * WAL_SEG_SIZE)` to [`WalReader::new`]. One log never continues
+    /// into the next one started after it (the old log's tail is zeros, so a reader stops
+    /// there): read each from its own start.
+    ///
+    /// Every position ever written lies at or below `(last + 1) * WAL_SEG_SIZE`, so `last + 1`
+    /// keeps new positions above old ones even when the end of WAL is unknown (after a
+    /// crash). When the end is known, prefer [`crate::Wal::start_segment_after`]: if the old
+    /// log ended exactly at a segment boundary, `last + 1` would put the new log's first
+    /// record where a reader of the old log looks for its next one.
+    ///
+    /// # Errors
+    /// [`WalError::Io`] if the directory exists but cannot be listed.
+    pub fn segments(&self) -> Result<Vec<u64>, WalError> {
+        if !self.dir.exists() {
+            return Ok(Vec::new());
+        }
+        let mut segs: Vec<u64> = wal_files_in(&self.dir)?.into_iter().filter_map(|(_, s)| s).collect();
+        segs.sort_unstable();
+        Ok(segs)
+    }
 }
 
 impl PageSource for SegmentDir {
@@ -56,19 +83,37 @@ impl PageSource for SegmentDir {
     }
 }
 
-/// Pages from a byte image of the log (byte `i` = position `i`).
+/// Pages from a byte image of the log (byte `i` = position [`start`](Self::start) `+ i`).
 #[derive(Debug, Clone)]
 pub struct MemoryImage {
+    start: u64,
     bytes: Vec<u8>,
 }
 
 impl MemoryImage {
-    /// An image; pages beyond its end do not exist.
+    /// An image of the log from position 0; pages beyond its end do not exist.
     pub fn new(bytes: Vec<u8>) -> MemoryImage {
-        MemoryImage { bytes }
+        MemoryImage { start: 0, bytes }
     }
 
-    /// The bytes (to damage them in tests, or to save them).
+    /// An image whose first byte is position `start` (a log opened with
+    /// [`crate::WalConfig::start_segment`] > 0 keeps no bytes below its first segment); pages
+    /// before `start` or beyond the end do not exist.
+    ///
+    /// # Panics
+    /// If `start` is not a multiple of [`XLOG_BLCKSZ`] (8192 bytes).
+    pub fn starting_at(start: XLogRecPtr, bytes: Vec<u8>) -> MemoryImage {
+        assert_eq!(start.page_offset(), 0, "memory image must start at a page boundary, not {start}");
+        MemoryImage { start: start.0, bytes }
+    }
+
+    /// Position of the image's first byte.
+    pub fn start(&self) -> XLogRecPtr {
+        XLogRecPtr(self.start)
+    }
+
+    /// The bytes (to damage them in tests, or to save them); byte `i` is position
+    /// [`start`](Self::start) `+ i`.
     pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
         &mut self.bytes
     }
@@ -76,7 +121,8 @@ impl MemoryImage {
 
 impl PageSource for MemoryImage {
     fn read_page(&mut self, page_start: XLogRecPtr, buf: &mut [u8]) -> Result<bool, WalError> {
-        let s = page_start.0 as usize;
+        let Some(s) = page_start.0.checked_sub(self.start) else { return Ok(false) };
+        let s = s as usize;
         let e = s + XLOG_BLCKSZ as usize;
         if e > self.bytes.len() {
             return Ok(false);
@@ -165,8 +211,11 @@ pub struct WalReader<S: PageSource> {
 }
 
 impl<S: PageSource> WalReader<S> {
-    /// A reader whose first record starts at `start`. The first record's back-link is not
-    /// checked unless [`expect_prev`](Self::expect_prev) is called.
+    /// A reader whose first record starts at `start`. `start` may also be the first byte of a
+    /// page, such as a segment start (`segno * WAL_SEG_SIZE`, the start of a log opened with
+    /// [`crate::WalConfig::start_segment`]): the first record is then the one right after
+    /// that page's header. The first record's back-link is not checked unless
+    /// [`expect_prev`](Self::expect_prev) is called.
     pub fn new(source: S, start: XLogRecPtr) -> WalReader<S> {
         WalReader {
             source,

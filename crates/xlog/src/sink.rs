@@ -21,6 +21,37 @@ pub fn segment_file_name(segno: u64) -> String {
     format!("{:08X}{:08X}{:08X}", TIMELINE, segno / per_id, segno % per_id)
 }
 
+/// The segment number named by `name`, if it is a segment file name this crate writes
+/// (24 upper-case hex digits: timeline 1, then the two halves of [`segment_file_name`]).
+pub(crate) fn parse_segment_file_name(name: &str) -> Option<u64> {
+    let per_id = 0x1_0000_0000u64 / WAL_SEG_SIZE;
+    if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
+        return None;
+    }
+    let field = |i: usize| u64::from_str_radix(&name[i * 8..i * 8 + 8], 16).ok();
+    let (tli, hi, lo) = (field(0)?, field(1)?, field(2)?);
+    if tli != u64::from(TIMELINE) || lo >= per_id {
+        return None;
+    }
+    Some(hi * per_id + lo)
+}
+
+/// The names in `dir` that look like WAL segment files (24 hex digits, any case), each with
+/// its segment number when it is one this crate writes ([`parse_segment_file_name`]).
+pub(crate) fn wal_files_in(dir: &Path) -> Result<Vec<(String, Option<u64>)>, WalError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| WalError::io(dir, "read directory", e))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| WalError::io(dir, "read directory", e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.len() == 24 && name.chars().all(|c| c.is_ascii_hexdigit()) {
+            out.push((name.to_string(), parse_segment_file_name(&name)));
+        }
+    }
+    Ok(out)
+}
+
 /// One open segment file.
 struct OpenSegment {
     segno: u64,
@@ -37,15 +68,18 @@ enum SinkKind {
 /// Sink state, owned by whoever holds `WALWriteLock`.
 pub(crate) struct Sink {
     kind: SinkKind,
-    /// Copy of written WAL, indexed by position (when kept).
+    /// Copy of written WAL (when kept); byte `i` is position `image_start + i`.
     image: Option<Vec<u8>>,
+    /// Position of the image's first byte: the first byte of the log's first segment.
+    image_start: u64,
     /// Contiguous bytes waiting to be written, starting at `pending_start`.
     pending: Vec<u8>,
     pending_start: u64,
 }
 
 impl Sink {
-    pub(crate) fn new(sink: &WalSink, keep_in_memory: bool) -> Result<Sink, WalError> {
+    /// A sink for a log whose first page starts at byte position `start` (a segment start).
+    pub(crate) fn new(sink: &WalSink, keep_in_memory: bool, start: u64) -> Result<Sink, WalError> {
         let kind = match sink {
             WalSink::Files { dir } => {
                 std::fs::create_dir_all(dir).map_err(|e| WalError::io(dir, "create directory", e))?;
@@ -58,7 +92,13 @@ impl Sink {
             (SinkKind::Files { .. }, _) | (_, false) => None,
             _ => Some(Vec::new()),
         };
-        Ok(Sink { kind, image, pending: Vec::with_capacity(64 * 1024), pending_start: 0 })
+        Ok(Sink {
+            kind,
+            image,
+            image_start: start,
+            pending: Vec::with_capacity(64 * 1024),
+            pending_start: start,
+        })
     }
 
     /// True if `flush` costs something (files or modelled): PostgreSQL's `enableFsync`.
@@ -67,10 +107,11 @@ impl Sink {
     }
 
     /// A snapshot of the memory image through the page containing `upto` (pages are
-    /// written whole), if one is kept.
-    pub(crate) fn image_upto(&self, upto: u64) -> Option<Vec<u8>> {
+    /// written whole), if one is kept, with the position of its first byte.
+    pub(crate) fn image_upto(&self, upto: u64) -> Option<(u64, Vec<u8>)> {
         let end = upto.div_ceil(XLOG_BLCKSZ) * XLOG_BLCKSZ;
-        self.image.as_ref().map(|img| img[..(end as usize).min(img.len())].to_vec())
+        let len = end.saturating_sub(self.image_start) as usize;
+        self.image.as_ref().map(|img| (self.image_start, img[..len.min(img.len())].to_vec()))
     }
 
     /// The segment directory, for a file sink.
@@ -117,10 +158,11 @@ impl Sink {
         let start = self.pending_start;
         let end = start + self.pending.len() as u64;
         if let Some(img) = &mut self.image {
-            if img.len() < end as usize {
-                img.resize(end as usize, 0);
+            let (s, e) = ((start - self.image_start) as usize, (end - self.image_start) as usize);
+            if img.len() < e {
+                img.resize(e, 0);
             }
-            img[start as usize..end as usize].copy_from_slice(&self.pending);
+            img[s..e].copy_from_slice(&self.pending);
         }
         if let SinkKind::Files { dir, open } = &mut self.kind {
             let _scope = WaitEventScope::new(WaitEvent::WAL_WRITE);
@@ -233,5 +275,18 @@ mod tests {
         assert_eq!(segment_file_name(0), "000000010000000000000000");
         assert_eq!(segment_file_name(1), "000000010000000000000001");
         assert_eq!(segment_file_name(256), "000000010000000100000000");
+        for segno in [0, 1, 255, 256, 257, 0x1234_5678, 1 << 32] {
+            assert_eq!(parse_segment_file_name(&segment_file_name(segno)), Some(segno));
+        }
+        for bad in [
+            "00000001000000000000000",   // 23 digits
+            "0000000100000000000000000", // 25 digits
+            "000000020000000000000000",  // timeline 2
+            "000000010000000000000100",  // low half past 255
+            "00000001000000000000000a",  // lower case
+            "00000001000000000000000G",
+        ] {
+            assert_eq!(parse_segment_file_name(bad), None, "{bad}");
+        }
     }
 }

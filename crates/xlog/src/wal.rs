@@ -20,13 +20,13 @@ use crate::config::{InsertMode, WalConfig, WalError, WalSink};
 use crate::insertion::{InsertionHold, InsertionLocks};
 use crate::ptr::{
     WORDS_PER_PAGE, XLOG_BLCKSZ, XLogRecPtr, bytepos_to_end_recptr, bytepos_to_recptr, maxalign,
-    page_header_size,
+    page_header_size, recptr_to_bytepos,
 };
 use crate::reader::{MemoryImage, PageSource, SegmentDir, WalReader};
 use crate::record::{
     MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE, RecordHeader, contrecord_word0, page_header_words,
 };
-use crate::sink::{Sink, segment_file_name};
+use crate::sink::{Sink, segment_file_name, wal_files_in};
 use crate::stats::{WalCounters, WalStats};
 
 /// One record to insert: who wrote it and its payload (the 9.5+ `XLogBeginInsert` /
@@ -113,47 +113,56 @@ struct Inserter<'a> {
 
 impl Wal {
     /// Builds a WAL with `cfg` and, if `synchronous_commit` is off, starts its WAL writer
-    /// thread. The log starts empty at position 0 (the first record goes to `0/28`, after the
-    /// first page's long header).
+    /// thread. The log starts empty at the first byte of segment
+    /// [`WalConfig::start_segment`], `P = start_segment * WAL_SEG_SIZE` bytes: the insert
+    /// position is the usable-byte position of `P` (`XLogRecPtrToBytePos`, as `StartupXLOG`
+    /// sets `CurrBytePos` in PostgreSQL 9.4+), so the first record goes to `P + 40`, after the
+    /// segment's long page header (`0/28` for segment 0); written and flushed positions start
+    /// at `P`, and the page at `P` is initialised in the WAL buffers.
     ///
     /// # Errors
-    /// [`WalError::Config`] for an out-of-range setting, or a file sink directory that already
-    /// holds segment files (this crate does not recover existing WAL); [`WalError::Io`] if the
-    /// directory cannot be created or read.
+    /// [`WalError::Config`] for an out-of-range setting, or a file sink directory that
+    /// already holds a segment file numbered at or above `start_segment` (or a 24-hex-digit
+    /// name this crate does not write, such as another timeline's); files of lower segments
+    /// are left alone. [`WalError::Io`] if the directory cannot be created or read, or the
+    /// WAL writer thread cannot be started.
     pub fn open(cfg: WalConfig) -> Result<Arc<Wal>, WalError> {
         cfg.validate()?;
+        let start = cfg.start_position();
         if let WalSink::Files { dir } = &cfg.sink
             && dir.exists()
         {
-            let rd = std::fs::read_dir(dir).map_err(|e| WalError::io(dir, "read directory", e))?;
-            let first = segment_file_name(0);
-            for entry in rd {
-                let entry = entry.map_err(|e| WalError::io(dir, "read directory", e))?;
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                if name.len() == first.len() && name.chars().all(|c| c.is_ascii_hexdigit()) {
+            for (name, segno) in wal_files_in(dir)? {
+                if segno.is_none_or(|n| n >= cfg.start_segment) {
                     return Err(WalError::Config(format!(
-                        "{} already holds WAL segment files ({name}); use an empty directory",
-                        dir.display()
+                        "{} already holds WAL segment file {name}, not below start segment {} ({}); \
+                         start after it or use an empty directory",
+                        dir.display(),
+                        cfg.start_segment,
+                        segment_file_name(cfg.start_segment)
                     )));
                 }
             }
         }
-        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory)?;
+        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory, start.0)?;
         let nbuf = cfg.wal_buffers;
+        let start_bytepos = recptr_to_bytepos(start);
+        let ins = InsertionLocks::new(cfg.insert_mode, cfg.lwlock_kind)?;
+        // No record before the first: the first record's back-link is invalid.
+        ins.set_start(start_bytepos, start_bytepos);
         let wal = Arc::new(Wal {
-            ins: InsertionLocks::new(cfg.insert_mode, cfg.lwlock_kind)?,
+            ins,
             nbuf,
             pages: (0..nbuf * WORDS_PER_PAGE).map(|_| AtomicU64::new(0)).collect(),
             xlblocks: (0..nbuf).map(|_| AtomicU64::new(0)).collect(),
             mapping_lock: LwLock::new(cfg.lwlock_kind, TrancheId::WAL_BUF_MAPPING, 0),
-            initialized_upto: AtomicU64::new(0),
-            inserted_upto: CachePadded::new(AtomicU64::new(bytepos_to_end_recptr(0).0)),
+            initialized_upto: AtomicU64::new(start.0),
+            inserted_upto: CachePadded::new(AtomicU64::new(bytepos_to_end_recptr(start_bytepos).0)),
             write_lock: LwLock::new(cfg.lwlock_kind, TrancheId::WAL_WRITE, 0),
-            write_rqst: CachePadded::new(AtomicU64::new(0)),
-            write_result: AtomicU64::new(0),
-            flush_result: AtomicU64::new(0),
-            async_xact_lsn: AtomicU64::new(0),
+            write_rqst: CachePadded::new(AtomicU64::new(start.0)),
+            write_result: AtomicU64::new(start.0),
+            flush_result: AtomicU64::new(start.0),
+            async_xact_lsn: AtomicU64::new(start.0),
             sink: Mutex::new(sink),
             poisoned: AtomicBool::new(false),
             poison_msg: Mutex::new(None),
@@ -164,6 +173,10 @@ impl Wal {
             writer: Mutex::new(None),
             cfg,
         });
+        // The first page is in the buffers from the start, as `StartupXLOG` sets up the page
+        // holding the end of WAL, so that writing an empty log writes a valid page.
+        wal.init_page(wal.slot_of(start.0), start.0);
+        wal.initialized_upto.store(start.0 + XLOG_BLCKSZ, Ordering::Relaxed);
         if !wal.cfg.synchronous_commit {
             let weak = Arc::downgrade(&wal);
             let ctl = Arc::clone(&wal.writer_ctl);
@@ -199,7 +212,10 @@ impl Wal {
     }
 
     /// End of all WAL reserved so far (`GetXLogInsertRecPtr`): some of it may still be being
-    /// copied.
+    /// copied. When no backend is inserting, this is the end of WAL: the end position of the
+    /// last record inserted (what [`WalBackend::insert`] returned for it), or, before the
+    /// first record, the log's start (`0/28` for segment 0, else the first byte of
+    /// [`WalConfig::start_segment`]). [`Wal::shutdown`] flushes up to it and returns it.
     pub fn insert_position(&self) -> XLogRecPtr {
         bytepos_to_end_recptr(self.ins.reserved_bytepos())
     }
@@ -237,7 +253,7 @@ impl Wal {
     }
 
     /// A reader over the WAL written so far, starting at record `start` (use
-    /// [`Wal::first_record`] for the beginning). It sees what has been written (not
+    /// [`Wal::start_of_wal`] for the beginning of this log). It sees what has been written (not
     /// necessarily flushed); flush first to read everything inserted.
     ///
     /// # Errors
@@ -246,8 +262,8 @@ impl Wal {
         let sink = self.sink.lock();
         let source: Box<dyn PageSource + Send> = if let Some(dir) = sink.dir() {
             Box::new(SegmentDir::new(dir))
-        } else if let Some(img) = sink.image_upto(self.write_result.load(Ordering::Acquire)) {
-            Box::new(MemoryImage::new(img))
+        } else if let Some((at, img)) = sink.image_upto(self.write_result.load(Ordering::Acquire)) {
+            Box::new(MemoryImage::starting_at(XLogRecPtr(at), img))
         } else {
             return Err(WalError::NotReadable);
         };
@@ -255,23 +271,54 @@ impl Wal {
     }
 
     /// A copy of the WAL written so far, for a modelled or memory sink with `keep_in_memory`
-    /// (`None` otherwise): for saving it, or damaging it in tests.
+    /// (`None` otherwise): for saving it, or damaging it in tests. The image starts at the
+    /// first byte of [`WalConfig::start_segment`] ([`MemoryImage::start`]).
     pub fn memory_image(&self) -> Option<MemoryImage> {
         let upto = self.write_result.load(Ordering::Acquire);
-        self.sink.lock().image_upto(upto).map(MemoryImage::new)
+        self.sink.lock().image_upto(upto).map(|(at, img)| MemoryImage::starting_at(XLogRecPtr(at), img))
     }
 
-    /// Position of the first record of every WAL built by [`Wal::open`] (`0/28`).
+    /// Position of the first record of a WAL opened with [`WalConfig::start_segment`] 0
+    /// (`0/28`, after the first page's long header). See [`start_of_wal`](Self::start_of_wal)
+    /// for any start segment.
     pub fn first_record() -> XLogRecPtr {
         bytepos_to_recptr(0)
+    }
+
+    /// Position of the first record of this log: `start_segment * WAL_SEG_SIZE + 40` bytes
+    /// (after the long header of the segment's first page), whether or not it has been
+    /// inserted yet. Every record this WAL inserts starts at or after it.
+    pub fn start_of_wal(&self) -> XLogRecPtr {
+        bytepos_to_recptr(recptr_to_bytepos(self.cfg.start_position()))
+    }
+
+    /// The [`WalConfig::start_segment`] to reopen with after a log that ended at `end_of_wal`
+    /// (the value [`Wal::shutdown`] or [`WalBackend::flush_all`] returned): the segment after
+    /// the one holding `end_of_wal`, `end_of_wal.segment() + 1`.
+    ///
+    /// Every position of the old log, and so every page LSN stamped from it, is at most
+    /// `end_of_wal`, which is below the new log's first record end, so WAL-before-data
+    /// ordering holds across the restart. When `end_of_wal` is exactly a segment boundary
+    /// this skips one (never created) segment, so that a reader of the old log finds a
+    /// missing segment where it looks for the next record, a clean end.
+    ///
+    /// # Panics
+    /// If `end_of_wal` is in the last segment a `u64` position can address (unreachable).
+    pub fn start_segment_after(end_of_wal: XLogRecPtr) -> u64 {
+        end_of_wal.segment().checked_add(1).expect("end of WAL in the last addressable segment")
     }
 
     /// Stops the WAL writer (if running) and flushes every insertion finished so far. Call it
     /// when no backend is inserting; afterwards the WAL still works (commits then flush
     /// synchronously only if `synchronous_commit` is on).
     ///
+    /// Returns the flushed position, which is then the end of WAL
+    /// ([`insert_position`](Self::insert_position)); pass it to
+    /// [`Wal::start_segment_after`] to reopen the log after it.
+    ///
     /// # Errors
-    /// The flush's error.
+    /// The flush's error (the WAL is then poisoned), or [`WalError::Poisoned`] after an
+    /// earlier failure.
     pub fn shutdown(&self) -> Result<XLogRecPtr, WalError> {
         self.stop_wal_writer();
         let counters = self.stats.register();
@@ -756,7 +803,8 @@ impl WalBackend {
         r
     }
 
-    /// Flushes every insertion finished so far (by any backend).
+    /// Flushes every insertion finished so far (by any backend) and returns how far that is:
+    /// with no other backend inserting, the end of WAL.
     ///
     /// # Errors
     /// As [`flush`](Self::flush).
