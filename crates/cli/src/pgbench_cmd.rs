@@ -1,19 +1,30 @@
 //! `lockstack pgbench`: pgbench's options and report over the lockstack engine.
 
 use clap::Args;
+use lockstack_engine::datadir;
+use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::EngineConfig;
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig, PgbenchResult, Progress};
+use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress};
 use lockstack_engine::pgbench::script::{Builtin, Script, parse_script};
 use lockstack_engine::report::MachineNote;
+use lockstack_engine::settings;
 
 use crate::Failure;
 
 /// Arguments of `lockstack pgbench` (pgbench 15's names where they exist).
 #[derive(Args, Debug)]
 pub(crate) struct PgbenchArgs {
-    /// Initialise only: load the tables (in memory) and report the load time.
+    /// Initialize only: create and load the tables (into --data-dir, or in memory to time the
+    /// load) and stop.
     #[arg(short = 'i', long = "initialize")]
     initialize: bool,
+    /// Keep relations, CLOG and WAL in files under DIR: -i creates and loads it; a run opens
+    /// it (scale from the control file) and shuts it down cleanly at the end.
+    #[arg(long = "data-dir", value_name = "DIR")]
+    data_dir: Option<std::path::PathBuf>,
+    /// Also check that the account balance total is unchanged (transfer scripts).
+    #[arg(long = "check-total")]
+    check_total: bool,
     /// Scale factor.
     #[arg(short = 's', long = "scale", default_value_t = 1)]
     scale: i64,
@@ -64,6 +75,10 @@ pub(crate) struct PgbenchArgs {
     /// Release preset: pg91, pg92, pg96, pg14, pg17.
     #[arg(long, default_value = "pg17")]
     preset: String,
+    /// Override one design choice of the preset: crate.knob=value (repeatable; `--set help`
+    /// lists every knob).
+    #[arg(long = "set", value_name = "CRATE.KNOB=VALUE")]
+    set: Vec<String>,
     /// Wait-event sampling rate in Hz (0 = off).
     #[arg(long, default_value_t = 100)]
     wait_sampling_hz: u32,
@@ -88,6 +103,10 @@ fn split_weight(spec: &str, what: &str) -> Result<(String, u32), Failure> {
 }
 
 pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
+    if args.set.iter().any(|s| s == "help") {
+        print_knobs();
+        return Ok(());
+    }
     if args.clients == 0 || args.clients > 1000 {
         return Err(Failure::input(format!("invalid number of clients: \"{}\"", args.clients)));
     }
@@ -137,12 +156,24 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     if scripts.is_empty() {
         scripts.push(Builtin::find("tpcb-like").map_err(Failure::input)?.script());
     }
-    let nbuffers = usize::try_from(args.scale).unwrap_or(1) * 2200 + 16_384;
-    let engine = EngineConfig::preset(&args.preset, args.clients + 1, nbuffers).map_err(Failure::input)?;
+    let scale = match (&args.data_dir, args.initialize) {
+        (Some(dir), false) => {
+            let control = datadir::read_control(dir).map_err(|e| Failure::input(e.to_string()))?;
+            if args.scale != 1 && args.scale != control.scale {
+                eprintln!("scale option ignored, using the data directory's scale {}", control.scale);
+            }
+            control.scale
+        }
+        _ => args.scale,
+    };
+    let nbuffers = usize::try_from(scale).unwrap_or(1) * 2200 + 16_384;
+    let mut engine =
+        EngineConfig::preset(&args.preset, args.clients + 1, nbuffers).map_err(Failure::input)?;
+    settings::apply_all(&mut engine, &args.set).map_err(Failure::input)?;
     crate::prepare_json(args.json.as_deref())?;
     let threads = args.jobs.min(args.clients);
     let cfg = PgbenchConfig {
-        scale: args.scale,
+        scale,
         fillfactor: args.fillfactor,
         clients: args.clients,
         threads,
@@ -156,13 +187,19 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     };
     if args.initialize {
         let t0 = std::time::Instant::now();
-        lockstack_engine::engine::Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)
-            .map_err(|e| Failure::run(e.to_string()))?;
-        println!(
-            "done in {:.2} s (load {:.2} s, in memory).",
-            t0.elapsed().as_secs_f64(),
-            t0.elapsed().as_secs_f64()
-        );
+        let place = match &args.data_dir {
+            Some(dir) => {
+                datadir::initialize(cfg.engine.clone(), dir, cfg.scale, cfg.fillfactor)
+                    .map_err(|e| Failure::run(e.to_string()))?;
+                format!("files in {}", dir.display())
+            }
+            None => {
+                Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)
+                    .map_err(|e| Failure::run(e.to_string()))?;
+                "in memory".to_string()
+            }
+        };
+        println!("done in {:.2} s (scale {}, {place}).", t0.elapsed().as_secs_f64(), cfg.scale);
         return Ok(());
     }
     let progress = |p: &Progress| {
@@ -171,7 +208,33 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             p.at, p.tps, p.lat_ms, p.stddev_ms, p.failed
         );
     };
-    let res = runner::run(&cfg, &progress).map_err(|e| Failure::run(e.to_string()))?;
+    let mut res = match &args.data_dir {
+        None => runner::run(&cfg, &progress).map_err(|e| Failure::run(e.to_string()))?,
+        Some(dir) => {
+            let t0 = std::time::Instant::now();
+            let (engine, control) =
+                datadir::open(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
+            let res = runner::run_on(&engine, t0.elapsed().as_secs_f64(), &cfg, &progress);
+            // Shut down even after a failed run, so the directory stays usable.
+            let down = datadir::shutdown(&engine, &control);
+            let res = res.map_err(|e| Failure::run(e.to_string()))?;
+            down.map_err(|e| Failure::run(format!("shutdown of \"{}\" failed: {e}", dir.display())))?;
+            res
+        }
+    };
+    if args.check_total {
+        let (before, after) = res
+            .balance_sums
+            .iter()
+            .find(|(t, _, _)| t == "pgbench_accounts")
+            .map(|(_, b, a)| (*b, *a))
+            .unwrap_or_default();
+        res.checks.push(Check {
+            name: "--check-total: account balance total unchanged".into(),
+            ok: before == after,
+            detail: format!("{before} -> {after}"),
+        });
+    }
     print_report(&args, &cfg, &res);
     crate::write_json(args.json.as_deref(), &res)?;
     if let Some(c) = res.checks.iter().find(|c| !c.ok) {
@@ -261,5 +324,13 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     println!("consistency checks:");
     for c in &r.checks {
         println!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+    }
+}
+
+/// `--set help`: every knob with its values and meaning.
+pub(crate) fn print_knobs() {
+    println!("--set crate.knob=value overrides (applied in order, after --preset):");
+    for k in settings::KNOBS {
+        println!("  {:<36} {:<42} {}", k.key, k.values, k.about);
     }
 }

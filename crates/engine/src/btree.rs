@@ -330,6 +330,28 @@ impl BTree {
         })
     }
 
+    /// Opens an existing index from its metapage (block 0), as `_bt_getroot` reads `btm_root`
+    /// (PostgreSQL `src/backend/access/nbtree/nbtpage.c`).
+    ///
+    /// # Errors
+    /// Buffer pool errors; [`BTreeError::Corrupt`] when block 0 is not a metapage.
+    pub fn open(bb: &BackendBuffers, rel: Oid, lwlock_kind: LwLockKind) -> Result<BTree, BTreeError> {
+        let (buf, g) = lock_block(bb, rel, META_BLOCK, LwLockMode::Shared)?;
+        let s = page::special(g.page());
+        let magic = u32::from_le_bytes(s[0..4].try_into().expect("4 bytes"));
+        let root = u32::from_le_bytes(s[4..8].try_into().expect("4 bytes"));
+        drop(g);
+        bb.release(buf);
+        if magic != META_MAGIC {
+            return Err(BTreeError::Corrupt(format!("index {rel}: block 0 is not a B-tree metapage")));
+        }
+        Ok(BTree {
+            rel,
+            root: AtomicU32::new(root),
+            split_lock: LwLock::new(lwlock_kind, TrancheId::register("BtreeSplit"), rel.0),
+        })
+    }
+
     /// The index relation.
     pub fn rel(&self) -> Oid {
         self.rel

@@ -30,7 +30,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockstack_bufmgr::page::{self, LpFlags};
 use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE, VmBuffer};
-use lockstack_bufmgr::{BackendBuffers, BufferError, BufferPool, BufferPoolConfig, ForkNumber, LwLockMode};
+use lockstack_bufmgr::{
+    BackendBuffers, BufferError, BufferPool, BufferPoolConfig, ForkNumber, LwLockMode, MemorySmgr, Smgr,
+};
 use lockstack_clog::{Clog, ClogConfig, ClogError, SubTrans, SubTransConfig, SubTransError, XidStatus};
 use lockstack_common::{AttachedBackend, BackendId, BackendStatusArray, BlockNumber, TransactionId};
 use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode};
@@ -159,6 +161,22 @@ pub struct Engine {
     /// Per table (in `Table::ALL` order): a page that pruning left with room, tried first by
     /// non-HOT updates (a one-entry stand-in for PostgreSQL's free space map).
     free_hint: [AtomicU32; 4],
+    /// Where relations, CLOG and WAL live (`None`: in memory).
+    data_dir: Option<std::path::PathBuf>,
+}
+
+/// Where [`Engine::build`] gets the tables from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TableSource {
+    /// Create and load them (pgbench -i).
+    Load {
+        /// Scale factor.
+        scale: i64,
+        /// Heap fillfactor, percent.
+        fillfactor: u8,
+    },
+    /// Open existing relation files.
+    Open,
 }
 
 impl std::fmt::Debug for Engine {
@@ -280,22 +298,47 @@ impl EngineConfig {
 }
 
 impl Engine {
-    /// Builds every subsystem and loads pgbench's tables at `scale` with heap `fillfactor`.
+    /// Builds every subsystem in memory and loads pgbench's tables at `scale` with heap
+    /// `fillfactor`.
     ///
     /// # Errors
     /// Any subsystem's configuration or I/O error.
     pub fn new(cfg: EngineConfig, scale: i64, fillfactor: u8) -> Result<Arc<Engine>, EngineError> {
+        Engine::build(cfg, Arc::new(MemorySmgr::new()), TableSource::Load { scale, fillfactor }, None)
+    }
+
+    /// Builds every subsystem over `smgr` and either loads the tables or opens them from their
+    /// relation files (metapages give the index roots). With `data_dir`, the pool gets a
+    /// WAL-before-data hook (PostgreSQL's `FlushBuffer` calls `XLogFlush(page LSN)`), so no page
+    /// reaches its file ahead of the WAL that describes it.
+    pub(crate) fn build(
+        cfg: EngineConfig,
+        smgr: Arc<dyn Smgr>,
+        source: TableSource,
+        data_dir: Option<std::path::PathBuf>,
+    ) -> Result<Arc<Engine>, EngineError> {
         let procarray = ProcArray::new(cfg.procarray).map_err(|e| EngineError::Usage(e.to_string()))?;
         let clog = Arc::new(Clog::new(cfg.clog.clone())?);
         let subtrans = Arc::new(SubTrans::new(cfg.subtrans.clone())?);
         let lmgr = Lmgr::new(cfg.lmgr).map_err(EngineError::Usage)?;
-        let pool = BufferPool::in_memory(cfg.bufmgr.clone())?;
+        let pool = BufferPool::new(cfg.bufmgr.clone(), smgr)?;
         let wal = Wal::open(cfg.wal.clone())?;
+        if data_dir.is_some() {
+            let flusher = parking_lot::Mutex::new(wal.backend());
+            pool.set_wal_flush_hook(Arc::new(move |lsn: u64| {
+                flusher.lock().flush(lockstack_xlog::XLogRecPtr(lsn)).map_err(|e| e.to_string())
+            }));
+        }
         let backends = BackendStatusArray::new(cfg.max_backends);
         let bb = pool.backend();
         let mut tables = Vec::new();
         for t in Table::ALL {
-            tables.push(tables::load_table(&bb, t, scale, fillfactor, cfg.lwlock_kind)?);
+            tables.push(match source {
+                TableSource::Load { scale, fillfactor } => {
+                    tables::load_table(&bb, t, scale, fillfactor, cfg.lwlock_kind)?
+                }
+                TableSource::Open => tables::open_table(&bb, t, cfg.lwlock_kind)?,
+            });
         }
         drop(bb);
         Ok(Arc::new(Engine {
@@ -310,7 +353,13 @@ impl Engine {
             tables,
             history_target: AtomicU32::new(u32::MAX),
             free_hint: std::array::from_fn(|_| AtomicU32::new(u32::MAX)),
+            data_dir,
         }))
+    }
+
+    /// The data directory the engine's files live in (`None` in memory).
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        self.data_dir.as_deref()
     }
 
     fn free_hint(&self, t: Table) -> &AtomicU32 {

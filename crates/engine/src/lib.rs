@@ -6,10 +6,12 @@
 //! a serialisable result out, no printing (the CLI formats).
 
 pub mod btree;
+pub mod datadir;
 pub mod engine;
 pub mod heap;
 pub mod isolation;
 pub mod micro;
 pub mod pgbench;
 pub mod report;
+pub mod settings;
 pub mod tables;

@@ -96,6 +96,8 @@ pub enum TableError {
     Buffer(BufferError),
     /// Index failure.
     Index(BTreeError),
+    /// A table to open has no relation file (the data directory was not initialised with -i).
+    Missing(Table),
 }
 
 impl std::fmt::Display for TableError {
@@ -103,6 +105,7 @@ impl std::fmt::Display for TableError {
         match self {
             TableError::Buffer(e) => write!(f, "{e}"),
             TableError::Index(e) => write!(f, "{e}"),
+            TableError::Missing(t) => write!(f, "relation \"{}\" does not exist", t.name()),
         }
     }
 }
@@ -183,6 +186,28 @@ pub fn load_table(
         None => None,
     };
     Ok(TableRel { table, index, vm })
+}
+
+/// Opens `table` from relation files written by an earlier [`load_table`] and clean shutdown:
+/// the heap needs nothing in memory, the primary key's root comes from its metapage.
+///
+/// # Errors
+/// Buffer pool errors (a missing relation file reads as an empty relation, so the heap's size
+/// is checked: [`TableError::Missing`] when it has no pages).
+pub fn open_table(
+    bb: &BackendBuffers,
+    table: Table,
+    lwlock_kind: LwLockKind,
+) -> Result<TableRel, TableError> {
+    let rel = table.heap_oid();
+    if table != Table::History && bb.pool().nblocks(rel, ForkNumber::Main)? == 0 {
+        return Err(TableError::Missing(table));
+    }
+    let index = match table.index_oid() {
+        Some(ioid) => Some(BTree::open(bb, ioid, lwlock_kind)?),
+        None => None,
+    };
+    Ok(TableRel { table, index, vm: VisibilityMap::new(rel) })
 }
 
 /// Sums of one table's live rows under a visibility test: row count and balance sum, plus the

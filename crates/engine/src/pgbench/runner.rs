@@ -122,6 +122,9 @@ pub struct PgbenchResult {
     pub scripts: Vec<ScriptResult>,
     /// Consistency checks run after the run.
     pub checks: Vec<Check>,
+    /// Balance sums over the live rows before and after the run: (table, before, after), for
+    /// pgbench_accounts, pgbench_tellers, pgbench_branches and pgbench_history (its delta sum).
+    pub balance_sums: Vec<(String, i64, i64)>,
     /// LWLock tranche counters of the measured phase: (tranche, shared, exclusive, blocks,
     /// wait ns).
     pub lwlocks: Vec<(String, u64, u64, u64, u64)>,
@@ -229,9 +232,12 @@ fn run_command(
     }
 }
 
+/// The order of [`sums`]'s entries: the three balance tables as the checks name them, then history.
+const SUM_ORDER: [Table; 4] = [Table::Accounts, Table::Tellers, Table::Branches, Table::History];
+
 fn sums(s: &mut Session) -> Result<[(u64, i64, usize); 4], EngineError> {
     let mut out = [(0, 0, 0); 4];
-    for (i, t) in [Table::Accounts, Table::Tellers, Table::Branches, Table::History].into_iter().enumerate() {
+    for (i, t) in SUM_ORDER.into_iter().enumerate() {
         let x = s.table_sums(t)?;
         out[i] = (x.rows, x.balance, x.duplicate_keys.len());
     }
@@ -249,7 +255,23 @@ pub fn run(
 ) -> Result<PgbenchResult, EngineError> {
     let t0 = Instant::now();
     let engine = Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)?;
-    let load_s = t0.elapsed().as_secs_f64();
+    run_on(&engine, t0.elapsed().as_secs_f64(), cfg, on_progress)
+}
+
+/// Runs the benchmark on an engine that already holds the tables (opened from a data
+/// directory, say); `load_s` is reported as the load time. `cfg.engine` and `cfg.fillfactor`
+/// are not used (the engine's own configuration rules); `cfg.scale` must be the scale the tables
+/// were loaded at, since scripts see it as `:scale`.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_on(
+    engine: &Arc<Engine>,
+    load_s: f64,
+    cfg: &PgbenchConfig,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<PgbenchResult, EngineError> {
+    let engine = Arc::clone(engine);
     let before = {
         let mut s = engine.session(BackendId(cfg.clients as u32))?;
         sums(&mut s)?
@@ -407,6 +429,11 @@ pub fn run(
         sums(&mut s)?
     };
     let checks = consistency_checks(cfg, &before, &after);
+    let balance_sums = SUM_ORDER
+        .iter()
+        .zip(before.iter().zip(&after))
+        .map(|(t, (b, a))| (t.name().to_string(), b.1, a.1))
+        .collect();
     let transactions: u64 = scripts.iter().map(|s| s.transactions).sum();
     let failed: u64 = scripts.iter().map(|s| s.failed).sum();
     Ok(PgbenchResult {
@@ -418,6 +445,7 @@ pub fn run(
         latency_stddev_ms: hist.stdev() / 1000.0,
         scripts,
         checks,
+        balance_sums,
         lwlocks: lw
             .tranches
             .iter()

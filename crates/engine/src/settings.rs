@@ -1,0 +1,356 @@
+//! `--set crate.knob=value`: run-time overrides of one design choice on top of a preset.
+//!
+//! Every knob names the crate it belongs to and the field it sets, with PostgreSQL's GUC name
+//! where one exists (`clog.buffers` is `transaction_buffers` in 17, `bufmgr.nbuffers` is
+//! `shared_buffers` in 8 KiB pages, `wal.synchronous_commit` is `synchronous_commit`). Overrides
+//! apply in the order given, after the preset; `lwlock.kind` sets the LWLock implementation of
+//! every crate at once, so give it before any crate-specific override that should survive it.
+//!
+//! Errors are one line: an unknown key lists every valid key, a bad value names the key and lists
+//! the values it accepts.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use lockstack_bufmgr::{HeaderKind, MappingKind, VictimKind};
+use lockstack_clog::SlruLocking;
+use lockstack_lmgr::{FastPath, VxidLocks};
+use lockstack_lwlock::LwLockKind;
+use lockstack_procarray::{
+    EndXactStrategy, GlobalXminMode, Layout, OldSnapshotThreshold, TimeMapMaintenance,
+};
+use lockstack_xlog::{InsertMode, WalSink};
+
+use crate::engine::EngineConfig;
+
+/// One overridable knob: its key, the values it accepts (for help and errors) and what it sets.
+#[derive(Clone, Copy, Debug)]
+pub struct Knob {
+    /// `crate.knob`, as given to `--set`.
+    pub key: &'static str,
+    /// The values accepted, in words (`pgproc|pgxact|pgxact-padded|dense`, `1..=1024`).
+    pub values: &'static str,
+    /// What the knob selects, with the PostgreSQL name or release it stands for.
+    pub about: &'static str,
+}
+
+/// Every knob `--set` accepts, in the order `lockstack pgbench --set help` lists them.
+pub const KNOBS: &[Knob] = &[
+    Knob {
+        key: "lwlock.kind",
+        values: "pg92|atomic|read-biased",
+        about: "LWLock implementation of every crate (9.2 spinlock, 9.5+ atomic word, BRAVO reader-biased)",
+    },
+    Knob {
+        key: "procarray.layout",
+        values: "pgproc|pgxact|pgxact-padded|dense",
+        about: "hot transaction fields: in PGPROC (9.1), PGXACT (9.2), padded PGXACT, dense arrays (14)",
+    },
+    Knob {
+        key: "procarray.end_xact",
+        values: "exclusive|flexlock|group-clear",
+        about: "ProcArrayEndTransaction: exclusive lock, FlexLock (2011 patch), group XID clear (9.6)",
+    },
+    Knob {
+        key: "procarray.global_xmin",
+        values: "every-snapshot|lazy",
+        about: "global xmin horizon on every snapshot, or lazily (the recentglobalxmin patch)",
+    },
+    Knob {
+        key: "procarray.skip_subxids_without_xid",
+        values: "on|off",
+        about: "skip subxid caches of backends without an xid (9.2)",
+    },
+    Knob {
+        key: "procarray.fast_xid_compare",
+        values: "on|off",
+        about: "compare normal xids with plain integer arithmetic (9.2)",
+    },
+    Knob {
+        key: "procarray.snapshot_reuse",
+        values: "on|off",
+        about: "reuse the last snapshot while no xid-bearing transaction ended (14)",
+    },
+    Knob {
+        key: "procarray.old_snapshot_threshold",
+        values: "off|MINUTES",
+        about: "old_snapshot_threshold (9.6-16), in minutes",
+    },
+    Knob {
+        key: "procarray.time_map",
+        values: "every-call|xmin-advanced|minute-boundary",
+        about: "OldSnapshotTimeMap maintenance: 9.6 beta, seed 001's fix, 9.6 release",
+    },
+    Knob {
+        key: "clog.buffers",
+        values: "1..=65536",
+        about: "CLOG SLRU buffers (NUM_CLOG_BUFFERS; transaction_buffers in 17)",
+    },
+    Knob {
+        key: "clog.locking",
+        values: "control-lock|banks",
+        about: "one SLRU control lock (9.2) or banks of 16 buffers with a lock each (17)",
+    },
+    Knob { key: "clog.group_update", values: "on|off", about: "group CLOG status update (11)" },
+    Knob { key: "subtrans.buffers", values: "1..=65536", about: "pg_subtrans SLRU buffers" },
+    Knob { key: "subtrans.locking", values: "control-lock|banks", about: "pg_subtrans SLRU locking" },
+    Knob {
+        key: "lmgr.partitions",
+        values: "power of two 1..=1024",
+        about: "lock manager partitions (NUM_LOCK_PARTITIONS, 16 in PostgreSQL)",
+    },
+    Knob {
+        key: "lmgr.fast_path",
+        values: "off|GROUPS",
+        about: "fast-path relation locks: off (9.1), GROUPS groups of 16 slots (1 = 9.2, more = 18)",
+    },
+    Knob {
+        key: "lmgr.vxid",
+        values: "eager|on-demand",
+        about: "VXID locks taken at BEGIN (9.1) or on demand (9.2)",
+    },
+    Knob { key: "bufmgr.nbuffers", values: "16..", about: "shared_buffers, in 8 KiB pages" },
+    Knob {
+        key: "bufmgr.header",
+        values: "spinlock|atomic",
+        about: "buffer header: spinlock (9.2) or atomic state word (9.6)",
+    },
+    Knob {
+        key: "bufmgr.mapping",
+        values: "partitions-N|dashmap",
+        about: "buffer mapping table: N partitions (16 in 9.2, 128 in 9.5) or dashmap",
+    },
+    Knob {
+        key: "bufmgr.victim",
+        values: "freelist-lock|atomic-clock",
+        about: "victim search: BufFreelistLock (9.2) or atomic clock hand (9.5)",
+    },
+    Knob {
+        key: "wal.insert",
+        values: "single|locks:N",
+        about: "one WALInsertLock (9.2) or N insertion locks (9.4, N = 8)",
+    },
+    Knob { key: "wal.buffers", values: "8..", about: "wal_buffers, in 8 KiB pages" },
+    Knob { key: "wal.synchronous_commit", values: "on|off", about: "synchronous_commit" },
+    Knob { key: "wal.commit_delay", values: "MICROSECONDS", about: "commit_delay, in us" },
+    Knob { key: "wal.commit_siblings", values: "0..", about: "commit_siblings" },
+    Knob {
+        key: "wal.flush",
+        values: "memory|modelled:MICROSECONDS",
+        about: "WAL flush cost when not in --data-dir: none, or a modelled fsync of that many us",
+    },
+    Knob {
+        key: "wal.writer_delay",
+        values: "MILLISECONDS",
+        about: "wal_writer_delay, in ms (synchronous_commit off)",
+    },
+];
+
+fn valid_keys() -> String {
+    KNOBS.iter().map(|k| k.key).collect::<Vec<_>>().join(", ")
+}
+
+fn bool_value(key: &str, v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: on, off)")),
+    }
+}
+
+fn number<T: FromStr + PartialOrd + std::fmt::Display>(
+    key: &str,
+    v: &str,
+    lo: T,
+    hi: T,
+) -> Result<T, String> {
+    match v.parse::<T>() {
+        Ok(n) if n >= lo && n <= hi => Ok(n),
+        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: {lo}..={hi})")),
+    }
+}
+
+fn parsed<T: FromStr>(key: &str, v: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    v.parse::<T>().map_err(|e| format!("invalid value \"{v}\" for --set {key}: {e}"))
+}
+
+/// Applies one `crate.knob=value` assignment to `cfg`.
+///
+/// # Errors
+/// A one-line message when the text has no `=`, the key is unknown (listing every valid key) or
+/// the value is not one the knob accepts (listing those). `cfg` is unchanged on error.
+pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String> {
+    let Some((key, value)) = assignment.split_once('=') else {
+        return Err(format!(
+            "invalid --set \"{assignment}\": expected crate.knob=value (keys: {})",
+            valid_keys()
+        ));
+    };
+    let (key, v) = (key.trim(), value.trim());
+    let mut c = cfg.clone();
+    match key {
+        "lwlock.kind" => {
+            let k: LwLockKind = parsed(key, v)?;
+            c.lwlock_kind = k;
+            c.procarray.lwlock_kind = k;
+            c.lmgr.lwlock = k;
+            c.bufmgr.lwlock = k;
+            c.wal.lwlock_kind = k;
+            c.clog.lwlock_kind = k;
+            c.subtrans.lwlock_kind = k;
+        }
+        "procarray.layout" => c.procarray.layout = parsed::<Layout>(key, v)?,
+        "procarray.end_xact" => c.procarray.end_xact = parsed::<EndXactStrategy>(key, v)?,
+        "procarray.global_xmin" => c.procarray.global_xmin = parsed::<GlobalXminMode>(key, v)?,
+        "procarray.skip_subxids_without_xid" => c.procarray.skip_subxids_without_xid = bool_value(key, v)?,
+        "procarray.fast_xid_compare" => c.procarray.fast_xid_compare = bool_value(key, v)?,
+        "procarray.snapshot_reuse" => c.procarray.snapshot_reuse = bool_value(key, v)?,
+        "procarray.old_snapshot_threshold" => {
+            c.procarray.old_snapshot_threshold = parsed::<OldSnapshotThreshold>(key, v)?
+        }
+        "procarray.time_map" => c.procarray.time_map = parsed::<TimeMapMaintenance>(key, v)?,
+        "clog.buffers" => c.clog.buffers = number(key, v, 1usize, 65536)?,
+        "clog.locking" => c.clog.locking = slru_locking(key, v)?,
+        "clog.group_update" => c.clog.group_update = bool_value(key, v)?,
+        "subtrans.buffers" => c.subtrans.buffers = number(key, v, 1usize, 65536)?,
+        "subtrans.locking" => c.subtrans.locking = slru_locking(key, v)?,
+        "lmgr.partitions" => {
+            let n = number(key, v, 1usize, 1024)?;
+            if !n.is_power_of_two() {
+                return Err(format!(
+                    "invalid value \"{v}\" for --set {key} (valid: a power of two 1..=1024)"
+                ));
+            }
+            c.lmgr.partitions = n;
+        }
+        "lmgr.fast_path" => {
+            c.lmgr.fast_path = if v.eq_ignore_ascii_case("off") {
+                FastPath::Off
+            } else {
+                FastPath::Groups { groups: number(key, v, 1usize, 1024)? }
+            }
+        }
+        "lmgr.vxid" => c.lmgr.vxid = parsed::<VxidLocks>(key, v)?,
+        "bufmgr.nbuffers" => c.bufmgr.nbuffers = number(key, v, 16usize, 1 << 26)?,
+        "bufmgr.header" => c.bufmgr.header = parsed::<HeaderKind>(key, v)?,
+        "bufmgr.mapping" => c.bufmgr.mapping = parsed::<MappingKind>(key, v)?,
+        "bufmgr.victim" => c.bufmgr.victim = parsed::<VictimKind>(key, v)?,
+        "wal.insert" => c.wal.insert_mode = parsed::<InsertMode>(key, v)?,
+        "wal.buffers" => c.wal.wal_buffers = number(key, v, 8usize, 1 << 20)?,
+        "wal.synchronous_commit" => c.wal.synchronous_commit = bool_value(key, v)?,
+        "wal.commit_delay" => c.wal.commit_delay_us = number(key, v, 0u64, 100_000)?,
+        "wal.commit_siblings" => c.wal.commit_siblings = number(key, v, 0usize, 1000)?,
+        "wal.flush" => {
+            c.wal.sink = match v.split_once(':') {
+                None if v == "memory" => WalSink::Memory,
+                Some(("modelled", us)) => WalSink::Modelled {
+                    flush_delay: Duration::from_micros(number(key, us, 0u64, 1_000_000)?),
+                },
+                _ => {
+                    return Err(format!(
+                        "invalid value \"{v}\" for --set {key} (valid: memory, modelled:MICROSECONDS)"
+                    ));
+                }
+            }
+        }
+        "wal.writer_delay" => {
+            c.wal.wal_writer_delay = Duration::from_millis(number(key, v, 1u64, 10_000)?);
+        }
+        _ => return Err(format!("unknown --set key \"{key}\" (valid: {})", valid_keys())),
+    }
+    *cfg = c;
+    Ok(())
+}
+
+fn slru_locking(key: &str, v: &str) -> Result<SlruLocking, String> {
+    match v {
+        "control-lock" | "pg92" => Ok(SlruLocking::ControlLock),
+        "banks" | "pg17" => Ok(SlruLocking::Banks),
+        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: control-lock, banks)")),
+    }
+}
+
+/// Applies every assignment in order (see [`apply_set`]).
+///
+/// # Errors
+/// The first failing assignment's message; `cfg` keeps the assignments before it.
+pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Result<(), String> {
+    assignments.iter().try_for_each(|a| apply_set(cfg, a.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> EngineConfig {
+        EngineConfig::preset("pg17", 4, 1024).unwrap()
+    }
+
+    #[test]
+    fn every_listed_knob_is_accepted_with_a_sample_value() {
+        let sample = |k: &str| match k {
+            "lwlock.kind" => "pg92",
+            "procarray.layout" => "pgproc",
+            "procarray.end_xact" => "flexlock",
+            "procarray.global_xmin" => "lazy",
+            "procarray.old_snapshot_threshold" => "1",
+            "procarray.time_map" => "every-call",
+            "clog.locking" | "subtrans.locking" => "banks",
+            "lmgr.fast_path" => "off",
+            "lmgr.vxid" => "eager",
+            "bufmgr.header" => "spinlock",
+            "bufmgr.mapping" => "dashmap",
+            "bufmgr.victim" => "freelist-lock",
+            "wal.insert" => "single",
+            "wal.flush" => "modelled:50",
+            k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
+            k if k.contains("skip") || k.contains("compare") => "off",
+            _ => "64",
+        };
+        for k in KNOBS {
+            let mut c = cfg();
+            apply_set(&mut c, &format!("{}={}", k.key, sample(k.key))).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
+    fn overrides_change_the_named_field_only() {
+        let mut c = cfg();
+        apply_all(&mut c, &["procarray.layout=pgproc", "lmgr.fast_path=off", "clog.buffers=8"]).unwrap();
+        assert_eq!(c.procarray.layout, Layout::Pgproc);
+        assert_eq!(c.lmgr.fast_path, FastPath::Off);
+        assert_eq!(c.clog.buffers, 8);
+        assert_eq!(c.procarray.end_xact, cfg().procarray.end_xact);
+        apply_set(&mut c, "lwlock.kind=pg92").unwrap();
+        assert_eq!(c.lmgr.lwlock, LwLockKind::Pg92);
+        assert_eq!(c.wal.lwlock_kind, LwLockKind::Pg92);
+        assert_eq!(c.clog.lwlock_kind, LwLockKind::Pg92);
+    }
+
+    #[test]
+    fn bad_input_is_one_line_and_leaves_the_config_alone() {
+        let mut c = cfg();
+        let before = format!("{c:?}");
+        for bad in [
+            "procarray.layout",
+            "nosuch.knob=1",
+            "procarray.layout=fat",
+            "lmgr.partitions=3",
+            "clog.buffers=0",
+            "wal.flush=disk",
+            "wal.synchronous_commit=maybe",
+        ] {
+            let e = apply_set(&mut c, bad).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(e.contains("valid"), "{bad}: {e}");
+        }
+        assert_eq!(before, format!("{c:?}"));
+        let e = apply_set(&mut c, "nosuch.knob=1").unwrap_err();
+        for k in KNOBS {
+            assert!(e.contains(k.key), "unknown-key error lists {}", k.key);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! End-to-end pgbench runs and concurrency checks of the engine (issue 7, section 4).
+//!
+//! Counts and invariants only: nothing here depends on how fast the machine is.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use lockstack_common::BackendId;
+use lockstack_engine::engine::{Engine, EngineConfig, EngineError, PRESETS};
+use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
+use lockstack_engine::pgbench::script::{Builtin, Table};
+
+fn config(script: &str, clients: usize, preset: &str, transactions: u64) -> PgbenchConfig {
+    PgbenchConfig {
+        scale: 1,
+        fillfactor: 100,
+        clients,
+        threads: clients,
+        duration: None,
+        transactions: Some(transactions),
+        scripts: vec![Builtin::find(script).unwrap().script()],
+        progress: None,
+        seed: 11,
+        wait_sampling_hz: 0,
+        engine: EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+    }
+}
+
+/// Every built-in at 1, 2, 8 and 32 clients under every preset, with -t: every transaction
+/// commits and every consistency check holds.
+#[test]
+fn every_builtin_at_1_2_8_32_clients_under_every_preset() {
+    for preset in PRESETS {
+        for script in ["tpcb-like", "simple-update", "select-only"] {
+            for clients in [1, 2, 8, 32] {
+                let per_client = if clients == 32 { 8 } else { 25 };
+                let r = runner::run(&config(script, clients, preset, per_client), &|_| {}).unwrap();
+                let what = format!("{script} -c {clients} --preset {preset}");
+                assert_eq!(r.transactions, per_client * clients as u64, "{what}");
+                assert_eq!(r.failed, 0, "{what}");
+                assert!(r.checks.len() >= 4, "{what}: {:?}", r.checks);
+                for c in &r.checks {
+                    assert!(c.ok, "{what}: {} ({})", c.name, c.detail);
+                }
+                let hist = r.balance_sums.iter().find(|(t, _, _)| t == "pgbench_history").unwrap();
+                if script != "select-only" {
+                    assert_ne!(hist.1, hist.2, "{what}: history recorded the run's deltas");
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` until it succeeds, rolling back after lock errors (deadlocks between transfers that
+/// touch the same two accounts in opposite orders).
+fn retry(
+    s: &mut lockstack_engine::engine::Session,
+    mut f: impl FnMut(&mut lockstack_engine::engine::Session) -> Result<(), EngineError>,
+) -> u64 {
+    let mut retries = 0;
+    loop {
+        match f(s) {
+            Ok(()) => return retries,
+            Err(EngineError::Lock(_)) => {
+                s.rollback().unwrap();
+                retries += 1;
+            }
+            Err(e) => panic!("transfer failed: {e}"),
+        }
+    }
+}
+
+/// Transfers between accounts keep the account total at zero; a reader that sums every account
+/// in one snapshot, over and over while they run, never sees another total.
+#[test]
+fn a_reader_summing_in_one_snapshot_never_sees_a_transfer_half_done() {
+    let engine = Engine::new(EngineConfig::preset("pg17", 4, 8192).unwrap(), 1, 100).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let sums_seen = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (engine, done, sums_seen) = (Arc::clone(&engine), Arc::clone(&done), Arc::clone(&sums_seen));
+        std::thread::spawn(move || {
+            let mut s = engine.session(BackendId(3)).unwrap();
+            // At least a few sums, and keep going until the writers stop.
+            while !done.load(Ordering::Acquire) || sums_seen.load(Ordering::Relaxed) < 3 {
+                let sums = s.table_sums(Table::Accounts).unwrap();
+                assert_eq!(sums.rows, 100_000);
+                assert_eq!(sums.balance, 0, "a snapshot saw half of a transfer");
+                sums_seen.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let writers: Vec<_> = (0..2u32)
+        .map(|w| {
+            let engine = Arc::clone(&engine);
+            std::thread::spawn(move || {
+                let mut s = engine.session(BackendId(w)).unwrap();
+                let mut x = 0x9E37_79B9_u64.wrapping_mul(u64::from(w) + 1);
+                for i in 0..400i64 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to) = (1 + (x % 50) as i64, 1 + ((x >> 20) % 50) as i64);
+                    let delta = 1 + i % 97;
+                    retry(&mut s, |s| {
+                        s.begin();
+                        s.update_add(Table::Accounts, from, 2, -delta)?;
+                        s.update_add(Table::Accounts, to, 2, delta)?;
+                        s.commit()
+                    });
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Release);
+    reader.join().unwrap();
+    assert!(sums_seen.load(Ordering::Relaxed) >= 3);
+    let mut s = engine.session(BackendId(0)).unwrap();
+    let sums = s.table_sums(Table::Accounts).unwrap();
+    assert_eq!((sums.rows, sums.balance), (100_000, 0));
+    assert!(sums.duplicate_keys.is_empty());
+}
+
+/// Clients that all add to the same branch row at READ COMMITTED lose no update: each waits
+/// for the previous updater's transaction lock, then follows the update chain.
+#[test]
+fn concurrent_updates_of_one_row_lose_no_update() {
+    for preset in ["pg91", "pg17"] {
+        let engine = Engine::new(EngineConfig::preset(preset, 4, 8192).unwrap(), 1, 100).unwrap();
+        let per_thread = 500i64;
+        let threads: Vec<_> = (0..4u32)
+            .map(|w| {
+                let engine = Arc::clone(&engine);
+                std::thread::spawn(move || {
+                    let mut s = engine.session(BackendId(w)).unwrap();
+                    for _ in 0..per_thread {
+                        retry(&mut s, |s| {
+                            s.begin();
+                            assert!(s.update_add(Table::Branches, 1, 1, 1)?, "branch 1 exists");
+                            s.commit()
+                        });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut s = engine.session(BackendId(0)).unwrap();
+        let sums = s.table_sums(Table::Branches).unwrap();
+        assert_eq!(sums.balance, 4 * per_thread, "{preset}");
+        assert_eq!(sums.rows, 1);
+        assert!(sums.duplicate_keys.is_empty());
+    }
+}
