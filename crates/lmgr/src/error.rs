@@ -33,7 +33,7 @@ pub enum LockError {
 
 impl LockError {
     /// PostgreSQL's primary message: "deadlock detected", "canceling statement due to lock
-    /// timeout", or "could not obtain lock on <object>".
+    /// timeout", or "could not obtain lock on \<object\>".
     pub fn message(&self) -> String {
         match self {
             LockError::NotAvailable { tag, .. } => format!("could not obtain lock on {tag}"),

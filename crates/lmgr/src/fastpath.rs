@@ -4,6 +4,9 @@
 //! (AccessShare, RowShare, RowExclusive), protected by the backend's own LWLock of tranche
 //! `LockFastPath` (`fpInfoLock`). A backend writes only its own slots, except that a strong
 //! locker, holding the target's `fpInfoLock`, moves the target's entries into the main table.
+//! As in PostgreSQL (`PGPROC.fpLockBits`, `fpRelId`), that LWLock is the slots' only protection:
+//! they live in an `LwLockCell` (an `UnsafeCell`, loom's under `--cfg loom`), with no mutex of
+//! their own.
 //!
 //! The protocol that makes this safe (lmgr `README`, "Fast Path Locking"): a strong locker
 //! increments the counter of the relation's strong-lock partition *before* it takes any
@@ -15,11 +18,10 @@
 
 use lockstack_common::{BackendId, LocalTransactionId, TrancheId};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
-use parking_lot::Mutex;
 
 use crate::config::FP_SLOTS_PER_GROUP;
 use crate::mode::{LockMask, LockMode};
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, LwLockCell, Ordering};
 
 /// Result of [`FastPathArea::try_grant`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -51,10 +53,17 @@ pub(crate) struct FpState {
     pub(crate) vxid_lxid: LocalTransactionId,
 }
 
+/// One backend's fast-path area: `fpInfoLock` and the data it protects.
 struct FpProc {
     lock: LwLock,
-    state: Mutex<FpState>,
+    state: LwLockCell<FpState>,
 }
+
+// SAFETY: `state` is only reached through `FastPathArea::with_state`, `with_state_mut` and
+// `transfer`, each of which holds `lock` (shared for reads, exclusive for writes) around the
+// access, so the cell is never read and written concurrently from two
+// threads; `FpState` itself is plain owned data (`Send`).
+unsafe impl Sync for FpProc {}
 
 /// Every backend's fast-path slots plus the 1024 strong-lock counters
 /// (`FastPathStrongRelationLocks`).
@@ -74,9 +83,22 @@ impl std::fmt::Debug for FastPathArea {
     }
 }
 
-/// Slots in use in one group word.
+/// Bit `3 * s` for every slot `s` of a group word.
+const SLOT_LOW_BITS: u64 = {
+    let mut m = 0u64;
+    let mut s = 0;
+    while s < FP_SLOTS_PER_GROUP {
+        m |= 1 << (3 * s);
+        s += 1;
+    }
+    m
+};
+
+/// Slots in use in one group word (PostgreSQL recounts them in a loop over the slots; a
+/// population count of the non-empty slots gives the same number).
+#[inline]
 fn used_in(word: u64) -> usize {
-    (0..FP_SLOTS_PER_GROUP).filter(|&s| slot_bits(word, s) != 0).count()
+    ((word | (word >> 1) | (word >> 2)) & SLOT_LOW_BITS).count_ones() as usize
 }
 
 #[inline]
@@ -95,7 +117,7 @@ impl FastPathArea {
         let procs = (0..backends)
             .map(|i| FpProc {
                 lock: LwLock::new(kind, TrancheId::LOCK_FAST_PATH, i as u32),
-                state: Mutex::new(FpState {
+                state: LwLockCell::new(FpState {
                     bits: vec![0; groups],
                     relid: vec![0; groups * FP_SLOTS_PER_GROUP],
                     vxid_lock: false,
@@ -122,7 +144,9 @@ impl FastPathArea {
     /// The strong-lock counter index of a tag hash (`FastPathStrongLockHashPartition`).
     #[inline]
     pub fn strong_partition(&self, hash: u32) -> usize {
-        hash as usize % self.strong.len()
+        let n = self.strong.len();
+        // PostgreSQL's count is the constant 1024, so its `%` is a mask; ours is a field.
+        if n.is_power_of_two() { hash as usize & (n - 1) } else { hash as usize % n }
     }
 
     /// Current value of strong-lock counter `p`.
@@ -130,16 +154,28 @@ impl FastPathArea {
         self.strong[p].load(Ordering::Acquire)
     }
 
-    /// Runs `f` on backend `b`'s slots while holding its `fpInfoLock` in `mode`.
-    pub(crate) fn with_state<R>(
-        &self,
-        b: BackendId,
-        mode: LwLockMode,
-        f: impl FnOnce(&mut FpState) -> R,
-    ) -> R {
+    /// Runs `f` on backend `b`'s slots while holding its `fpInfoLock` in shared mode.
+    ///
+    /// `f` must not call back into this area for backend `b` (the LWLock is not re-entrant).
+    pub(crate) fn with_state<R>(&self, b: BackendId, f: impl FnOnce(&FpState) -> R) -> R {
         let p = &self.procs[b.index()];
-        let held = p.lock.acquire(mode);
-        let r = f(&mut p.state.lock());
+        let held = p.lock.acquire(LwLockMode::Shared);
+        // SAFETY: we hold `p.lock` (b's fpInfoLock) in shared mode until after `f` returns, so
+        // no writer can hold it; writers only touch `p.state` under that lock held exclusively.
+        let r = unsafe { p.state.with(f) };
+        p.lock.release(held);
+        r
+    }
+
+    /// Runs `f` on backend `b`'s slots while holding its `fpInfoLock` exclusively.
+    ///
+    /// `f` must not call back into this area for backend `b` (the LWLock is not re-entrant).
+    pub(crate) fn with_state_mut<R>(&self, b: BackendId, f: impl FnOnce(&mut FpState) -> R) -> R {
+        let p = &self.procs[b.index()];
+        let held = p.lock.acquire(LwLockMode::Exclusive);
+        // SAFETY: we hold `p.lock` (b's fpInfoLock) exclusively until after `f` returns, and
+        // every other access to `p.state` holds that lock too, so `f` has the only reference.
+        let r = unsafe { p.state.with_mut(f) };
         p.lock.release(held);
         r
     }
@@ -154,33 +190,31 @@ impl FastPathArea {
         assert!(mode.is_weak(), "only weak modes use fast path");
         let group = self.group_of(relid);
         let part = self.strong_partition(hash);
-        self.with_state(b, LwLockMode::Exclusive, |st| {
+        self.with_state_mut(b, |st| {
             // Read the counter only now, under our fpInfoLock (see the module docs).
             if self.strong[part].load(Ordering::Acquire) != 0 {
                 return FastPathGrant::StrongLockHeld;
             }
             let base = group * FP_SLOTS_PER_GROUP;
-            let word = st.bits[group];
-            let mut empty = None;
-            for s in 0..FP_SLOTS_PER_GROUP {
-                let bits = slot_bits(word, s);
-                if bits == 0 {
-                    if empty.is_none() {
-                        empty = Some(s);
-                    }
-                } else if st.relid[base + s] == relid {
-                    st.bits[group] |= 1u64 << (3 * s + mode.number() - 1);
-                    return FastPathGrant::Granted { used: used_in(st.bits[group]) };
+            let rels = &mut st.relid[base..base + FP_SLOTS_PER_GROUP];
+            let word = &mut st.bits[group];
+            // One pass over the group, as FastPathGrantRelationLock: the relation's slot if it
+            // has one, else (after the loop) an unused slot.
+            let mut unused = FP_SLOTS_PER_GROUP;
+            for (s, rel) in rels.iter().enumerate() {
+                if slot_bits(*word, s) == 0 {
+                    unused = s;
+                } else if *rel == relid {
+                    *word |= 1u64 << (3 * s + mode.number() - 1);
+                    return FastPathGrant::Granted { used: used_in(*word) };
                 }
             }
-            match empty {
-                Some(s) => {
-                    st.relid[base + s] = relid;
-                    st.bits[group] |= 1u64 << (3 * s + mode.number() - 1);
-                    FastPathGrant::Granted { used: used_in(st.bits[group]) }
-                }
-                None => FastPathGrant::SlotsFull,
+            if unused == FP_SLOTS_PER_GROUP {
+                return FastPathGrant::SlotsFull;
             }
+            rels[unused] = relid;
+            *word |= 1u64 << (3 * unused + mode.number() - 1);
+            FastPathGrant::Granted { used: used_in(*word) }
         })
     }
 
@@ -189,13 +223,15 @@ impl FastPathArea {
     /// transferred it to the main table).
     pub fn ungrant(&self, b: BackendId, relid: u32, mode: LockMode) -> Option<usize> {
         let group = self.group_of(relid);
-        self.with_state(b, LwLockMode::Exclusive, |st| {
+        self.with_state_mut(b, |st| {
             let base = group * FP_SLOTS_PER_GROUP;
-            for s in 0..FP_SLOTS_PER_GROUP {
+            let rels = &st.relid[base..base + FP_SLOTS_PER_GROUP];
+            let word = &mut st.bits[group];
+            for (s, rel) in rels.iter().enumerate() {
                 let bit = 1u64 << (3 * s + mode.number() - 1);
-                if st.relid[base + s] == relid && st.bits[group] & bit != 0 {
-                    st.bits[group] &= !bit;
-                    return Some(used_in(st.bits[group]));
+                if *rel == relid && *word & bit != 0 {
+                    *word &= !bit;
+                    return Some(used_in(*word));
                 }
             }
             None
@@ -223,27 +259,34 @@ impl FastPathArea {
     /// Strong locker: for every backend, under its `fpInfoLock`, removes each fast-path entry on
     /// `relid` and hands it to `sink(backend, mode)`, which must enter it into the main table
     /// before returning (`FastPathTransferRelationLocks`). Returns the number moved. Must be
-    /// called after [`begin_strong`](Self::begin_strong).
+    /// called after [`begin_strong`](Self::begin_strong). `sink` runs while that backend's
+    /// `fpInfoLock` is held, so it must not call back into this area.
     pub fn transfer(&self, relid: u32, mut sink: impl FnMut(BackendId, LockMode)) -> usize {
         let group = self.group_of(relid);
         let base = group * FP_SLOTS_PER_GROUP;
         let mut moved = 0;
         for (i, p) in self.procs.iter().enumerate() {
             let held = p.lock.acquire(LwLockMode::Exclusive);
-            {
-                let mut st = p.state.lock();
-                let st = &mut *st;
-                for s in 0..FP_SLOTS_PER_GROUP {
-                    let bits = slot_bits(st.bits[group], s);
-                    if bits == 0 || st.relid[base + s] != relid {
-                        continue;
+            // SAFETY: we hold `p.lock` (backend i's fpInfoLock) exclusively until the release
+            // below, and every other access to `p.state` holds that lock too.
+            let taken = unsafe {
+                p.state.with_mut(|st| {
+                    let mut taken: LockMask = 0;
+                    for s in 0..FP_SLOTS_PER_GROUP {
+                        let bits = slot_bits(st.bits[group], s);
+                        if bits != 0 && st.relid[base + s] == relid {
+                            taken |= bits;
+                            st.bits[group] &= !(7u64 << (3 * s));
+                        }
                     }
-                    for m in LockMode::modes_in(bits) {
-                        sink(BackendId(i as u32), m);
-                        moved += 1;
-                    }
-                    st.bits[group] &= !(7u64 << (3 * s));
-                }
+                    taken
+                })
+            };
+            // Still under the fpInfoLock: the owner cannot release (or re-take) the entry in
+            // fast path before it is in the main table.
+            for m in LockMode::modes_in(taken) {
+                sink(BackendId(i as u32), m);
+                moved += 1;
             }
             p.lock.release(held);
         }
@@ -261,18 +304,15 @@ impl FastPathArea {
     ) {
         let group = self.group_of(relid);
         let base = group * FP_SLOTS_PER_GROUP;
-        for (i, p) in self.procs.iter().enumerate() {
+        for i in 0..self.procs.len() {
             let b = BackendId(i as u32);
             if Some(b) == exclude {
                 continue;
             }
-            let held = p.lock.acquire(LwLockMode::Shared);
-            let hit = {
-                let st = p.state.lock();
+            let hit = self.with_state(b, |st| {
                 (0..FP_SLOTS_PER_GROUP)
                     .any(|s| st.relid[base + s] == relid && slot_bits(st.bits[group], s) & conflicts != 0)
-            };
-            p.lock.release(held);
+            });
             if hit {
                 f(b);
             }
@@ -282,7 +322,7 @@ impl FastPathArea {
     /// Backend `b`'s fast-path relation entries as (relid, modes) pairs (for `pg_locks`-style
     /// listings and invariant checks).
     pub fn entries(&self, b: BackendId) -> Vec<(u32, LockMask)> {
-        self.with_state(b, LwLockMode::Shared, |st| {
+        self.with_state(b, |st| {
             let mut v = Vec::new();
             for g in 0..self.groups {
                 for s in 0..FP_SLOTS_PER_GROUP {
@@ -329,6 +369,27 @@ mod tests {
         assert_eq!(fp.ungrant(b, 1000, LockMode::AccessShare), None);
         assert_eq!(fp.ungrant(b, 1000, LockMode::RowExclusive), Some(15));
         assert_eq!(fp.try_grant(b, 2000, LockMode::AccessShare, 99), FastPathGrant::Granted { used: 16 });
+    }
+
+    #[test]
+    fn used_in_counts_non_empty_slots() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Leave some slots empty: clear each slot's bits with probability 1/2.
+            let mut word = x & ((1u64 << (3 * FP_SLOTS_PER_GROUP)) - 1);
+            for s in 0..FP_SLOTS_PER_GROUP {
+                if (x >> (48 + (s % 16))) & 1 == 0 {
+                    word &= !(7u64 << (3 * s));
+                }
+            }
+            let naive = (0..FP_SLOTS_PER_GROUP).filter(|&s| slot_bits(word, s) != 0).count();
+            assert_eq!(used_in(word), naive, "word {word:#x}");
+        }
+        assert_eq!(used_in(0), 0);
+        assert_eq!(used_in((1u64 << 48) - 1), FP_SLOTS_PER_GROUP);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! `LockReleaseAll`) and `proc.c` (`JoinWaitQueue`/`ProcSleep`, `ProcLockWakeup`,
 //! `CheckDeadLock`).
 
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use lockstack_common::{
     WaitEvent, WaitEventScope,
 };
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 
 use crate::config::{FP_SLOTS_PER_GROUP, FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
 use crate::deadlock::{self, GraphLock, Outcome, WaitGraph};
@@ -21,15 +23,21 @@ use crate::error::LockError;
 use crate::fastpath::{FastPathArea, FastPathGrant};
 use crate::mode::{LockMask, LockMode};
 use crate::stats::{BackendCounters, LmgrStats};
-use crate::table::{LockEntry, Waiter};
+use crate::table::{Join, PartitionTables, ProcLock};
 use crate::tag::{LockTag, LockTagKind, TagBuildHasher};
 
-type Table = HashMap<LockTag, LockEntry, TagBuildHasher>;
-
+/// One partition of the shared lock table: its `LockManager` LWLock and the LOCK and PROCLOCK
+/// hash tables that LWLock alone protects (as in PostgreSQL's shared memory: no other lock).
+/// The cell is `std`'s even under loom: the loom model drives [`FastPathArea`] only.
 struct Partition {
     lwlock: LwLock,
-    table: Mutex<Table>,
+    tables: UnsafeCell<PartitionTables>,
 }
+
+// SAFETY: `tables` is only reached through `Lmgr::with_partition`, `with_partition_shared` and
+// `with_all_partitions`, which hold `lwlock` (shared for reads, exclusive for writes) for as long
+// as the reference they hand out lives; `PartitionTables` is plain owned data (`Send`).
+unsafe impl Sync for Partition {}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum WaitStatus {
@@ -131,7 +139,7 @@ impl Lmgr {
         let partitions = (0..cfg.partitions)
             .map(|i| Partition {
                 lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
-                table: Mutex::new(Table::default()),
+                tables: UnsafeCell::new(PartitionTables::default()),
             })
             .collect();
         let procs = (0..cfg.max_backends)
@@ -193,33 +201,48 @@ impl Lmgr {
         hash as usize & (self.cfg.partitions - 1)
     }
 
-    /// Runs `f` on the table of partition `p` under its LWLock in `mode`, counting a block
-    /// in `counters` if the LWLock had to be waited for.
+    /// Runs `f` on the tables of partition `p` under its LWLock held exclusively, counting a
+    /// block in `counters` if the LWLock had to be waited for.
+    ///
+    /// `f` must not take partition locks itself (LWLocks are not re-entrant).
     fn with_partition<R>(
         &self,
         p: usize,
-        mode: LwLockMode,
         counters: Counters<'_>,
-        f: impl FnOnce(&mut Table) -> R,
+        f: impl FnOnce(&mut PartitionTables) -> R,
     ) -> R {
         let part = &self.partitions[p];
-        let held = part.lwlock.acquire(mode);
+        let held = part.lwlock.acquire(LwLockMode::Exclusive);
         if held.waited()
             && let Some(c) = counters
         {
             c.partition_blocks[p].incr();
         }
-        let r = f(&mut part.table.lock());
+        // SAFETY: we hold this partition's LWLock exclusively until after `f` returns, and
+        // every access to `part.tables` holds that LWLock, so `f` has the only reference.
+        let r = f(unsafe { &mut *part.tables.get() });
         part.lwlock.release(held);
         r
     }
 
-    /// Takes every partition lock in order (deadlock check, status listing, invariant check)
-    /// and runs `f` on all tables.
+    /// Runs `f` on the tables of partition `p` under its LWLock held in shared mode (readers
+    /// only: `GetLockConflicts`, `pg_blocking_pids`).
+    fn with_partition_shared<R>(&self, p: usize, f: impl FnOnce(&PartitionTables) -> R) -> R {
+        let part = &self.partitions[p];
+        let held = part.lwlock.acquire(LwLockMode::Shared);
+        // SAFETY: we hold this partition's LWLock in shared mode until after `f` returns, so no
+        // writer (which holds it exclusively) can run; shared references may coexist.
+        let r = f(unsafe { &*part.tables.get() });
+        part.lwlock.release(held);
+        r
+    }
+
+    /// Takes every partition lock exclusively, in order (deadlock check, status listing,
+    /// invariant check), and runs `f` on all partitions' tables.
     fn with_all_partitions<R>(
         &self,
         counters: Counters<'_>,
-        f: impl FnOnce(&mut [MutexGuard<'_, Table>]) -> R,
+        f: impl FnOnce(&mut [&mut PartitionTables]) -> R,
     ) -> R {
         let mut helds = Vec::with_capacity(self.partitions.len());
         for (i, part) in self.partitions.iter().enumerate() {
@@ -231,7 +254,14 @@ impl Lmgr {
             }
             helds.push(held);
         }
-        let mut tables: Vec<MutexGuard<'_, Table>> = self.partitions.iter().map(|p| p.table.lock()).collect();
+        let mut tables: Vec<&mut PartitionTables> = self
+            .partitions
+            .iter()
+            // SAFETY: we hold every partition's LWLock exclusively until after `f` returns (the
+            // references die with `tables` before the releases), every access to a partition's
+            // tables holds its LWLock, and each reference is to a different partition.
+            .map(|part| unsafe { &mut *part.tables.get() })
+            .collect();
         let r = f(&mut tables);
         drop(tables);
         for (part, held) in self.partitions.iter().zip(helds).rev() {
@@ -247,20 +277,6 @@ impl Lmgr {
         st.status = WaitStatus::Granted;
         st.tag = None;
         p.cv.notify_one();
-    }
-
-    /// `CleanUpLock` after a release or a waiter's removal: drops empty PROCLOCK and LOCK
-    /// objects, or wakes waiters that may now proceed.
-    fn clean_up(&self, table: &mut Table, tag: &LockTag, b: BackendId, wakeup_needed: bool) {
-        let Some(e) = table.get_mut(tag) else { return };
-        e.drop_proclock_if_empty(b);
-        if e.n_requested == 0 {
-            table.remove(tag);
-        } else if wakeup_needed {
-            for w in e.wakeup() {
-                self.wake(w);
-            }
-        }
     }
 
     fn vxid_of(&self, b: BackendId) -> Option<VirtualTransactionId> {
@@ -306,11 +322,11 @@ impl Lmgr {
             });
         }
         let p = self.partition_of(tag.hash_code());
-        let holders: Vec<BackendId> = self.with_partition(p, LwLockMode::Shared, None, |t| {
-            t.get(&tag)
+        let holders: Vec<BackendId> = self.with_partition_shared(p, |t| {
+            t.locks
+                .get(&tag)
                 .map(|e| {
-                    e.proclocks
-                        .iter()
+                    t.holders(tag, e)
                         .filter(|pl| Some(pl.backend) != exclude && pl.hold_mask & conflicts != 0)
                         .map(|pl| pl.backend)
                         .collect()
@@ -342,13 +358,12 @@ impl Lmgr {
     pub fn blocking_backends(&self, b: BackendId) -> Vec<BackendId> {
         let Some((tag, mode)) = self.waiting_for(b) else { return Vec::new() };
         let p = self.partition_of(tag.hash_code());
-        self.with_partition(p, LwLockMode::Shared, None, |t| {
-            let Some(e) = t.get(&tag) else { return Vec::new() };
+        self.with_partition_shared(p, |t| {
+            let Some(e) = t.locks.get(&tag) else { return Vec::new() };
             let Some(pos) = e.wait_queue.iter().position(|w| w.backend == b) else { return Vec::new() };
             let conflict = mode.conflict_mask();
-            let mut out: Vec<BackendId> = e
-                .proclocks
-                .iter()
+            let mut out: Vec<BackendId> = t
+                .holders(tag, e)
                 .filter(|pl| pl.backend != b && pl.hold_mask & conflict != 0)
                 .map(|pl| pl.backend)
                 .collect();
@@ -367,8 +382,8 @@ impl Lmgr {
         let mut rows = self.with_all_partitions(None, |tables| {
             let mut rows = Vec::new();
             for t in tables.iter() {
-                for (tag, e) in t.iter() {
-                    for pl in &e.proclocks {
+                for (tag, e) in t.locks.iter() {
+                    for pl in t.holders(*tag, e) {
                         for m in LockMode::modes_in(pl.hold_mask) {
                             rows.push(LockStatusRow {
                                 tag: *tag,
@@ -405,8 +420,7 @@ impl Lmgr {
                     });
                 }
             }
-            let (vxid_fast, lxid) =
-                self.fp.with_state(b, LwLockMode::Shared, |st| (st.vxid_lock, st.vxid_lxid));
+            let (vxid_fast, lxid) = self.fp.with_state(b, |st| (st.vxid_lock, st.vxid_lxid));
             if vxid_fast {
                 rows.push(LockStatusRow {
                     tag: LockTag::virtual_transaction(VirtualTransactionId {
@@ -425,7 +439,7 @@ impl Lmgr {
 
     /// Number of lock objects in the main table (0 when nobody holds or awaits anything there).
     pub fn main_table_len(&self) -> usize {
-        self.with_all_partitions(None, |tables| tables.iter().map(|t| t.len()).sum())
+        self.with_all_partitions(None, |tables| tables.iter().map(|t| t.locks.len()).sum())
     }
 
     /// Number of fast-path relation entries (modes) over all backends.
@@ -471,8 +485,8 @@ impl Lmgr {
         self.with_all_partitions(None, |tables| {
             let mut queued: HashMap<BackendId, LockTag> = HashMap::new();
             for (pi, t) in tables.iter().enumerate() {
-                for (tag, e) in t.iter() {
-                    e.check().map_err(|m| format!("{tag}: {m}"))?;
+                t.check()?;
+                for (tag, e) in t.locks.iter() {
                     if self.partition_of(tag.hash_code()) != pi {
                         return Err(format!("{tag} is in partition {pi}, not its own"));
                     }
@@ -500,7 +514,7 @@ impl Lmgr {
                 for (relid, bits) in &fp_entries[i] {
                     let tag = LockTag::relation(self.cfg.database, Oid(*relid));
                     let t = &tables[self.partition_of(tag.hash_code())];
-                    if let Some(e) = t.get(&tag)
+                    if let Some(e) = t.locks.get(&tag)
                         && e.grant_mask & strong_mask != 0
                     {
                         return Err(format!(
@@ -509,14 +523,34 @@ impl Lmgr {
                         ));
                     }
                 }
-                let (vxid_fast, lxid) =
-                    self.fp.with_state(b, LwLockMode::Shared, |st| (st.vxid_lock, st.vxid_lxid));
+                let (vxid_fast, lxid) = self.fp.with_state(b, |st| (st.vxid_lock, st.vxid_lxid));
                 if vxid_fast && p.lxid.load(Ordering::Acquire) != lxid.0 {
                     return Err(format!("backend {b} holds a fast-path VXID lock of a finished transaction"));
                 }
             }
             Ok(())
         })
+    }
+
+    /// `LockRelease`'s main-table half: takes `tag`'s partition lock, ungrants `me`'s `mode`
+    /// (`UnGrantLock`) and cleans up (`CleanUpLock`), waking waiters that can now proceed.
+    ///
+    /// # Panics
+    /// If `me` does not hold `mode` on `tag` in the main table (the local table is out of step).
+    fn release_main(
+        &self,
+        me: BackendId,
+        counters: &BackendCounters,
+        tag: LockTag,
+        mode: LockMode,
+        hash: u32,
+    ) {
+        let p = self.partition_of(hash);
+        self.with_partition(p, Some(counters), |t| {
+            for w in t.release(tag, me, mode) {
+                self.wake(w);
+            }
+        });
     }
 
     /// `CheckDeadLock` for waiter `me` once its deadlock_timeout expired: None if it is not
@@ -534,11 +568,11 @@ impl Lmgr {
             };
             let mut g = WaitGraph::default();
             for t in tables.iter() {
-                for (tg, e) in t.iter() {
+                for (tg, e) in t.locks.iter() {
                     if !e.wait_queue.is_empty() {
                         g.push(GraphLock {
                             tag: *tg,
-                            holders: e.proclocks.clone(),
+                            holders: t.holders(*tg, e).collect::<Vec<ProcLock>>(),
                             queue: e.wait_queue.iter().copied().collect(),
                         });
                     }
@@ -551,11 +585,11 @@ impl Lmgr {
                     for (li, order) in orders {
                         let lt = g.locks[li].tag;
                         let t = &mut tables[self.partition_of(lt.hash_code())];
-                        if let Some(e) = t.get_mut(&lt) {
+                        if let Some(e) = t.locks.get_mut(&lt) {
                             e.wait_queue = order.into_iter().collect();
-                            for w in e.wakeup() {
-                                self.wake(w);
-                            }
+                        }
+                        for w in t.wakeup(lt) {
+                            self.wake(w);
                         }
                     }
                     None
@@ -563,10 +597,9 @@ impl Lmgr {
                 Outcome::Hard(details) => {
                     counters.deadlocks.incr();
                     let t = &mut tables[self.partition_of(tag.hash_code())];
-                    if let Some(e) = t.get_mut(&tag) {
-                        e.remove_waiter(me);
+                    for w in t.remove_from_wait_queue(tag, me) {
+                        self.wake(w);
                     }
-                    self.clean_up(t, &tag, me, true);
                     let mut st = self.procs[me.index()].wait.lock();
                     st.status = WaitStatus::Idle;
                     st.tag = None;
@@ -587,6 +620,8 @@ struct LocalLock {
     xact: u32,
     /// This entry bumped a strong-lock counter (`holdsStrongLockCount`).
     strong: bool,
+    /// `LockTag::hash_code` of the tag (`LOCALLOCK.hashcode`), kept for the release.
+    hash: u32,
 }
 
 /// A backend's handle on the lock manager: its local lock table, fast-path bookkeeping,
@@ -608,13 +643,6 @@ impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Backend").field("id", &self.id).field("vxid", &self.vxid).finish()
     }
-}
-
-enum Join {
-    Granted,
-    Queued,
-    NotAvailable,
-    EarlyDeadlock(Waiter),
 }
 
 enum VxidProbe {
@@ -677,7 +705,7 @@ impl Backend {
                 let r = self.lock(LockTag::virtual_transaction(vxid), LockMode::Exclusive, LockOptions::XACT);
                 debug_assert!(r.is_ok());
             }
-            VxidLocks::OnDemand => self.lmgr.fp.with_state(self.id, LwLockMode::Exclusive, |st| {
+            VxidLocks::OnDemand => self.lmgr.fp.with_state_mut(self.id, |st| {
                 st.vxid_lock = true;
                 st.vxid_lxid = vxid.local_xid;
             }),
@@ -691,7 +719,7 @@ impl Backend {
     pub fn end_transaction(&mut self) {
         self.release_all(false);
         if self.vxid.take().is_some() && self.lmgr.cfg.vxid == VxidLocks::OnDemand {
-            let (fast, lxid) = self.lmgr.fp.with_state(self.id, LwLockMode::Exclusive, |st| {
+            let (fast, lxid) = self.lmgr.fp.with_state_mut(self.id, |st| {
                 let r = (st.vxid_lock, st.vxid_lxid);
                 st.vxid_lock = false;
                 st.vxid_lxid = LocalTransactionId::INVALID;
@@ -704,7 +732,7 @@ impl Backend {
                     backend_id: self.id,
                     local_xid: lxid,
                 });
-                self.release_main(tag, LockMode::Exclusive);
+                self.lmgr.release_main(self.id, &self.counters, tag, LockMode::Exclusive, tag.hash_code());
             }
         }
         self.lmgr.procs[self.id.index()].lxid.store(0, Ordering::Release);
@@ -716,6 +744,9 @@ impl Backend {
     /// `opts.dont_wait`. While waiting, runs the deadlock detector once `deadlock_timeout` has
     /// passed and gives up when `lock_timeout` has.
     ///
+    /// The local lock table is searched once (PostgreSQL's `hash_search(HASH_ENTER)` of the
+    /// LOCALLOCK): the entry, or the place for it, is kept until the request is decided.
+    ///
     /// # Errors
     /// [`LockError::NotAvailable`] (dont_wait), [`LockError::Deadlock`] (this backend is the
     /// victim, found at queue insertion or by the detector), [`LockError::LockTimeout`]. After
@@ -726,18 +757,29 @@ impl Backend {
         mode: LockMode,
         opts: LockOptions,
     ) -> Result<LockAcquireResult, LockError> {
-        if let Some(l) = self.local.get_mut(&(tag, mode))
-            && l.session + l.xact > 0
-        {
-            if opts.session {
-                l.session += 1;
-            } else {
-                l.xact += 1;
+        let vacant = match self.local.entry((tag, mode)) {
+            Entry::Occupied(o) => {
+                // Entries exist only while held (`unlock` and `release_all` remove them at 0).
+                let l = o.into_mut();
+                debug_assert!(l.session + l.xact > 0);
+                if opts.session {
+                    l.session += 1;
+                } else {
+                    l.xact += 1;
+                }
+                return Ok(LockAcquireResult::AlreadyHeld);
             }
-            return Ok(LockAcquireResult::AlreadyHeld);
-        }
-        let lmgr = Arc::clone(&self.lmgr);
+            Entry::Vacant(v) => v,
+        };
+        let lmgr = &*self.lmgr;
+        let counters = &*self.counters;
         let hash = tag.hash_code();
+        let new_local = |strong: bool| LocalLock {
+            session: u32::from(opts.session),
+            xact: u32::from(!opts.session),
+            strong,
+            hash,
+        };
         if lmgr.eligible_for_fast_path(&tag, mode) {
             let relid = tag.field2;
             let g = lmgr.fp.group_of(relid);
@@ -745,18 +787,18 @@ impl Backend {
                 match lmgr.fp.try_grant(self.id, relid, mode, hash) {
                     FastPathGrant::Granted { used } => {
                         self.fp_used[g] = used as u8;
-                        self.counters.fast_path_grants.incr();
-                        self.grant_local(tag, mode, opts.session, false);
+                        counters.fast_path_grants.incr();
+                        vacant.insert(new_local(false));
                         return Ok(LockAcquireResult::Acquired);
                     }
-                    FastPathGrant::StrongLockHeld => self.counters.spills_strong.incr(),
+                    FastPathGrant::StrongLockHeld => counters.spills_strong.incr(),
                     FastPathGrant::SlotsFull => {
                         self.fp_used[g] = FP_SLOTS_PER_GROUP as u8;
-                        self.counters.spills_full.incr();
+                        counters.spills_full.incr();
                     }
                 }
             } else {
-                self.counters.spills_full.incr();
+                counters.spills_full.incr();
             }
         }
         let strong = lmgr.conflicts_with_fast_path(&tag, mode);
@@ -764,20 +806,22 @@ impl Backend {
             lmgr.fp.begin_strong(hash);
             if tag.field1 == lmgr.cfg.database.0 {
                 let p = lmgr.partition_of(hash);
-                let counters = &*self.counters;
                 let moved = lmgr.fp.transfer(tag.field2, |b, m| {
-                    lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
-                        let e = t.entry(tag).or_default();
-                        e.setup(b, m);
-                        e.grant(b, m);
-                    });
+                    lmgr.with_partition(p, Some(counters), |t| t.setup_and_grant(tag, b, m));
                 });
-                self.counters.transfers.add(moved as u64);
+                counters.transfers.add(moved as u64);
             }
         }
-        match self.acquire_main(tag, mode, hash, opts.dont_wait) {
+        let req = Requester {
+            lmgr,
+            me: self.id,
+            counters,
+            deadlock_timeout: self.deadlock_timeout,
+            lock_timeout: self.lock_timeout,
+        };
+        match req.acquire_main(tag, mode, hash, opts.dont_wait) {
             Ok(()) => {
-                self.grant_local(tag, mode, opts.session, strong);
+                vacant.insert(new_local(strong));
                 Ok(LockAcquireResult::Acquired)
             }
             Err(e) => {
@@ -785,153 +829,6 @@ impl Backend {
                     lmgr.fp.end_strong(hash);
                 }
                 Err(e)
-            }
-        }
-    }
-
-    fn grant_local(&mut self, tag: LockTag, mode: LockMode, session: bool, strong: bool) {
-        let l = self.local.entry((tag, mode)).or_default();
-        if session {
-            l.session += 1;
-        } else {
-            l.xact += 1;
-        }
-        l.strong |= strong;
-    }
-
-    /// Steps 6-10 of `LockAcquireExtended`: the main-table request, queueing and waiting.
-    fn acquire_main(
-        &mut self,
-        tag: LockTag,
-        mode: LockMode,
-        hash: u32,
-        dont_wait: bool,
-    ) -> Result<(), LockError> {
-        let lmgr = Arc::clone(&self.lmgr);
-        let me = self.id;
-        let p = lmgr.partition_of(hash);
-        let counters = &*self.counters;
-        let outcome = lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
-            let e = t.entry(tag).or_default();
-            e.setup(me, mode);
-            let conflict = mode.conflict_mask() & e.wait_mask != 0 || e.check_conflicts(mode, me);
-            if !conflict {
-                e.grant(me, mode);
-                return Join::Granted;
-            }
-            let j = join_wait_queue(e, me, mode, dont_wait);
-            match j {
-                Join::Granted => {}
-                Join::Queued => {
-                    let mut st = lmgr.procs[me.index()].wait.lock();
-                    st.status = WaitStatus::Waiting;
-                    st.tag = Some(tag);
-                    st.mode = mode;
-                }
-                Join::NotAvailable | Join::EarlyDeadlock(_) => {
-                    e.unsetup(me, mode);
-                    if e.n_requested == 0 {
-                        t.remove(&tag);
-                    }
-                }
-            }
-            j
-        });
-        match outcome {
-            Join::Granted => {
-                counters.main_acquisitions[p].incr();
-                Ok(())
-            }
-            Join::NotAvailable => {
-                counters.not_available.incr();
-                Err(LockError::NotAvailable { tag, mode })
-            }
-            Join::EarlyDeadlock(other) => {
-                counters.deadlocks.incr();
-                let details = [
-                    deadlock::DetailEntry { backend: me, tag, mode },
-                    deadlock::DetailEntry { backend: other.backend, tag, mode: other.mode },
-                ];
-                Err(LockError::Deadlock { detail: deadlock::describe(&details) })
-            }
-            Join::Queued => {
-                let r = self.wait_on_lock(tag, mode, p);
-                if r.is_ok() {
-                    self.counters.main_acquisitions[p].incr();
-                }
-                r
-            }
-        }
-    }
-
-    /// `WaitOnLock` / the sleeping half of `ProcSleep`.
-    fn wait_on_lock(&mut self, tag: LockTag, mode: LockMode, p: usize) -> Result<(), LockError> {
-        let lmgr = Arc::clone(&self.lmgr);
-        let me = self.id;
-        let proc_ = &lmgr.procs[me.index()];
-        self.counters.waits.incr();
-        let _scope = WaitEventScope::new(WaitEvent::lock(tag.kind.wait_event_index()));
-        let start = Instant::now();
-        let deadlock_at = start + self.deadlock_timeout;
-        let timeout_at = self.lock_timeout.map(|t| start + t);
-        let mut checked = false;
-        loop {
-            {
-                let mut st = proc_.wait.lock();
-                loop {
-                    if st.status == WaitStatus::Granted {
-                        st.status = WaitStatus::Idle;
-                        return Ok(());
-                    }
-                    let next = match (checked, timeout_at) {
-                        (false, Some(t)) => Some(t.min(deadlock_at)),
-                        (false, None) => Some(deadlock_at),
-                        (true, t) => t,
-                    };
-                    match next {
-                        None => proc_.cv.wait(&mut st),
-                        Some(t) => {
-                            if proc_.cv.wait_until(&mut st, t).timed_out() {
-                                if st.status == WaitStatus::Granted {
-                                    continue;
-                                }
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            let now = Instant::now();
-            if let Some(t) = timeout_at
-                && now >= t
-            {
-                // Give up unless the grant raced with the timer (`LockErrorCleanup`).
-                let granted = lmgr.with_partition(p, LwLockMode::Exclusive, Some(&self.counters), |t| {
-                    let mut st = proc_.wait.lock();
-                    if st.status == WaitStatus::Granted {
-                        st.status = WaitStatus::Idle;
-                        return true;
-                    }
-                    st.status = WaitStatus::Idle;
-                    st.tag = None;
-                    drop(st);
-                    if let Some(e) = t.get_mut(&tag) {
-                        e.remove_waiter(me);
-                    }
-                    lmgr.clean_up(t, &tag, me, true);
-                    false
-                });
-                if granted {
-                    return Ok(());
-                }
-                self.counters.lock_timeouts.incr();
-                return Err(LockError::LockTimeout { tag, mode });
-            }
-            if !checked && now >= deadlock_at {
-                checked = true;
-                if let Some(err) = lmgr.check_dead_lock(me, &self.counters) {
-                    return Err(err);
-                }
             }
         }
     }
@@ -975,81 +872,48 @@ impl Backend {
     /// released in its fast-path slot or the main table, and waiters that can proceed are
     /// granted. Returns false (PostgreSQL: WARNING "you don't own a lock of type ...") when
     /// that owner holds no such lock.
+    ///
+    /// The local lock table is searched once: the entry found is updated or removed in place
+    /// (PostgreSQL searches with `HASH_FIND` and removes with a second `HASH_REMOVE` search in
+    /// `RemoveLocalLock`).
     pub fn unlock(&mut self, tag: LockTag, mode: LockMode, session: bool) -> bool {
-        let Some(l) = self.local.get_mut(&(tag, mode)) else { return false };
-        if session {
-            if l.session == 0 {
-                return false;
-            }
-            l.session -= 1;
-        } else {
-            if l.xact == 0 {
-                return false;
-            }
-            l.xact -= 1;
+        let Entry::Occupied(mut o) = self.local.entry((tag, mode)) else { return false };
+        let l = o.get_mut();
+        let owned = if session { &mut l.session } else { &mut l.xact };
+        if *owned == 0 {
+            return false;
         }
+        *owned -= 1;
         if l.session + l.xact > 0 {
             return true;
         }
-        let strong = l.strong;
-        self.local.remove(&(tag, mode));
-        self.release_shared(tag, mode);
-        if strong {
-            self.lmgr.fp.end_strong(tag.hash_code());
+        let l = o.remove();
+        release_shared(&self.lmgr, self.id, &mut self.fp_used, &self.counters, tag, mode, l.hash);
+        if l.strong {
+            self.lmgr.fp.end_strong(l.hash);
         }
         true
-    }
-
-    /// Releases the backend's hold of `mode` on `tag` wherever it lives.
-    fn release_shared(&mut self, tag: LockTag, mode: LockMode) {
-        let lmgr = Arc::clone(&self.lmgr);
-        if lmgr.eligible_for_fast_path(&tag, mode) {
-            let g = lmgr.fp.group_of(tag.field2);
-            if self.fp_used[g] > 0
-                && let Some(used) = lmgr.fp.ungrant(self.id, tag.field2, mode)
-            {
-                self.fp_used[g] = used as u8;
-                return;
-            }
-        }
-        self.release_main(tag, mode);
-    }
-
-    fn release_main(&mut self, tag: LockTag, mode: LockMode) {
-        let lmgr = Arc::clone(&self.lmgr);
-        let me = self.id;
-        let p = lmgr.partition_of(tag.hash_code());
-        lmgr.with_partition(p, LwLockMode::Exclusive, Some(&self.counters), |t| {
-            let Some(e) = t.get_mut(&tag) else {
-                panic!("backend {me} releases {mode} on {tag}, which is not in the lock table")
-            };
-            assert!(e.hold_mask(me) & mode.bit() != 0, "backend {me} does not hold {mode} on {tag}");
-            let wake = e.ungrant(me, mode);
-            lmgr.clean_up(t, &tag, me, wake);
-        });
     }
 
     /// `LockReleaseAll`: releases every transaction-owned acquisition and, with
     /// `session_too`, every session-owned one as well. Does not end the VXID (see
     /// [`end_transaction`](Self::end_transaction)).
     pub fn release_all(&mut self, session_too: bool) {
-        let keys: Vec<(LockTag, LockMode)> = self.local.keys().copied().collect();
-        for key in keys {
-            let Some(l) = self.local.get_mut(&key) else { continue };
+        let Backend { lmgr, id, local, fp_used, counters, .. } = self;
+        local.retain(|&(tag, mode), l| {
             l.xact = 0;
             if session_too {
                 l.session = 0;
             }
             if l.session > 0 {
-                continue;
+                return true;
             }
-            let strong = l.strong;
-            self.local.remove(&key);
-            self.release_shared(key.0, key.1);
-            if strong {
-                self.lmgr.fp.end_strong(key.0.hash_code());
+            release_shared(lmgr, *id, fp_used, counters, tag, mode, l.hash);
+            if l.strong {
+                lmgr.fp.end_strong(l.hash);
             }
-        }
+            false
+        });
     }
 
     /// Releases every session-owned acquisition of an advisory lock (`LockReleaseSession` of
@@ -1122,7 +986,7 @@ impl Backend {
         if self.lmgr.cfg.vxid == VxidLocks::OnDemand {
             let lmgr = Arc::clone(&self.lmgr);
             let counters = &*self.counters;
-            let probe = lmgr.fp.with_state(vxid.backend_id, LwLockMode::Exclusive, |st| {
+            let probe = lmgr.fp.with_state_mut(vxid.backend_id, |st| {
                 if st.vxid_lxid != vxid.local_xid {
                     return VxidProbe::Ended;
                 }
@@ -1131,10 +995,8 @@ impl Backend {
                 }
                 if st.vxid_lock {
                     let p = lmgr.partition_of(tag.hash_code());
-                    lmgr.with_partition(p, LwLockMode::Exclusive, Some(counters), |t| {
-                        let e = t.entry(tag).or_default();
-                        e.setup(vxid.backend_id, LockMode::Exclusive);
-                        e.grant(vxid.backend_id, LockMode::Exclusive);
+                    lmgr.with_partition(p, Some(counters), |t| {
+                        t.setup_and_grant(tag, vxid.backend_id, LockMode::Exclusive)
                     });
                     st.vxid_lock = false;
                     counters.vxid_materialised.incr();
@@ -1167,6 +1029,170 @@ impl Backend {
     }
 }
 
+/// What the main-table path needs of a requesting backend, borrowed apart from its local lock
+/// table, so that [`Backend::lock`] can keep the LOCALLOCK slot it found while the request is
+/// decided.
+struct Requester<'a> {
+    lmgr: &'a Lmgr,
+    me: BackendId,
+    counters: &'a BackendCounters,
+    deadlock_timeout: Duration,
+    lock_timeout: Option<Duration>,
+}
+
+impl Requester<'_> {
+    /// Steps 6-10 of `LockAcquireExtended`: the main-table request, queueing and waiting.
+    fn acquire_main(
+        &self,
+        tag: LockTag,
+        mode: LockMode,
+        hash: u32,
+        dont_wait: bool,
+    ) -> Result<(), LockError> {
+        let (lmgr, me, counters) = (self.lmgr, self.me, self.counters);
+        let p = lmgr.partition_of(hash);
+        let outcome = lmgr.with_partition(p, Some(counters), |t| {
+            let (e, pl) = t.setup(tag, me, mode);
+            let conflict = mode.conflict_mask() & e.wait_mask != 0 || e.check_conflicts(mode, pl.hold_mask);
+            if !conflict {
+                e.grant(pl, mode);
+                return Join::Granted;
+            }
+            let j = t.join_wait_queue(tag, me, mode, dont_wait);
+            match j {
+                Join::Granted => {}
+                Join::Queued => {
+                    let mut st = lmgr.procs[me.index()].wait.lock();
+                    st.status = WaitStatus::Waiting;
+                    st.tag = Some(tag);
+                    st.mode = mode;
+                }
+                Join::NotAvailable | Join::EarlyDeadlock(_) => t.abandon_request(tag, me, mode),
+            }
+            j
+        });
+        match outcome {
+            Join::Granted => {
+                counters.main_acquisitions[p].incr();
+                Ok(())
+            }
+            Join::NotAvailable => {
+                counters.not_available.incr();
+                Err(LockError::NotAvailable { tag, mode })
+            }
+            Join::EarlyDeadlock(other) => {
+                counters.deadlocks.incr();
+                let details = [
+                    deadlock::DetailEntry { backend: me, tag, mode },
+                    deadlock::DetailEntry { backend: other.backend, tag, mode: other.mode },
+                ];
+                Err(LockError::Deadlock { detail: deadlock::describe(&details) })
+            }
+            Join::Queued => {
+                let r = self.wait_on_lock(tag, mode, p);
+                if r.is_ok() {
+                    counters.main_acquisitions[p].incr();
+                }
+                r
+            }
+        }
+    }
+
+    /// `WaitOnLock` / the sleeping half of `ProcSleep`.
+    fn wait_on_lock(&self, tag: LockTag, mode: LockMode, p: usize) -> Result<(), LockError> {
+        let (lmgr, me) = (self.lmgr, self.me);
+        let proc_ = &lmgr.procs[me.index()];
+        self.counters.waits.incr();
+        let _scope = WaitEventScope::new(WaitEvent::lock(tag.kind.wait_event_index()));
+        let start = Instant::now();
+        let deadlock_at = start + self.deadlock_timeout;
+        let timeout_at = self.lock_timeout.map(|t| start + t);
+        let mut checked = false;
+        loop {
+            {
+                let mut st = proc_.wait.lock();
+                loop {
+                    if st.status == WaitStatus::Granted {
+                        st.status = WaitStatus::Idle;
+                        return Ok(());
+                    }
+                    let next = match (checked, timeout_at) {
+                        (false, Some(t)) => Some(t.min(deadlock_at)),
+                        (false, None) => Some(deadlock_at),
+                        (true, t) => t,
+                    };
+                    match next {
+                        None => proc_.cv.wait(&mut st),
+                        Some(t) => {
+                            if proc_.cv.wait_until(&mut st, t).timed_out() {
+                                if st.status == WaitStatus::Granted {
+                                    continue;
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            let now = Instant::now();
+            if let Some(t) = timeout_at
+                && now >= t
+            {
+                // Give up unless the grant raced with the timer (`LockErrorCleanup`).
+                let granted = lmgr.with_partition(p, Some(self.counters), |t| {
+                    let mut st = proc_.wait.lock();
+                    if st.status == WaitStatus::Granted {
+                        st.status = WaitStatus::Idle;
+                        return true;
+                    }
+                    st.status = WaitStatus::Idle;
+                    st.tag = None;
+                    drop(st);
+                    for w in t.remove_from_wait_queue(tag, me) {
+                        lmgr.wake(w);
+                    }
+                    false
+                });
+                if granted {
+                    return Ok(());
+                }
+                self.counters.lock_timeouts.incr();
+                return Err(LockError::LockTimeout { tag, mode });
+            }
+            if !checked && now >= deadlock_at {
+                checked = true;
+                if let Some(err) = lmgr.check_dead_lock(me, self.counters) {
+                    return Err(err);
+                }
+            }
+        }
+    }
+}
+
+/// Releases backend `me`'s hold of `mode` on `tag` (hash code `hash`) wherever it lives: its
+/// fast-path slot (`FastPathUnGrantRelationLock` under its `fpInfoLock`) or, if it is not there
+/// (taken in the main table, or transferred there by a strong locker), the main table.
+fn release_shared(
+    lmgr: &Lmgr,
+    me: BackendId,
+    fp_used: &mut [u8],
+    counters: &BackendCounters,
+    tag: LockTag,
+    mode: LockMode,
+    hash: u32,
+) {
+    if lmgr.eligible_for_fast_path(&tag, mode) {
+        let g = lmgr.fp.group_of(tag.field2);
+        if fp_used[g] > 0
+            && let Some(used) = lmgr.fp.ungrant(me, tag.field2, mode)
+        {
+            fp_used[g] = used as u8;
+            return;
+        }
+    }
+    lmgr.release_main(me, counters, tag, mode, hash);
+}
+
 impl Drop for Backend {
     /// Backend exit (`ProcKill` → `LockReleaseAll(allLocks)`): ends the transaction and releases
     /// session locks too, then detaches.
@@ -1175,45 +1201,4 @@ impl Drop for Backend {
         self.release_all(true);
         self.lmgr.procs[self.id.index()].attached.store(false, Ordering::Release);
     }
-}
-
-/// `JoinWaitQueue` (18; the first half of `ProcSleep` before): decides where `me` goes in the
-/// queue of `e`, possibly granting at once when `me` already holds modes that waiters wait for.
-fn join_wait_queue(e: &mut LockEntry, me: crate::BackendId, mode: LockMode, dont_wait: bool) -> Join {
-    let held = e.hold_mask(me);
-    let mut insert_at = None;
-    let mut early = None;
-    if held != 0 && e.wait_mask != 0 {
-        let mut ahead: LockMask = 0;
-        for (i, w) in e.wait_queue.iter().enumerate() {
-            // Must this waiter wait for me?
-            if w.mode.conflict_mask() & held != 0 {
-                // Must I wait for it? Then it is a deadlock no matter where I queue.
-                if mode.conflict_mask() & e.hold_mask(w.backend) != 0 {
-                    early = Some(*w);
-                    break;
-                }
-                if mode.conflict_mask() & ahead == 0 && !e.check_conflicts(mode, me) {
-                    e.grant(me, mode);
-                    return Join::Granted;
-                }
-                insert_at = Some(i);
-                break;
-            }
-            ahead |= w.mode.bit();
-        }
-    }
-    if dont_wait {
-        return Join::NotAvailable;
-    }
-    if let Some(w) = early {
-        return Join::EarlyDeadlock(w);
-    }
-    let w = Waiter { backend: me, mode };
-    match insert_at {
-        Some(i) => e.wait_queue.insert(i, w),
-        None => e.wait_queue.push_back(w),
-    }
-    e.wait_mask |= mode.bit();
-    Join::Queued
 }
