@@ -300,10 +300,18 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         }
     }
     println!();
-    println!("-- lock stack ({}; tables loaded in memory in {:.2} s) --", args.preset, r.load_s);
+    let place = match &args.data_dir {
+        Some(dir) => format!("tables opened from {} in {:.2} s", dir.display(), r.load_s),
+        None => format!("tables loaded in memory in {:.2} s", r.load_s),
+    };
+    let ls = &r.lock_stack;
+    println!(
+        "-- lock stack ({}; {place}; counters over the {} transactions of the run) --",
+        args.preset, ls.transactions
+    );
     println!("{}", MachineNote::for_threads(cfg.clients).line());
     println!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
-    let tx = r.transactions.max(1) as f64;
+    let tx = ls.transactions.max(1) as f64;
     for (name, sh, ex, blk, ns) in &r.lwlocks {
         if sh + ex == 0 {
             continue;
@@ -315,11 +323,85 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
             *ex as f64 / tx
         );
     }
+    let row = |label: &str, n: u64| println!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
+    let hw = &ls.heavyweight;
+    println!("{:<32} {:>12} {:>10}", "heavyweight locks", "total", "per txn");
+    row("fast-path grants", hw.fast_path_grants);
+    row("main-table acquisitions", hw.main_acquisitions_total);
+    let parts: Vec<String> = hw
+        .main_acquisitions
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{i}:{n}"))
+        .collect();
+    if !parts.is_empty() {
+        const SHOWN: usize = 16;
+        let more = parts.len().saturating_sub(SHOWN);
+        let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        let shown = parts.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(" ");
+        println!("    by partition (partition:count) {shown}{tail}");
+    }
+    row("transfers", hw.transfers);
+    row("spills to the main table", hw.spills);
+    row("waits", hw.waits);
+    row("deadlocks", hw.deadlocks);
+    let b = &ls.buffers;
+    println!("buffers");
+    row("hits", b.hits);
+    row("reads", b.reads);
+    row("extends", b.extends);
+    row("evictions", b.evictions);
+    row("pin waits", b.pin_waits);
+    row("cleanup-lock waits", b.cleanup_waits);
+    let w = &ls.wal;
+    println!("WAL");
+    row("records", w.records);
+    row("bytes", w.bytes);
+    row("insert-lock waits", w.insert_lock_waits);
+    row("flush requests", w.flush_requests);
+    row("flushes", w.flushes);
+    row("flushed by another backend", w.flushed_by_others);
+    row("asynchronous commits", w.async_commits);
+    println!("CLOG");
+    row("hits", ls.clog.hits);
+    row("reads", ls.clog.reads);
+    println!("ProcArray");
+    row("GetSnapshotData", ls.procarray.get_snapshot_data);
+    row("  of which reused", ls.procarray.snapshots_reused);
+    row("xids assigned", ls.procarray.xids_assigned);
     if r.wait_samples > 0 {
         println!("wait-event profile ({} backend samples):", r.wait_samples);
         for (e, n) in r.wait_events.iter().take(8) {
             println!("  {e:<28} {:>5.1}%", 100.0 * *n as f64 / r.wait_samples as f64);
         }
+        let waiting: u64 = r.wait_events.iter().map(|(_, n)| n).sum();
+        let running = r.wait_samples.saturating_sub(waiting);
+        println!("  {:<28} {:>5.1}%", "(no wait event)", 100.0 * running as f64 / r.wait_samples as f64);
+    }
+    match &r.fidelity_builtin {
+        Some(b) => {
+            let caveat = if ["pg14", "pg17"].contains(&args.preset.as_str()) {
+                String::new()
+            } else {
+                format!("; PostgreSQL 15 corresponds to --preset pg14 or pg17, not {}", args.preset)
+            };
+            println!("fidelity vs PostgreSQL 15 ({b}, per transaction; pg15-lock-traffic.md{caveat}):");
+        }
+        None => {
+            println!("fidelity vs PostgreSQL 15 (per transaction; no reference: not one built-in script):")
+        }
+    }
+    println!("  {:<26} {:>9} {:>9} {:>8}", "call", "ours", "PG 15", "diff");
+    for f in &r.fidelity {
+        let pg = f.pg15_per_txn.map(|p| format!("{p:.2}")).unwrap_or_else(|| "-".into());
+        let diff = f.diff().map(|d| format!("{d:+.2}")).unwrap_or_else(|| "-".into());
+        let flag = if f.diff().is_some_and(|d| d.abs() > 1.0) { " *" } else { "" };
+        let note = if f.modelled { String::new() } else { format!("  ({})", f.note) };
+        println!("  {:<26} {:>9.2} {pg:>9} {diff:>8}{flag}{note}", f.call, f.ours_per_txn);
+    }
+    if r.fidelity.iter().any(|f| f.diff().is_some_and(|d| d.abs() > 1.0)) {
+        println!("  * differs by more than 1 per transaction: docs/engine.md explains why");
     }
     println!("consistency checks:");
     for c in &r.checks {

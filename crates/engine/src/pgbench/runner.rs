@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -19,8 +19,9 @@ use rand::RngExt;
 use serde::Serialize;
 
 use super::expr::{self, ClientRng, Value};
-use super::script::{Command, Script, SleepArg, SqlCommand, SqlValue, Table};
+use super::script::{BUILTINS, Command, Script, SleepArg, SqlCommand, SqlValue, Table};
 use crate::engine::{Engine, EngineConfig, EngineError, Session};
+use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
 
 /// Parameters of a run.
 #[derive(Clone, Debug)]
@@ -132,6 +133,13 @@ pub struct PgbenchResult {
     pub wait_events: Vec<(String, u64)>,
     /// Total backend-samples.
     pub wait_samples: u64,
+    /// Heavyweight locks, buffers, WAL, CLOG and ProcArray counters of the measured phase.
+    pub lock_stack: LockStackReport,
+    /// The built-in whose PostgreSQL 15 column [`PgbenchResult::fidelity`] compares with
+    /// (`select-only`, `simple-update`, `tpcb-like`), when the run's scripts are one built-in.
+    pub fidelity_builtin: Option<String>,
+    /// The rows of `pg15-lock-traffic.md` counted on this run, next to PostgreSQL 15's values.
+    pub fidelity: Vec<FidelityRow>,
 }
 
 struct Shared {
@@ -140,6 +148,16 @@ struct Shared {
     done_failed: AtomicU64,
     lat_sum_us: AtomicU64,
     lat_sq_us: AtomicU64,
+    /// Clients that have attached their backend (or failed to).
+    connected: AtomicUsize,
+    /// Start of the measured phase.
+    go: AtomicBool,
+    /// Clients done with their transactions.
+    finished: AtomicUsize,
+    /// End of the measured phase: clients may disconnect.
+    release: AtomicBool,
+    /// When the last client finished, ns after the start.
+    last_end_ns: AtomicU64,
 }
 
 struct ClientOut {
@@ -244,7 +262,99 @@ fn sums(s: &mut Session) -> Result<[(u64, i64, usize); 4], EngineError> {
     Ok(out)
 }
 
+/// Which built-in a run's scripts all are (`select-only`, `simple-update`, `tpcb-like`), if
+/// they are one built-in (a single script, or several copies of the same one).
+pub fn sole_builtin(scripts: &[Script]) -> Option<&'static str> {
+    let first = scripts.first()?;
+    let b = BUILTINS.iter().find(|b| first.name == format!("<builtin: {}>", b.description))?;
+    scripts.iter().all(|s| s.name == first.name).then_some(b.name)
+}
+
+/// Sleeps in short steps until `flag` is set.
+fn wait_for(flag: &AtomicBool) {
+    while !flag.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// One client's transactions, from the start signal to the end of its share (`-t`) or the stop
+/// signal (`-T`).
+fn client_loop(
+    cfg: &PgbenchConfig,
+    shared: &Shared,
+    s: &mut Session,
+    c: usize,
+    start: Instant,
+) -> Result<ClientOut, EngineError> {
+    let total_weight: u32 = cfg.scripts.iter().map(|s| s.weight).sum();
+    let mut rng = expr::client_rng(cfg.seed, c as u64);
+    let mut vars: HashMap<String, Value> = HashMap::new();
+    vars.insert("scale".into(), Value::Int(cfg.scale));
+    vars.insert("client_id".into(), Value::Int(c as i64));
+    let mut per_script: Vec<(u64, u64, Vec<CommandStats>)> =
+        cfg.scripts.iter().map(|sc| (0, 0, vec![CommandStats::default(); sc.commands.len()])).collect();
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+    let mut n = 0u64;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) || cfg.transactions.is_some_and(|t| n >= t) {
+            break;
+        }
+        n += 1;
+        let mut pick = rng.random_range(0..total_weight.max(1));
+        let si = cfg.scripts.iter().position(|sc| {
+            if pick < sc.weight {
+                true
+            } else {
+                pick -= sc.weight;
+                false
+            }
+        });
+        let si = si.unwrap_or(0);
+        let script = &cfg.scripts[si];
+        let tx_start = Instant::now();
+        let mut ok = true;
+        for (ci, (_, cmd)) in script.commands.iter().enumerate() {
+            let c0 = Instant::now();
+            let r = run_command(s, cmd, &mut vars, &mut rng)?;
+            let st = &mut per_script[si].2[ci];
+            st.count += 1;
+            st.total_ns += c0.elapsed().as_nanos() as u64;
+            if !r {
+                st.failures += 1;
+                ok = false;
+                break;
+            }
+        }
+        if ok && s.in_transaction() {
+            s.rollback()?;
+            return Err(EngineError::Usage(format!(
+                "{}: end of script reached with a transaction block open",
+                script.name
+            )));
+        }
+        let us = tx_start.elapsed().as_micros() as u64;
+        if ok {
+            per_script[si].0 += 1;
+            hist.saturating_record(us.max(1));
+            shared.done_tx.fetch_add(1, Ordering::Relaxed);
+            shared.lat_sum_us.fetch_add(us, Ordering::Relaxed);
+            shared.lat_sq_us.fetch_add(us.saturating_mul(us), Ordering::Relaxed);
+        } else {
+            per_script[si].1 += 1;
+            shared.done_failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    shared.last_end_ns.fetch_max(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    Ok(ClientOut { per_script, hist })
+}
+
 /// Loads the tables and runs the benchmark; `on_progress` receives `-P` lines.
+///
+/// The measured phase starts once every client has connected (attached its backend) and ends
+/// when the last one has finished its transactions, before any disconnects: the lock-stack
+/// counters ([`PgbenchResult::lwlocks`], [`PgbenchResult::lock_stack`],
+/// [`PgbenchResult::fidelity`]) and the elapsed time cover the transactions only, as pgbench
+/// excludes its initial connection time.
 ///
 /// # Errors
 /// Engine errors other than deadlocks and lock timeouts (which fail single transactions);
@@ -258,10 +368,9 @@ pub fn run(
     run_on(&engine, t0.elapsed().as_secs_f64(), cfg, on_progress)
 }
 
-/// Runs the benchmark on an engine that already holds the tables (opened from a data
-/// directory, say); `load_s` is reported as the load time. `cfg.engine` and `cfg.fillfactor`
-/// are not used (the engine's own configuration rules); `cfg.scale` must be the scale the tables
-/// were loaded at, since scripts see it as `:scale`.
+/// Runs the benchmark on an engine already loaded or opened (`--data-dir`), reporting `load_s`
+/// as its load time; otherwise as [`run`]. The engine needs `cfg.clients + 1` backend slots
+/// (one for the consistency checks' scans).
 ///
 /// # Errors
 /// As [`run`].
@@ -271,7 +380,6 @@ pub fn run_on(
     cfg: &PgbenchConfig,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<PgbenchResult, EngineError> {
-    let engine = Arc::clone(engine);
     let before = {
         let mut s = engine.session(BackendId(cfg.clients as u32))?;
         sums(&mut s)?
@@ -282,88 +390,52 @@ pub fn run_on(
         done_failed: AtomicU64::new(0),
         lat_sum_us: AtomicU64::new(0),
         lat_sq_us: AtomicU64::new(0),
+        connected: AtomicUsize::new(0),
+        go: AtomicBool::new(false),
+        finished: AtomicUsize::new(0),
+        release: AtomicBool::new(false),
+        last_end_ns: AtomicU64::new(0),
     });
-    let total_weight: u32 = cfg.scripts.iter().map(|s| s.weight).sum();
-    let lw_before = lockstack_lwlock::stats::snapshot();
-    let sampler = (cfg.wait_sampling_hz > 0)
-        .then(|| WaitSampler::spawn(Arc::clone(&engine.backends), cfg.wait_sampling_hz));
-    let start = Instant::now();
+    let mut counters_before = StackCounters::default();
+    let mut counters_after = StackCounters::default();
+    let mut profile = WaitEventProfile::default();
+    let start_cell: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let outs: Vec<Result<ClientOut, EngineError>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
-                let (engine, shared) = (Arc::clone(&engine), Arc::clone(&shared));
+                let (engine, shared, start_cell) = (Arc::clone(engine), Arc::clone(&shared), &start_cell);
                 sc.spawn(move || -> Result<ClientOut, EngineError> {
-                    let mut s = engine.session(BackendId(c as u32))?;
-                    let mut rng = expr::client_rng(cfg.seed, c as u64);
-                    let mut vars: HashMap<String, Value> = HashMap::new();
-                    vars.insert("scale".into(), Value::Int(cfg.scale));
-                    vars.insert("client_id".into(), Value::Int(c as i64));
-                    let mut per_script: Vec<(u64, u64, Vec<CommandStats>)> = cfg
-                        .scripts
-                        .iter()
-                        .map(|sc| (0, 0, vec![CommandStats::default(); sc.commands.len()]))
-                        .collect();
-                    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
-                    let mut n = 0u64;
-                    loop {
-                        if shared.stop.load(Ordering::Relaxed) || cfg.transactions.is_some_and(|t| n >= t) {
-                            break;
-                        }
-                        n += 1;
-                        let mut pick = rng.random_range(0..total_weight.max(1));
-                        let si = cfg.scripts.iter().position(|sc| {
-                            if pick < sc.weight {
-                                true
-                            } else {
-                                pick -= sc.weight;
-                                false
-                            }
-                        });
-                        let si = si.unwrap_or(0);
-                        let script = &cfg.scripts[si];
-                        let tx_start = Instant::now();
-                        let mut ok = true;
-                        for (ci, (_, cmd)) in script.commands.iter().enumerate() {
-                            let c0 = Instant::now();
-                            let r = run_command(&mut s, cmd, &mut vars, &mut rng)?;
-                            let st = &mut per_script[si].2[ci];
-                            st.count += 1;
-                            st.total_ns += c0.elapsed().as_nanos() as u64;
-                            if !r {
-                                st.failures += 1;
-                                ok = false;
-                                break;
-                            }
-                        }
-                        if ok && s.in_transaction() {
-                            s.rollback()?;
-                            return Err(EngineError::Usage(format!(
-                                "{}: end of script reached with a transaction block open",
-                                script.name
-                            )));
-                        }
-                        let us = tx_start.elapsed().as_micros() as u64;
-                        if ok {
-                            per_script[si].0 += 1;
-                            hist.saturating_record(us.max(1));
-                            shared.done_tx.fetch_add(1, Ordering::Relaxed);
-                            shared.lat_sum_us.fetch_add(us, Ordering::Relaxed);
-                            shared.lat_sq_us.fetch_add(us.saturating_mul(us), Ordering::Relaxed);
-                        } else {
-                            per_script[si].1 += 1;
-                            shared.done_failed.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(ClientOut { per_script, hist })
+                    let session = engine.session(BackendId(c as u32));
+                    shared.connected.fetch_add(1, Ordering::AcqRel);
+                    wait_for(&shared.go);
+                    let start = *start_cell.get().expect("set before go");
+                    let out = session.map(|mut s| {
+                        let r = client_loop(cfg, &shared, &mut s, c, start);
+                        (r, s)
+                    });
+                    // Disconnect only after the counters of the measured phase are read.
+                    shared.finished.fetch_add(1, Ordering::AcqRel);
+                    wait_for(&shared.release);
+                    out.and_then(|(r, _session)| r)
                 })
             })
             .collect();
+        // Clients that ended without reporting (a panic) count as done for every wait below.
+        let lost = || handles.iter().filter(|h| h.is_finished()).count();
+        while shared.connected.load(Ordering::Acquire) + lost() < cfg.clients {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        counters_before = StackCounters::take(engine);
+        let sampler = (cfg.wait_sampling_hz > 0)
+            .then(|| WaitSampler::spawn(Arc::clone(&engine.backends), cfg.wait_sampling_hz));
+        let start = *start_cell.get_or_init(Instant::now);
+        shared.go.store(true, Ordering::Release);
         // The main thread stops -T runs and prints -P lines.
         let tick = cfg.progress.unwrap_or(Duration::from_millis(50)).min(Duration::from_millis(50));
         let mut next_progress = cfg.progress.map(|p| start + p);
         let mut last = (0u64, 0u64, 0u64, 0u64, start);
-        while handles.iter().any(|h| !h.is_finished()) {
-            std::thread::sleep(tick);
+        while shared.finished.load(Ordering::Acquire) + lost() < cfg.clients {
+            std::thread::sleep(tick.min(Duration::from_millis(2)));
             let now = Instant::now();
             if cfg.duration.is_some_and(|d| now - start >= d) {
                 shared.stop.store(true, Ordering::Relaxed);
@@ -390,14 +462,16 @@ pub fn run_on(
                 next_progress = Some(at + p);
             }
         }
+        profile = sampler.map(WaitSampler::stop).unwrap_or_default();
+        counters_after = StackCounters::take(engine);
+        shared.release.store(true, Ordering::Release);
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Usage("a client thread panicked".into()))))
             .collect()
     });
-    let elapsed_s = start.elapsed().as_secs_f64();
-    let profile: WaitEventProfile = sampler.map(WaitSampler::stop).unwrap_or_default();
-    let lw = lockstack_lwlock::stats::snapshot().since(&lw_before);
+    let elapsed_s = (shared.last_end_ns.load(Ordering::Relaxed) as f64 / 1e9).max(1e-9);
+    let delta = counters_after.since(&counters_before);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
     let mut scripts: Vec<ScriptResult> = cfg
         .scripts
@@ -429,13 +503,9 @@ pub fn run_on(
         sums(&mut s)?
     };
     let checks = consistency_checks(cfg, &before, &after);
-    let balance_sums = SUM_ORDER
-        .iter()
-        .zip(before.iter().zip(&after))
-        .map(|(t, (b, a))| (t.name().to_string(), b.1, a.1))
-        .collect();
     let transactions: u64 = scripts.iter().map(|s| s.transactions).sum();
     let failed: u64 = scripts.iter().map(|s| s.failed).sum();
+    let builtin = sole_builtin(&cfg.scripts);
     Ok(PgbenchResult {
         load_s,
         elapsed_s,
@@ -445,14 +515,22 @@ pub fn run_on(
         latency_stddev_ms: hist.stdev() / 1000.0,
         scripts,
         checks,
-        balance_sums,
-        lwlocks: lw
+        balance_sums: SUM_ORDER
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name().to_string(), before[i].1, after[i].1))
+            .collect(),
+        lwlocks: delta
+            .lwlocks
             .tranches
             .iter()
             .map(|(t, s)| (t.name().to_string(), s.sh_acquire, s.ex_acquire, s.block, s.wait_ns))
             .collect(),
         wait_events: profile.sorted().into_iter().map(|(e, n)| (e.to_string(), n)).collect(),
         wait_samples: profile.total(),
+        lock_stack: LockStackReport::new(&delta, transactions + failed),
+        fidelity_builtin: builtin.map(str::to_string),
+        fidelity: report::fidelity(&delta, transactions + failed, builtin),
     })
 }
 
