@@ -238,6 +238,36 @@ impl FastPathArea {
         })
     }
 
+    /// Own backend `b` releases many fast-path entries under one hold of its `fpInfoLock`, as
+    /// `LockReleaseAll` does (PostgreSQL `lock.c`, 9.2+). `reqs` holds (relid, mode) pairs;
+    /// `found[i]` is set to whether entry `i` was still in a slot (false: a strong locker moved it
+    /// to the main table, where the caller must release it). `used[g]` is set to the slots still
+    /// in use in every group touched.
+    ///
+    /// # Panics
+    /// If `found` is shorter than `reqs`, or `used` shorter than the number of groups.
+    pub fn ungrant_many(&self, b: BackendId, reqs: &[(u32, LockMode)], found: &mut [bool], used: &mut [u8]) {
+        assert!(found.len() >= reqs.len(), "one result per request");
+        self.with_state_mut(b, |st| {
+            for (i, &(relid, mode)) in reqs.iter().enumerate() {
+                let group = self.group_of(relid);
+                let base = group * FP_SLOTS_PER_GROUP;
+                let rels = &st.relid[base..base + FP_SLOTS_PER_GROUP];
+                let word = &mut st.bits[group];
+                found[i] = false;
+                for (s, rel) in rels.iter().enumerate() {
+                    let bit = 1u64 << (3 * s + mode.number() - 1);
+                    if *rel == relid && *word & bit != 0 {
+                        *word &= !bit;
+                        found[i] = true;
+                        break;
+                    }
+                }
+                used[group] = used_in(*word) as u8;
+            }
+        })
+    }
+
     /// Strong locker: bumps the counter of `hash` (`BeginStrongLockAcquire`). From now on no
     /// new fast-path grant for relations of that counter succeeds.
     pub fn begin_strong(&self, hash: u32) {

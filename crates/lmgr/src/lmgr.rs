@@ -188,6 +188,7 @@ impl Lmgr {
             id,
             local: HashMap::default(),
             fp_used: vec![0; self.fp.groups()],
+            fp_scratch: (Vec::new(), Vec::new(), Vec::new()),
             counters,
             deadlock_timeout: Duration::from_secs(1),
             lock_timeout: None,
@@ -637,6 +638,10 @@ pub struct Backend {
     lock_timeout: Option<Duration>,
     next_lxid: LocalTransactionId,
     vxid: Option<VirtualTransactionId>,
+    /// Reused by [`release_all`](Self::release_all): fast-path (relid, mode) requests, whether
+    /// each was still in a slot, and each one's (tag, mode, hash) for the main-table fallback.
+    #[allow(clippy::type_complexity)]
+    fp_scratch: (Vec<(u32, LockMode)>, Vec<bool>, Vec<(LockTag, LockMode, u32)>),
 }
 
 impl std::fmt::Debug for Backend {
@@ -899,7 +904,12 @@ impl Backend {
     /// `session_too`, every session-owned one as well. Does not end the VXID (see
     /// [`end_transaction`](Self::end_transaction)).
     pub fn release_all(&mut self, session_too: bool) {
-        let Backend { lmgr, id, local, fp_used, counters, .. } = self;
+        let Backend { lmgr, id, local, fp_used, counters, fp_scratch, .. } = self;
+        // Fast-path entries are collected and cleared under one hold of fpInfoLock afterwards,
+        // as LockReleaseAll does; everything else is released from the main table now.
+        let (reqs, found, main) = fp_scratch;
+        reqs.clear();
+        main.clear();
         local.retain(|&(tag, mode), l| {
             l.xact = 0;
             if session_too {
@@ -908,12 +918,27 @@ impl Backend {
             if l.session > 0 {
                 return true;
             }
-            release_shared(lmgr, *id, fp_used, counters, tag, mode, l.hash);
+            if lmgr.eligible_for_fast_path(&tag, mode) && fp_used[lmgr.fp.group_of(tag.field2)] > 0 {
+                reqs.push((tag.field2, mode));
+                main.push((tag, mode, l.hash));
+            } else {
+                lmgr.release_main(*id, counters, tag, mode, l.hash);
+            }
             if l.strong {
                 lmgr.fp.end_strong(l.hash);
             }
             false
         });
+        if !reqs.is_empty() {
+            found.clear();
+            found.resize(reqs.len(), false);
+            lmgr.fp.ungrant_many(*id, reqs, found, fp_used);
+            for (&(tag, mode, hash), &was_fast) in main.iter().zip(found.iter()) {
+                if !was_fast {
+                    lmgr.release_main(*id, counters, tag, mode, hash);
+                }
+            }
+        }
     }
 
     /// Releases every session-owned acquisition of an advisory lock (`LockReleaseSession` of
