@@ -19,7 +19,11 @@ lint:
 
 # The main job on its default input.
 run:
-    cargo run --release -p lockstack-cli -- lwlock
+    cargo run --release -p lockstack-cli -- pgbench -s 10 -c 8 -T 10
+
+# One seed experiment (pgxact, old-snapshot, flexlock, fastpath, vm-pin), tables + CSV/JSON/SVG.
+experiment NAME *ARGS:
+    cargo run --release -p lockstack-cli -- experiment {{NAME}} {{ARGS}}
 
 # Everything CI runs.
 ci:

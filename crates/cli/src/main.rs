@@ -4,6 +4,7 @@
 //! workload lives in the engine crate.
 
 mod buffers_cmd;
+mod experiment_cmd;
 mod isolation_cmd;
 mod locks_cmd;
 mod lwlock_cmd;
@@ -39,6 +40,9 @@ enum Command {
     Isolation(isolation_cmd::IsolationArgs),
     /// pgbench's workloads on the lockstack transaction engine (work in progress: see docs).
     Pgbench(pgbench_cmd::PgbenchArgs),
+    /// The five seed experiments, one command each (`experiment list` names them): tables,
+    /// counters, the seed's figures, CSV/JSON/SVG.
+    Experiment(experiment_cmd::ExperimentArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -95,6 +99,8 @@ pub(crate) fn write_json<T: serde::Serialize>(
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        // Spans (the engine's transaction phases) print when they close, with their time.
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .init();
     let cli = match Cli::try_parse() {
@@ -126,6 +132,7 @@ fn main() -> ExitCode {
         Command::Locks(args) => locks_cmd::run(args),
         Command::Isolation(args) => isolation_cmd::run(args),
         Command::Pgbench(args) => pgbench_cmd::run(args),
+        Command::Experiment(args) => experiment_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

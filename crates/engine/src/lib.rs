@@ -8,6 +8,7 @@
 pub mod btree;
 pub mod datadir;
 pub mod engine;
+pub mod experiments;
 pub mod heap;
 pub mod isolation;
 pub mod micro;
