@@ -14,6 +14,7 @@
 //!   entries move and xid assignment writes them under `XidGenLock` only.
 
 use std::fmt;
+use std::hint::cold_path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool as StdBool, Ordering};
 
@@ -626,6 +627,11 @@ impl ProcArray {
     /// The PGXACT-era snapshot loop (9.1 and 9.2-13), generic over the layout and the seed-000
     /// knobs: `EAGER` reads every xmin for the horizon, `SKIP` skips the subxids of backends
     /// without an xid, `FAST` uses the normal-xid comparison.
+    ///
+    /// Per member it does what 9.2's `GetSnapshotData` does: load the `pgprocno`, test the
+    /// vacuum flags, (EAGER) fold a normal xmin into the horizon, load the xid. A backend with a
+    /// normal xid (the rare case) is handled out of line by [`Self::pgxact_running`], so the
+    /// common path is only those loads and tests.
     #[inline(always)]
     fn scan_pgxact<V: HotView, const EAGER: bool, const SKIP: bool, const FAST: bool>(
         &self,
@@ -651,18 +657,16 @@ impl ProcArray {
             // Read once: the owner may be storing a new xid concurrently (under XidGenLock).
             let xid = v.xid(p);
             if SKIP {
-                if !xid.is_normal() || !prec::<FAST>(xid, xmax) {
+                // 9.2: no xid, no subxids either.
+                if !xid.is_normal() {
                     continue;
                 }
-                if prec::<FAST>(xid, xmin) {
-                    xmin = xid;
-                }
-                if p == me {
-                    continue;
-                }
-                snap.xip.push(xid);
+                cold_path();
+                xmin = self.pgxact_running::<V, FAST>(&v, p, xid, me, xmax, xmin, snap);
             } else {
+                // 9.1: the subxid-cache header of every other backend is read, xid or not.
                 if xid.is_normal() {
+                    cold_path();
                     if !prec::<FAST>(xid, xmax) {
                         continue;
                     }
@@ -673,17 +677,15 @@ impl ProcArray {
                         xmin = xid;
                     }
                 }
-                if p == me {
+                if p == me || snap.suboverflowed {
                     continue;
                 }
-            }
-            if !snap.suboverflowed {
                 if v.overflowed(p) {
                     snap.suboverflowed = true;
                 } else {
                     let k = v.nxids(p);
-                    for s in &self.procs[p].subxids[..k] {
-                        snap.subxip.push(TransactionId(s.load(Ordering::Relaxed)));
+                    if k > 0 {
+                        self.push_subxids(p, k, snap);
                     }
                 }
             }
@@ -691,8 +693,61 @@ impl ProcArray {
         ScanResult { xmin, globalxmin: if EAGER { Some(globalxmin) } else { None } }
     }
 
-    /// The 14+ loop over the dense arrays: reads only `xids[]` for backends without an xid, never
-    /// an xmin.
+    /// The 9.2 loop body for member `p` whose xid is normal: skips xids not before `xmax`, lowers
+    /// `xmin` (the caller's own xid included), lists the xid unless it is the caller's, copies the
+    /// subxids or notes the overflow. Returns the new `xmin`. Out of line (and returning `xmin` by
+    /// value) so that the loop over the many members without an xid keeps its state in registers.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn pgxact_running<V: HotView, const FAST: bool>(
+        &self,
+        v: &V,
+        p: usize,
+        xid: TransactionId,
+        me: usize,
+        xmax: TransactionId,
+        mut xmin: TransactionId,
+        snap: &mut Snapshot,
+    ) -> TransactionId {
+        if !prec::<FAST>(xid, xmax) {
+            return xmin;
+        }
+        if prec::<FAST>(xid, xmin) {
+            xmin = xid;
+        }
+        if p == me {
+            return xmin;
+        }
+        snap.xip.push(xid);
+        if snap.suboverflowed {
+            return xmin;
+        }
+        if v.overflowed(p) {
+            snap.suboverflowed = true;
+        } else {
+            let k = v.nxids(p);
+            if k > 0 {
+                self.push_subxids(p, k, snap);
+            }
+        }
+        xmin
+    }
+
+    /// Appends the first `k` cached subxids of `PgProc` `p` to `snap.subxip`. The caller has
+    /// read `k` with acquire ordering (or fenced after it), which pairs with the release store
+    /// of the count in `get_new_transaction_id`, so the `k` entries are the published ones.
+    #[inline]
+    fn push_subxids(&self, p: usize, k: usize, snap: &mut Snapshot) {
+        for s in &self.procs[p].subxids[..k] {
+            snap.subxip.push(TransactionId(s.load(Ordering::Relaxed)));
+        }
+    }
+
+    /// The 14+ loop over the dense arrays (`GetSnapshotData` in 14's `procarray.c`): per member
+    /// one load of `xids[off]` and a test for 0; everything else (own entry, xmax, status flags,
+    /// subxid state, `pgprocnos` for the subxid copy) only for members with an xid, out of line
+    /// in [`Self::dense_running`]. Never reads an xmin. The caller's own xid enters xmin before
+    /// the loop, as in 14.
     #[inline(always)]
     fn scan_dense(&self, d: &DenseArrays, me: usize, xmax: TransactionId, snap: &mut Snapshot) -> ScanResult {
         let my_off = self.procs[me].pgxactoff.load(Ordering::Relaxed) as usize;
@@ -702,35 +757,62 @@ impl ProcArray {
             xmin = my_xid;
         }
         let n = self.num_procs.load(Ordering::Relaxed) as usize;
-        for (off, x) in d.xids[..n].iter().enumerate() {
-            let xid = TransactionId(x.load(Ordering::Relaxed));
-            if !xid.is_normal() || off == my_off || !prec::<true>(xid, xmax) {
+        let xids = &d.xids[..n];
+        // An index loop keeps one induction variable (load, test, branch, increment, compare,
+        // branch per member); `iter().enumerate()` compiles to two.
+        #[allow(clippy::needless_range_loop)]
+        for off in 0..n {
+            // Read once: the owner may be storing a new xid concurrently (under XidGenLock).
+            let xid = xids[off].load(Ordering::Relaxed);
+            if xid == TransactionId::INVALID.0 {
                 continue;
             }
-            if d.status_flags[off].load(Ordering::Relaxed) & PROC_SNAPSHOT_SKIP != 0 {
-                continue;
-            }
-            if prec::<true>(xid, xmin) {
-                xmin = xid;
-            }
-            snap.xip.push(xid);
-            if !snap.suboverflowed {
-                let s = &d.subxid_states[off];
-                if s.overflowed.load(Ordering::Relaxed) {
-                    snap.suboverflowed = true;
-                } else {
-                    let k = s.count.load(Ordering::Acquire) as usize;
-                    if k > 0 {
-                        fence(Ordering::Acquire);
-                        let p = self.pgprocnos[off].load(Ordering::Relaxed) as usize;
-                        for s in &self.procs[p].subxids[..k] {
-                            snap.subxip.push(TransactionId(s.load(Ordering::Relaxed)));
-                        }
-                    }
-                }
-            }
+            cold_path();
+            xmin = self.dense_running(d, off, TransactionId(xid), my_off, xmax, xmin, snap);
         }
         ScanResult { xmin, globalxmin: None }
+    }
+
+    /// The 14 loop body for dense position `off` whose xid is valid: skips the caller's own entry,
+    /// xids not before `xmax` and vacuum / logical-decoding members, then lowers `xmin`, lists the
+    /// xid and copies the subxids. Returns the new `xmin`. Out of line, as `pgxact_running`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn dense_running(
+        &self,
+        d: &DenseArrays,
+        off: usize,
+        xid: TransactionId,
+        my_off: usize,
+        xmax: TransactionId,
+        mut xmin: TransactionId,
+        snap: &mut Snapshot,
+    ) -> TransactionId {
+        if !xid.is_normal() || off == my_off || !prec::<true>(xid, xmax) {
+            return xmin;
+        }
+        if d.status_flags[off].load(Ordering::Relaxed) & PROC_SNAPSHOT_SKIP != 0 {
+            return xmin;
+        }
+        if prec::<true>(xid, xmin) {
+            xmin = xid;
+        }
+        snap.xip.push(xid);
+        if snap.suboverflowed {
+            return xmin;
+        }
+        let s = &d.subxid_states[off];
+        if s.overflowed.load(Ordering::Relaxed) {
+            snap.suboverflowed = true;
+        } else {
+            let k = s.count.load(Ordering::Acquire) as usize;
+            if k > 0 {
+                fence(Ordering::Acquire);
+                let p = self.pgprocnos[off].load(Ordering::Relaxed) as usize;
+                self.push_subxids(p, k, snap);
+            }
+        }
+        xmin
     }
 
     fn dispatch_scan(&self, me: usize, xmax: TransactionId, snap: &mut Snapshot) -> ScanResult {
