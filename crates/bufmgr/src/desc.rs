@@ -147,20 +147,25 @@ pub(crate) struct HeaderCost {
 ///
 /// Readers outside the buffer manager only get snapshots ([`BufferDesc::state`],
 /// [`BufferDesc::tag`]) through [`crate::BufferPool::descriptor`].
+///
+/// Laid out in order (`repr(C)`) so that what a buffer hit touches (the state word and header
+/// spinlock for the pin, the tag, the content lock) shares the first 64-byte cache line, as
+/// PostgreSQL pads `BufferDesc` to one line; the rarely used fields follow.
+#[repr(C)]
 pub struct BufferDesc {
     state: AtomicU32,
     hdr_lock: SpinLock,
     tag_rel: AtomicU32,
-    tag_fork_block: AtomicU64,
     buf_id: u32,
+    tag_fork_block: AtomicU64,
+    /// The content lock (`content_lock`, tranche `BufferContent`).
+    pub(crate) content_lock: LwLock,
     /// Backend handle number of the cleanup-lock waiter (`wait_backend_pid`); valid while
     /// `BM_PIN_COUNT_WAITER` is set. Written under the header lock.
     pub(crate) wait_backend: AtomicU32,
     /// Next buffer on the free list, -1 = end, -2 = not on the list (`freeNext`); changed only
     /// under the free-list lock.
     pub(crate) free_next: AtomicI32,
-    /// The content lock (`content_lock`, tranche `BufferContent`).
-    pub(crate) content_lock: LwLock,
     /// The I/O lock (`io_in_progress_lock`, tranche `BufferIO`): held exclusively by the backend
     /// doing a read or write; others wait by taking it shared.
     pub(crate) io_lock: LwLock,
@@ -385,5 +390,23 @@ impl BufferDesc {
                 cost
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod layout_tests {
+    use super::BufferDesc;
+    use std::mem::{offset_of, size_of};
+
+    /// A hit pins (state word, or header spinlock plus state word), locks the content lock and
+    /// may compare the tag: all of that sits in the descriptor's first cache line.
+    #[test]
+    fn hit_path_fields_share_the_first_cache_line() {
+        let end_of = |off: usize, size: usize| off + size;
+        assert!(end_of(offset_of!(BufferDesc, state), 4) <= 64);
+        assert!(end_of(offset_of!(BufferDesc, hdr_lock), 1) <= 64);
+        assert!(end_of(offset_of!(BufferDesc, tag_fork_block), 8) <= 64);
+        let cl = end_of(offset_of!(BufferDesc, content_lock), size_of::<lockstack_lwlock::LwLock>());
+        assert!(cl <= 64, "the content lock ends at byte {cl}");
     }
 }

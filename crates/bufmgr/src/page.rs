@@ -83,6 +83,7 @@ impl ItemId {
         u32::from(self.off & 0x7FFF) | ((self.flags as u32) << 15) | (u32::from(self.len & 0x7FFF) << 17)
     }
 
+    #[inline]
     fn unpack(v: u32) -> ItemId {
         let flags = match (v >> 15) & 3 {
             0 => LpFlags::Unused,
@@ -132,6 +133,7 @@ pub fn init(page: &mut [u8], special_size: usize) {
 }
 
 /// True for a never-initialised (all-zero header) page (`PageIsNew`: `pd_upper` is 0).
+#[inline]
 pub fn is_new(page: &[u8]) -> bool {
     check(page);
     get_u16(page, 14) == 0
@@ -139,6 +141,7 @@ pub fn is_new(page: &[u8]) -> bool {
 
 /// The page LSN (`PageGetLSN`): the WAL position just after the last record that changed the
 /// page. The buffer manager flushes WAL up to it before writing the page.
+#[inline]
 pub fn lsn(page: &[u8]) -> u64 {
     check(page);
     u64::from_le_bytes(page[0..8].try_into().expect("8 bytes"))
@@ -151,6 +154,7 @@ pub fn set_lsn(page: &mut [u8], lsn: u64) {
 }
 
 /// `pd_flags`.
+#[inline]
 pub fn flags(page: &[u8]) -> u16 {
     check(page);
     get_u16(page, 10)
@@ -163,6 +167,7 @@ pub fn set_flags(page: &mut [u8], flags: u16) {
 }
 
 /// True if [`PD_ALL_VISIBLE`] is set (`PageIsAllVisible`).
+#[inline]
 pub fn is_all_visible(page: &[u8]) -> bool {
     flags(page) & PD_ALL_VISIBLE != 0
 }
@@ -181,36 +186,42 @@ pub fn clear_all_visible(page: &mut [u8]) {
 }
 
 /// `pd_lower`: end of the line pointer array, in bytes from the page start.
+#[inline]
 pub fn lower(page: &[u8]) -> usize {
     check(page);
     get_u16(page, 12) as usize
 }
 
 /// `pd_upper`: start of tuple space, in bytes from the page start.
+#[inline]
 pub fn upper(page: &[u8]) -> usize {
     check(page);
     get_u16(page, 14) as usize
 }
 
 /// `pd_special`: start of the special space, in bytes from the page start.
+#[inline]
 pub fn special_offset(page: &[u8]) -> usize {
     check(page);
     get_u16(page, 16) as usize
 }
 
 /// The special space (`PageGetSpecialPointer`).
+#[inline]
 pub fn special(page: &[u8]) -> &[u8] {
     let s = special_offset(page);
     &page[s..]
 }
 
 /// The special space, writable.
+#[inline]
 pub fn special_mut(page: &mut [u8]) -> &mut [u8] {
     let s = special_offset(page);
     &mut page[s..]
 }
 
 /// `pd_prune_xid`: oldest xid that may have left prunable tuples (0 = none), 8.3+.
+#[inline]
 pub fn prune_xid(page: &[u8]) -> u32 {
     check(page);
     u32::from_le_bytes(page[20..24].try_into().expect("4 bytes"))
@@ -223,6 +234,7 @@ pub fn set_prune_xid(page: &mut [u8], xid: u32) {
 }
 
 /// Number of line pointers (`PageGetMaxOffsetNumber`); 0 for an empty or new page.
+#[inline]
 pub fn max_offset_number(page: &[u8]) -> OffsetNumber {
     let l = lower(page);
     if l <= SIZE_OF_PAGE_HEADER { 0 } else { ((l - SIZE_OF_PAGE_HEADER) / SIZE_OF_ITEM_ID) as OffsetNumber }
@@ -232,6 +244,7 @@ pub fn max_offset_number(page: &[u8]) -> OffsetNumber {
 ///
 /// # Panics
 /// If `off` is 0 or above [`max_offset_number`].
+#[inline]
 pub fn item_id(page: &[u8], off: OffsetNumber) -> ItemId {
     assert!(off >= 1 && off <= max_offset_number(page), "offset number {off} out of range");
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
@@ -258,6 +271,7 @@ pub fn set_item_id(page: &mut [u8], off: OffsetNumber, id: ItemId) {
 
 /// Free bytes for one more tuple, after reserving a new line pointer (`PageGetFreeSpace`);
 /// 0 when even the line pointer does not fit.
+#[inline]
 pub fn free_space(page: &[u8]) -> usize {
     (upper(page) - lower(page)).saturating_sub(SIZE_OF_ITEM_ID)
 }
@@ -316,6 +330,7 @@ pub fn add_item(page: &mut [u8], item: &[u8], at: Option<OffsetNumber>) -> Optio
 
 /// The tuple at `off` (`PageGetItem`), or `None` if the offset is out of range or the line
 /// pointer is not [`LpFlags::Normal`].
+#[inline]
 pub fn get_item(page: &[u8], off: OffsetNumber) -> Option<&[u8]> {
     if off == 0 || off > max_offset_number(page) {
         return None;
@@ -324,7 +339,26 @@ pub fn get_item(page: &[u8], off: OffsetNumber) -> Option<&[u8]> {
     (id.flags == LpFlags::Normal).then(|| &page[id.off as usize..id.off as usize + id.len as usize])
 }
 
+/// The bytes line pointer `off` points at (`PageGetItem(page, PageGetItemId(page, off))`),
+/// without [`get_item`]'s checks of `off` against [`max_offset_number`] and of the line
+/// pointer's flags: for callers that already know `off` names a normal item, such as a binary
+/// search over `1..=max_offset_number` of a B-tree page, whose items are all normal. Memory
+/// safe whatever `off` is (a bad one yields some bytes of the page, or a panic if the line
+/// pointer it reads points outside the page).
+///
+/// # Panics
+/// If `off` is 0.
+#[inline]
+pub fn item_data(page: &[u8], off: OffsetNumber) -> &[u8] {
+    let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
+    let lp = u32::from_le_bytes(page[at..at + SIZE_OF_ITEM_ID].try_into().expect("4 bytes"));
+    let start = (lp & 0x7FFF) as usize;
+    let len = ((lp >> 17) & 0x7FFF) as usize;
+    &page[start..start + len]
+}
+
 /// The tuple at `off`, writable (same rules as [`get_item`]).
+#[inline]
 pub fn get_item_mut(page: &mut [u8], off: OffsetNumber) -> Option<&mut [u8]> {
     if off == 0 || off > max_offset_number(page) {
         return None;

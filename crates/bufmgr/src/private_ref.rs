@@ -113,12 +113,101 @@ impl PrivateRefCount {
 
     /// Every `(buffer id, count)` held.
     pub(crate) fn all(&self) -> Vec<(u32, u32)> {
-        let mut v: Vec<(u32, u32)> = (0..REFCOUNT_ARRAY_ENTRIES)
-            .filter(|&i| self.ids[i].get() != FREE)
-            .map(|i| (self.ids[i].get(), self.counts[i].get()))
-            .collect();
-        v.extend(self.overflow.borrow().iter().map(|(k, c)| (*k, *c)));
+        let mut v: Vec<(u32, u32)> =
+            (0..REFCOUNT_ARRAY_ENTRIES).filter_map(|i| self.array_entry(i)).collect();
+        v.extend(self.overflow_entries());
         v
+    }
+
+    /// The `(buffer id, count)` in array slot `i` (`0..REFCOUNT_ARRAY_ENTRIES`), if in use.
+    #[inline]
+    pub(crate) fn array_entry(&self, i: usize) -> Option<(u32, u32)> {
+        let id = self.ids[i].get();
+        (id != FREE).then(|| (id, self.counts[i].get()))
+    }
+
+    /// The `(buffer id, count)` entries that overflowed the array (usually none; then this
+    /// does not allocate).
+    pub(crate) fn overflow_entries(&self) -> Vec<(u32, u32)> {
+        if self.overflowed.get() == 0 {
+            return Vec::new();
+        }
+        self.overflow.borrow().iter().map(|(k, c)| (*k, *c)).collect()
+    }
+}
+
+/// Content locks held inline before spilling to the vector (PostgreSQL's `held_lwlocks` is a
+/// fixed array of `MAX_SIMUL_LWLOCKS`; a backend rarely holds more than two buffer locks).
+const HELD_INLINE: usize = 8;
+
+/// The buffers whose content lock this backend holds (`held_lwlocks` for buffer locks): to
+/// refuse taking one twice (a self-deadlock) and releasing a pin while locked. Releases search
+/// from the end, where the most recent usually is, as `LWLockRelease` does.
+#[derive(Debug)]
+pub(crate) struct HeldLocks {
+    ids: [Cell<u32>; HELD_INLINE],
+    len: Cell<usize>,
+    more: RefCell<Vec<u32>>,
+}
+
+impl Default for HeldLocks {
+    fn default() -> Self {
+        HeldLocks {
+            ids: std::array::from_fn(|_| Cell::new(FREE)),
+            len: Cell::new(0),
+            more: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+impl HeldLocks {
+    /// True if `id` is held.
+    #[inline(always)]
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        // Usually nothing is held (a pin is taken or dropped between locks).
+        let n = self.len.get();
+        n != 0 && self.contains_among(id, n)
+    }
+
+    fn contains_among(&self, id: u32, n: usize) -> bool {
+        self.ids[..n.min(HELD_INLINE)].iter().any(|c| c.get() == id)
+            || (n > HELD_INLINE && self.more.borrow().contains(&id))
+    }
+
+    /// Records `id` as held.
+    #[inline]
+    pub(crate) fn push(&self, id: u32) {
+        let n = self.len.get();
+        if n < HELD_INLINE {
+            self.ids[n].set(id);
+        } else {
+            self.more.borrow_mut().push(id);
+        }
+        self.len.set(n + 1);
+    }
+
+    /// Forgets `id`; no-op if it is not held.
+    #[inline]
+    pub(crate) fn remove(&self, id: u32) {
+        let n = self.len.get();
+        if n > HELD_INLINE {
+            let mut more = self.more.borrow_mut();
+            if let Some(i) = more.iter().rposition(|&x| x == id) {
+                more.swap_remove(i);
+            } else if let Some(i) = self.ids.iter().rposition(|c| c.get() == id) {
+                // Keep the inline part full: refill the gap with a spilled entry.
+                self.ids[i].set(more.pop().expect("entries beyond the inline part are spilled"));
+            } else {
+                return;
+            }
+            self.len.set(n - 1);
+            return;
+        }
+        // Usually the last one taken (locks are mostly released in reverse order).
+        if let Some(i) = self.ids[..n].iter().rposition(|c| c.get() == id) {
+            self.ids[i].set(self.ids[n - 1].get());
+            self.len.set(n - 1);
+        }
     }
 }
 
@@ -128,6 +217,26 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// Against a plain vector: pushes and removes in any order keep the same membership,
+        /// through spilling past the inline part and back.
+        #[test]
+        fn held_locks_match_a_vec(ops in proptest::collection::vec((0u32..24, any::<bool>()), 1..300)) {
+            let h = HeldLocks::default();
+            let mut oracle: Vec<u32> = Vec::new();
+            for (id, push) in ops {
+                if push && !oracle.contains(&id) {
+                    h.push(id);
+                    oracle.push(id);
+                } else if let Some(i) = oracle.iter().rposition(|&x| x == id) {
+                    h.remove(id);
+                    oracle.remove(i);
+                }
+                for k in 0..24 {
+                    prop_assert_eq!(h.contains(k), oracle.contains(&k));
+                }
+            }
+        }
+
         /// Against a plain map: any sequence of pins and unpins gives the same counts, through
         /// array overflow and back.
         #[test]

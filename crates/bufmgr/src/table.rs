@@ -123,7 +123,12 @@ impl BufTable {
     pub(crate) fn new(kind: MappingKind, nbuffers: usize, lwlock: LwLockKind) -> BufTable {
         match kind {
             MappingKind::Partitioned { partitions } => {
-                let per = (nbuffers / partitions + 1) * 2;
+                // PostgreSQL sizes the whole table for `NBuffers + NUM_BUFFER_PARTITIONS`
+                // entries; each partition here gets its share plus a quarter for uneven
+                // hashing (it grows if ever needed). Doubling the share instead would double the
+                // table's memory, and a look-up's cache misses with it.
+                let share = nbuffers / partitions + 1;
+                let per = share + share / 4 + 8;
                 let parts = (0..partitions)
                     .map(|i| {
                         CachePadded::new(Partition {

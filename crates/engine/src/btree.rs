@@ -129,8 +129,21 @@ fn item_at(p: &[u8], off: OffsetNumber) -> Item {
     }
 }
 
+#[inline]
 fn nitems(p: &[u8]) -> OffsetNumber {
     page::max_offset_number(p)
+}
+
+/// The (key, tie) of item `off`, which must be in `1..=nitems(p)`: read straight through its
+/// line pointer, as `_bt_compare` does (every B-tree item is normal and at least
+/// [`LEAF_ITEM`] bytes long).
+#[inline]
+fn pos_at(p: &[u8], off: OffsetNumber) -> (i64, u64) {
+    let b = page::item_data(p, off);
+    (
+        i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
+        u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+    )
 }
 
 /// First offset whose item is >= `target` (n+1 if none).
@@ -138,7 +151,7 @@ fn lower_bound(p: &[u8], target: (i64, u64)) -> OffsetNumber {
     let (mut lo, mut hi) = (1u16, nitems(p) + 1);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if item_at(p, mid).pos() < target {
+        if pos_at(p, mid) < target {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -153,13 +166,14 @@ fn find_child(p: &[u8], target: (i64, u64)) -> u32 {
     let (mut lo, mut hi) = (2u16, nitems(p) + 1);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if item_at(p, mid).pos() <= target {
+        if pos_at(p, mid) <= target {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    item_at(p, lo - 1).child
+    let b = page::item_data(p, lo - 1);
+    u32::from_le_bytes(b[16..20].try_into().expect("internal items hold a child block"))
 }
 
 fn must_move_right(o: &Opaque, target: (i64, u64)) -> bool {
@@ -374,18 +388,26 @@ impl BTree {
         self.root.load(Ordering::Acquire)
     }
 
-    /// Descends to the leaf that may hold `target`; returns it pinned and locked in `mode`,
-    /// plus the internal blocks visited (for downlink inserts after a split).
+    /// Descends to the leaf that may hold `target`; returns it pinned and locked in `mode`.
+    /// With `stack`, pushes the internal blocks visited on it (for downlink inserts after a
+    /// split); look-ups pass `None` and allocate nothing.
     fn descend<'a>(
         &self,
         bb: &'a BackendBuffers,
         target: (i64, u64),
         leaf_mode: LwLockMode,
-    ) -> Result<(Buffer, ContentGuard<'a>, Vec<u32>), BufferError> {
-        let mut stack = Vec::new();
+        mut stack: Option<&mut Vec<u32>>,
+    ) -> Result<(Buffer, ContentGuard<'a>), BufferError> {
         let mut blk = self.root_block();
+        let mut to_leaf = false;
         loop {
-            let (buf, g) = lock_block(bb, self.rel, blk, LwLockMode::Shared)?;
+            let buf = bb.read_block(self.rel, BlockNumber(blk))?;
+            if to_leaf {
+                // A leaf is seldom in cache (the upper levels are): start loading all of it, so
+                // that the binary search's misses overlap rather than follow one another.
+                bb.prefetch(buf, 0..BLCKSZ);
+            }
+            let g = bb.lock(buf, LwLockMode::Shared);
             let o = opaque(g.page());
             if must_move_right(&o, target) {
                 drop(g);
@@ -393,17 +415,20 @@ impl BTree {
                 blk = o.right;
                 continue;
             }
+            to_leaf = o.level == 1;
             if o.flags & F_LEAF != 0 {
                 if leaf_mode == LwLockMode::Shared {
-                    return Ok((buf, g, stack));
+                    return Ok((buf, g));
                 }
                 drop(g);
-                return self.move_right_locked(bb, buf, target, stack);
+                return self.move_right_locked(bb, buf, target);
             }
             let child = find_child(g.page(), target);
             drop(g);
             bb.release(buf);
-            stack.push(blk);
+            if let Some(s) = stack.as_deref_mut() {
+                s.push(blk);
+            }
             blk = child;
         }
     }
@@ -414,13 +439,12 @@ impl BTree {
         bb: &'a BackendBuffers,
         mut buf: Buffer,
         target: (i64, u64),
-        stack: Vec<u32>,
-    ) -> Result<(Buffer, ContentGuard<'a>, Vec<u32>), BufferError> {
+    ) -> Result<(Buffer, ContentGuard<'a>), BufferError> {
         loop {
             let g = bb.lock(buf, LwLockMode::Exclusive);
             let o = opaque(g.page());
             if !must_move_right(&o, target) {
-                return Ok((buf, g, stack));
+                return Ok((buf, g));
             }
             drop(g);
             bb.release(buf);
@@ -433,18 +457,18 @@ impl BTree {
     /// # Errors
     /// Buffer pool errors.
     pub fn lookup(&self, bb: &BackendBuffers, key: i64, out: &mut Vec<Tid>) -> Result<(), BufferError> {
-        let (mut buf, mut g, _) = self.descend(bb, (key, 0), LwLockMode::Shared)?;
+        let (mut buf, mut g) = self.descend(bb, (key, 0), LwLockMode::Shared, None)?;
         let mut off = lower_bound(g.page(), (key, 0));
         loop {
             let n = nitems(g.page());
             while off <= n {
-                let it = item_at(g.page(), off);
-                if it.key != key {
+                let (k, tie) = pos_at(g.page(), off);
+                if k != key {
                     drop(g);
                     bb.release(buf);
                     return Ok(());
                 }
-                out.push(Tid::from_tie(it.tie));
+                out.push(Tid::from_tie(tie));
                 off += 1;
             }
             // Ran off the page: equal keys may continue on the right sibling.
@@ -470,7 +494,7 @@ impl BTree {
     /// Buffer pool errors.
     pub fn delete(&self, bb: &BackendBuffers, key: i64, tid: Tid) -> Result<bool, BufferError> {
         let target = (key, tid.tie());
-        let (buf, mut g, _) = self.descend(bb, target, LwLockMode::Exclusive)?;
+        let (buf, mut g) = self.descend(bb, target, LwLockMode::Exclusive, None)?;
         let p = g.page_mut();
         let o = opaque(p);
         let leaf = o.flags & F_LEAF != 0;
@@ -496,7 +520,7 @@ impl BTree {
     pub fn insert(&self, bb: &BackendBuffers, key: i64, tid: Tid) -> Result<(), BufferError> {
         let item = Item { key, tie: tid.tie(), child: 0 };
         {
-            let (buf, mut g, _) = self.descend(bb, item.pos(), LwLockMode::Exclusive)?;
+            let (buf, mut g) = self.descend(bb, item.pos(), LwLockMode::Exclusive, None)?;
             let inserted = insert_sorted(g.page_mut(), &item, true);
             if inserted {
                 g.mark_dirty();
@@ -515,7 +539,8 @@ impl BTree {
     }
 
     fn insert_with_split(&self, bb: &BackendBuffers, item: Item) -> Result<(), BufferError> {
-        let (buf, mut g, mut stack) = self.descend(bb, item.pos(), LwLockMode::Exclusive)?;
+        let mut stack = Vec::new();
+        let (buf, mut g) = self.descend(bb, item.pos(), LwLockMode::Exclusive, Some(&mut stack))?;
         if insert_sorted(g.page_mut(), &item, true) {
             g.mark_dirty();
             drop(g);
@@ -534,7 +559,7 @@ impl BTree {
             bb.release(buf);
             let parent = stack.pop().unwrap_or_else(|| self.root_block());
             let pbuf = bb.read_block(self.rel, BlockNumber(parent))?;
-            let (pbuf, mut pg, _) = self.move_right_locked(bb, pbuf, downlink.pos(), Vec::new())?;
+            let (pbuf, mut pg) = self.move_right_locked(bb, pbuf, downlink.pos())?;
             if insert_sorted(pg.page_mut(), &downlink, false) {
                 pg.mark_dirty();
                 drop(pg);

@@ -99,6 +99,65 @@ pub fn columns(t: &[u8]) -> Vec<i64> {
     (0..usize::from(rd_u16(t, 26))).map(|i| column(t, i)).collect()
 }
 
+/// Most integer columns a [`Row`] holds (pgbench's widest table, history, has 5).
+pub const MAX_ROW_COLUMNS: usize = 8;
+
+/// A tuple's integer columns copied out of its page, held inline so that returning a row
+/// allocates nothing (the executor's result slot; PostgreSQL builds it in a per-tuple memory
+/// context that is reset, not freed, between rows). Derefs to the columns as a slice.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub struct Row {
+    len: u8,
+    cols: [i64; MAX_ROW_COLUMNS],
+}
+
+impl Row {
+    /// The columns as a vector.
+    pub fn to_vec(&self) -> Vec<i64> {
+        self[..].to_vec()
+    }
+}
+
+impl std::ops::Deref for Row {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        &self.cols[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Row {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq<[i64]> for Row {
+    fn eq(&self, other: &[i64]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<Vec<i64>> for Row {
+    fn eq(&self, other: &Vec<i64>) -> bool {
+        **self == other[..]
+    }
+}
+
+/// Every column of a tuple, inline ([`columns`] without the allocation).
+///
+/// # Panics
+/// If the tuple has more than [`MAX_ROW_COLUMNS`] columns.
+pub fn row(t: &[u8]) -> Row {
+    let n = usize::from(rd_u16(t, 26));
+    assert!(n <= MAX_ROW_COLUMNS, "a row holds at most {MAX_ROW_COLUMNS} columns, the tuple has {n}");
+    let mut r = Row { len: n as u8, cols: [0; MAX_ROW_COLUMNS] };
+    for (i, c) in r.cols[..n].iter_mut().enumerate() {
+        let at = HEAP_TUPLE_HEADER_SIZE + i * 8;
+        *c = i64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"));
+    }
+    r
+}
+
 /// Sets the tuple's own TID as its ctid (done right after placing it on a page).
 pub fn set_ctid(t: &mut [u8], ctid: Tid) {
     t[16..20].copy_from_slice(&ctid.block.to_le_bytes());
@@ -334,6 +393,9 @@ mod tests {
         assert_eq!(h.xact.cmin, 2);
         assert_eq!(h.xact.infomask, XMAX_INVALID);
         assert_eq!(columns(&t), vec![1, 2, -3]);
+        assert_eq!(row(&t), vec![1, 2, -3]);
+        assert_eq!(row(&t).to_vec(), columns(&t));
+        assert_eq!(format!("{:?}", row(&t)), "[1, 2, -3]");
         let mut p = new_page();
         let mut n = 0;
         while page::add_item(&mut p, &t, None).is_some() {

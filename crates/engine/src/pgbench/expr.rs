@@ -580,17 +580,35 @@ pub fn eval(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, Str
             if *op == BinOp::Or {
                 return Ok(Value::Bool(eval(a, vars, rng)?.as_bool() || eval(b, vars, rng)?.as_bool()));
             }
-            let (x, y) = (eval(a, vars, rng)?, eval(b, vars, rng)?);
+            let (x, y) = (operand(a, vars, rng)?, operand(b, vars, rng)?);
             binary(*op, x, y)?
         }
         Expr::Call(f, args) => {
-            let mut v = Vec::with_capacity(args.len());
-            for a in args {
-                v.push(eval(a, vars, rng)?);
+            // Arguments on the stack: every function but the variadic greatest/least takes at
+            // most three, so a call allocates nothing unless it has more than four.
+            const INLINE: usize = 4;
+            if args.len() <= INLINE {
+                let mut v = [Value::Int(0); INLINE];
+                for (slot, a) in v.iter_mut().zip(args) {
+                    *slot = operand(a, vars, rng)?;
+                }
+                call(*f, &v[..args.len()], rng)?
+            } else {
+                let v = args.iter().map(|a| eval(a, vars, rng)).collect::<Result<Vec<_>, _>>()?;
+                call(*f, &v, rng)?
             }
-            call(*f, &v, rng)?
         }
     })
+}
+
+/// [`eval`] of an operand, with constants (most operands in pgbench scripts) taken without
+/// the recursive call.
+#[inline(always)]
+fn operand(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, String> {
+    match e {
+        Expr::Const(v) => Ok(*v),
+        _ => eval(e, vars, rng),
+    }
 }
 
 fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, String> {
