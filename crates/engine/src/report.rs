@@ -151,7 +151,8 @@ impl From<&lockstack_bufmgr::BufferStats> for BufferCounters {
     }
 }
 
-/// WAL counters of a run (from [`lockstack_xlog::WalStats`]; event counts except `bytes`).
+/// WAL counters of a run (from [`lockstack_xlog::WalStats`]; event counts except `bytes`), for
+/// `lockstack pgbench`'s report and `lockstack wal`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct WalCounters {
     /// Records inserted.
@@ -168,6 +169,12 @@ pub struct WalCounters {
     pub flushed_by_others: u64,
     /// Commits that did not flush (`synchronous_commit = off`).
     pub async_commits: u64,
+    /// Write calls.
+    pub writes: u64,
+    /// Writes forced by a full WAL buffer ring.
+    pub buffers_full: u64,
+    /// commit_delay sleeps.
+    pub commit_delays: u64,
 }
 
 impl From<&lockstack_xlog::WalStats> for WalCounters {
@@ -180,6 +187,9 @@ impl From<&lockstack_xlog::WalStats> for WalCounters {
             flushes: s.flushes,
             flushed_by_others: s.flushed_by_others,
             async_commits: s.async_commits,
+            writes: s.writes,
+            buffers_full: s.buffers_full,
+            commit_delays: s.commit_delays,
         }
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use lockstack_common::{TrancheId, TransactionId};
 use lockstack_lwlock::stats;
 use lockstack_xlog::ptr::{maxalign, recptr_to_bytepos};
-use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink, WalStats};
+use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink};
 use serde::Serialize;
 
 use crate::report::MachineNote;
@@ -135,44 +135,7 @@ impl TrancheCounters {
     }
 }
 
-/// The WAL's own counters over the run (see `lockstack_xlog::WalStats`).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct WalCounters {
-    /// Records inserted.
-    pub records: u64,
-    /// WAL bytes they occupy (headers and alignment, not page headers).
-    pub bytes: u64,
-    /// Insertions that waited for their insertion lock.
-    pub insert_lock_waits: u64,
-    /// Flush requests (synchronous commits not already flushed).
-    pub flush_requests: u64,
-    /// Flushes issued.
-    pub flushes: u64,
-    /// Requests covered by another backend's flush.
-    pub flushed_by_others: u64,
-    /// Write calls.
-    pub writes: u64,
-    /// Writes forced by a full WAL buffer ring.
-    pub buffers_full: u64,
-    /// commit_delay sleeps.
-    pub commit_delays: u64,
-}
-
-impl From<WalStats> for WalCounters {
-    fn from(s: WalStats) -> Self {
-        WalCounters {
-            records: s.records,
-            bytes: s.bytes,
-            insert_lock_waits: s.insert_lock_waits,
-            flush_requests: s.flush_requests,
-            flushes: s.flushes,
-            flushed_by_others: s.flushed_by_others,
-            writes: s.writes,
-            buffers_full: s.buffers_full,
-            commit_delays: s.commit_delays,
-        }
-    }
-}
+pub use crate::report::WalCounters;
 
 /// Result of a `lockstack wal` run.
 #[derive(Clone, Debug, Serialize)]
@@ -273,7 +236,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
         records_per_sec: records as f64 / secs,
         mb_per_sec: (records * rec_bytes) as f64 / secs / 1e6,
         commits,
-        wal: ws.into(),
+        wal: WalCounters::from(&ws),
         wal_insert: TrancheCounters::of(&lw, TrancheId::WAL_INSERT),
         wal_write: TrancheCounters::of(&lw, TrancheId::WAL_WRITE),
         wal_buf_mapping: TrancheCounters::of(&lw, TrancheId::WAL_BUF_MAPPING),
