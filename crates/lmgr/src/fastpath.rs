@@ -26,11 +26,12 @@ use crate::sync::{AtomicU32, LwLockCell, Ordering};
 /// Result of [`FastPathArea::try_grant`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FastPathGrant {
-    /// The lock is recorded in one of the backend's slots; `used` slots of the relation's
-    /// group are now in use.
+    /// The lock is recorded in one of the backend's slots.
     Granted {
-        /// Slots of the group in use after the grant.
-        used: usize,
+        /// The slots of the relation's group in use after the grant, as a mask (bit `s` =
+        /// slot `s`; the number in use, PostgreSQL's `FastPathLocalUseCounts`, is its
+        /// population count).
+        used: u16,
     },
     /// The relation's strong-lock counter is non-zero: use the main table.
     StrongLockHeld,
@@ -38,14 +39,132 @@ pub enum FastPathGrant {
     SlotsFull,
 }
 
+/// One group of 16 fast-path slots: each slot a relation oid plus the weak modes held on it.
+///
+/// PostgreSQL packs the modes as three bits per slot in one word (`fpLockBits`) and finds a
+/// relation by testing the 16 slots one by one. Here the same information is kept as one
+/// 16-bit slot mask per weak mode (bit `s` of `modes[m - 1]`: slot `s` holds mode `m`) plus
+/// their union, the mask of used slots (whose population count is the number of used slots),
+/// and the slot holding a relation is found by comparing the 16 oids at once
+/// (a branch-free compare the compiler turns into a few vector instructions) and masking the
+/// result with the used slots. What is stored and when a slot is taken or freed is unchanged.
+#[derive(Debug, Clone, Default)]
+struct FpGroup {
+    /// Relation oid per slot (meaningful only where the slot is used).
+    relid: [u32; FP_SLOTS_PER_GROUP],
+    /// Per weak mode (AccessShare, RowShare, RowExclusive), the slots holding it.
+    modes: [u16; 3],
+    /// `modes[0] | modes[1] | modes[2]`.
+    used: u16,
+}
+
+const _: () = assert!(FP_SLOTS_PER_GROUP == 16, "slot masks are u16");
+
+impl FpGroup {
+    /// Slots in use (holding at least one mode).
+    #[inline]
+    fn used(&self) -> u16 {
+        debug_assert_eq!(self.used, self.modes[0] | self.modes[1] | self.modes[2]);
+        self.used
+    }
+
+    /// Used slots whose relation is `relid` (at most one: a relation takes one slot per group).
+    #[inline]
+    fn slots_of(&self, relid: u32) -> u16 {
+        match_mask(&self.relid, relid) & self.used()
+    }
+
+    /// The modes slot `s` holds, as a [`LockMask`].
+    #[inline]
+    fn slot_mask(&self, s: usize) -> LockMask {
+        let mut bits: LockMask = 0;
+        for (k, m) in self.modes.iter().enumerate() {
+            bits |= ((m >> s) & 1) << (k + 1);
+        }
+        bits
+    }
+
+    /// Frees the slots in `slots` (all modes).
+    #[inline]
+    fn clear(&mut self, slots: u16) {
+        for m in &mut self.modes {
+            *m &= !slots;
+        }
+        self.used &= !slots;
+    }
+
+    /// `FastPathGrantRelationLock` within the group: the relation's slot if it has one, else a
+    /// free slot; false if the group is full.
+    #[inline]
+    fn grant(&mut self, relid: u32, mode: LockMode) -> bool {
+        let mut slot = self.slots_of(relid);
+        if slot == 0 {
+            let free = !self.used();
+            if free == 0 {
+                return false;
+            }
+            slot = free & free.wrapping_neg();
+            self.relid[slot.trailing_zeros() as usize] = relid;
+            self.used |= slot;
+        }
+        self.modes[mode.number() - 1] |= slot;
+        true
+    }
+
+    /// `FastPathUnGrantRelationLock` within the group: false if the relation's slot does not
+    /// hold `mode`.
+    #[inline]
+    fn ungrant(&mut self, relid: u32, mode: LockMode) -> bool {
+        let slot = self.slots_of(relid);
+        let m = &mut self.modes[mode.number() - 1];
+        if *m & slot == 0 {
+            return false;
+        }
+        *m &= !slot;
+        self.used = self.modes[0] | self.modes[1] | self.modes[2];
+        true
+    }
+}
+
+/// Bit `s` set where `rels[s] == relid`.
+#[inline]
+fn match_mask(rels: &[u32; FP_SLOTS_PER_GROUP], relid: u32) -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_packs_epi16, _mm_packs_epi32,
+            _mm_set1_epi32,
+        };
+        // SAFETY: SSE2 is part of the x86_64 baseline, so the intrinsics are always available;
+        // the four unaligned 16-byte loads read exactly the 64 bytes of `rels`.
+        unsafe {
+            let key = _mm_set1_epi32(relid as i32);
+            let p = rels.as_ptr().cast::<__m128i>();
+            let a = _mm_cmpeq_epi32(_mm_loadu_si128(p), key);
+            let b = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(1)), key);
+            let c = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(2)), key);
+            let d = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(3)), key);
+            // Lanes are 0 or -1, so saturating packs keep them: 16 bytes in slot order.
+            let bytes = _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
+            _mm_movemask_epi8(bytes) as u16
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0u16;
+        for (s, r) in rels.iter().enumerate() {
+            m |= u16::from(*r == relid) << s;
+        }
+        m
+    }
+}
+
 /// One backend's slots (`fpLockBits`, `fpRelId`) and its fast-path VXID lock
 /// (`fpVXIDLock`, `fpLocalTransactionId`).
 #[derive(Debug)]
 pub(crate) struct FpState {
-    /// One word per group: 3 bits per slot, bit `mode - 1` of slot `s` at `3 * s`.
-    bits: Vec<u64>,
-    /// Relation oid per slot (meaningful only where the slot's bits are non-zero).
-    relid: Vec<u32>,
+    /// The backend's groups of 16 slots.
+    groups: Box<[FpGroup]>,
     /// True while the backend's own VXID lock is held "in fast path" (not materialised).
     pub(crate) vxid_lock: bool,
     /// Local xid of that VXID lock; stays valid after a waiter materialised it, as the marker
@@ -69,7 +188,11 @@ unsafe impl Sync for FpProc {}
 /// (`FastPathStrongRelationLocks`).
 pub struct FastPathArea {
     groups: usize,
+    /// `groups - 1`.
+    group_mask: usize,
     strong: Box<[AtomicU32]>,
+    /// `strong.len() - 1`.
+    strong_mask: usize,
     procs: Box<[FpProc]>,
 }
 
@@ -83,50 +206,29 @@ impl std::fmt::Debug for FastPathArea {
     }
 }
 
-/// Bit `3 * s` for every slot `s` of a group word.
-const SLOT_LOW_BITS: u64 = {
-    let mut m = 0u64;
-    let mut s = 0;
-    while s < FP_SLOTS_PER_GROUP {
-        m |= 1 << (3 * s);
-        s += 1;
-    }
-    m
-};
-
-/// Slots in use in one group word (PostgreSQL recounts them in a loop over the slots; a
-/// population count of the non-empty slots gives the same number).
-#[inline]
-fn used_in(word: u64) -> usize {
-    ((word | (word >> 1) | (word >> 2)) & SLOT_LOW_BITS).count_ones() as usize
-}
-
-#[inline]
-fn slot_bits(word: u64, slot: usize) -> LockMask {
-    (((word >> (3 * slot)) & 7) as LockMask) << 1
-}
-
 impl FastPathArea {
     /// Slots for `backends` backends with `groups` groups of 16 each, `strong_partitions`
     /// strong-lock counters (1024 in PostgreSQL), and fast-path LWLocks of `kind`.
     ///
     /// # Panics
-    /// If `groups` or `strong_partitions` is zero.
+    /// If `groups` or `strong_partitions` is zero or not a power of two.
     pub fn new(backends: usize, groups: usize, strong_partitions: usize, kind: LwLockKind) -> FastPathArea {
-        assert!(groups > 0 && strong_partitions > 0, "fast path needs at least one group and counter");
+        assert!(
+            groups.is_power_of_two() && strong_partitions.is_power_of_two(),
+            "fast path needs a power-of-two number (at least one) of groups and of counters"
+        );
         let procs = (0..backends)
             .map(|i| FpProc {
                 lock: LwLock::new(kind, TrancheId::LOCK_FAST_PATH, i as u32),
                 state: LwLockCell::new(FpState {
-                    bits: vec![0; groups],
-                    relid: vec![0; groups * FP_SLOTS_PER_GROUP],
+                    groups: vec![FpGroup::default(); groups].into_boxed_slice(),
                     vxid_lock: false,
                     vxid_lxid: LocalTransactionId::INVALID,
                 }),
             })
             .collect();
         let strong = (0..strong_partitions).map(|_| AtomicU32::new(0)).collect();
-        FastPathArea { groups, strong, procs }
+        FastPathArea { groups, group_mask: groups - 1, strong, strong_mask: strong_partitions - 1, procs }
     }
 
     /// Groups per backend.
@@ -138,15 +240,14 @@ impl FastPathArea {
     /// 18); always 0 with one group.
     #[inline]
     pub fn group_of(&self, relid: u32) -> usize {
-        (relid.wrapping_mul(49157) as usize) & (self.groups - 1)
+        (relid.wrapping_mul(49157) as usize) & self.group_mask
     }
 
     /// The strong-lock counter index of a tag hash (`FastPathStrongLockHashPartition`).
     #[inline]
     pub fn strong_partition(&self, hash: u32) -> usize {
-        let n = self.strong.len();
-        // PostgreSQL's count is the constant 1024, so its `%` is a mask; ours is a field.
-        if n.is_power_of_two() { hash as usize & (n - 1) } else { hash as usize % n }
+        // PostgreSQL's count is the constant 1024, so its `%` is a mask; ours is a power of two.
+        hash as usize & self.strong_mask
     }
 
     /// Current value of strong-lock counter `p`.
@@ -170,6 +271,7 @@ impl FastPathArea {
     /// Runs `f` on backend `b`'s slots while holding its `fpInfoLock` exclusively.
     ///
     /// `f` must not call back into this area for backend `b` (the LWLock is not re-entrant).
+    #[inline]
     pub(crate) fn with_state_mut<R>(&self, b: BackendId, f: impl FnOnce(&mut FpState) -> R) -> R {
         let p = &self.procs[b.index()];
         let held = p.lock.acquire(LwLockMode::Exclusive);
@@ -186,84 +288,53 @@ impl FastPathArea {
     ///
     /// # Panics
     /// If `mode` is not weak, or `b` is out of range.
+    #[inline]
     pub fn try_grant(&self, b: BackendId, relid: u32, mode: LockMode, hash: u32) -> FastPathGrant {
         assert!(mode.is_weak(), "only weak modes use fast path");
         let group = self.group_of(relid);
-        let part = self.strong_partition(hash);
+        let counter = &self.strong[self.strong_partition(hash)];
         self.with_state_mut(b, |st| {
             // Read the counter only now, under our fpInfoLock (see the module docs).
-            if self.strong[part].load(Ordering::Acquire) != 0 {
+            if counter.load(Ordering::Acquire) != 0 {
                 return FastPathGrant::StrongLockHeld;
             }
-            let base = group * FP_SLOTS_PER_GROUP;
-            let rels = &mut st.relid[base..base + FP_SLOTS_PER_GROUP];
-            let word = &mut st.bits[group];
-            // One pass over the group, as FastPathGrantRelationLock: the relation's slot if it
-            // has one, else (after the loop) an unused slot.
-            let mut unused = FP_SLOTS_PER_GROUP;
-            for (s, rel) in rels.iter().enumerate() {
-                if slot_bits(*word, s) == 0 {
-                    unused = s;
-                } else if *rel == relid {
-                    *word |= 1u64 << (3 * s + mode.number() - 1);
-                    return FastPathGrant::Granted { used: used_in(*word) };
-                }
+            let g = &mut st.groups[group];
+            if g.grant(relid, mode) {
+                FastPathGrant::Granted { used: g.used() }
+            } else {
+                FastPathGrant::SlotsFull
             }
-            if unused == FP_SLOTS_PER_GROUP {
-                return FastPathGrant::SlotsFull;
-            }
-            rels[unused] = relid;
-            *word |= 1u64 << (3 * unused + mode.number() - 1);
-            FastPathGrant::Granted { used: used_in(*word) }
         })
     }
 
     /// Own backend `b` releases `mode` on `relid` from its slots (`FastPathUnGrantRelationLock`):
-    /// `Some(slots of the group still in use)`, or `None` if it is not there (a strong locker
-    /// transferred it to the main table).
-    pub fn ungrant(&self, b: BackendId, relid: u32, mode: LockMode) -> Option<usize> {
+    /// `Some(mask of the slots of the group still in use)`, or `None` if it is not there (a
+    /// strong locker transferred it to the main table).
+    #[inline]
+    pub fn ungrant(&self, b: BackendId, relid: u32, mode: LockMode) -> Option<u16> {
         let group = self.group_of(relid);
         self.with_state_mut(b, |st| {
-            let base = group * FP_SLOTS_PER_GROUP;
-            let rels = &st.relid[base..base + FP_SLOTS_PER_GROUP];
-            let word = &mut st.bits[group];
-            for (s, rel) in rels.iter().enumerate() {
-                let bit = 1u64 << (3 * s + mode.number() - 1);
-                if *rel == relid && *word & bit != 0 {
-                    *word &= !bit;
-                    return Some(used_in(*word));
-                }
-            }
-            None
+            let g = &mut st.groups[group];
+            g.ungrant(relid, mode).then(|| g.used())
         })
     }
 
     /// Own backend `b` releases many fast-path entries under one hold of its `fpInfoLock`, as
     /// `LockReleaseAll` does (PostgreSQL `lock.c`, 9.2+). `reqs` holds (relid, mode) pairs;
     /// `found[i]` is set to whether entry `i` was still in a slot (false: a strong locker moved it
-    /// to the main table, where the caller must release it). `used[g]` is set to the slots still
-    /// in use in every group touched.
+    /// to the main table, where the caller must release it). `used[g]` is set to the mask of the
+    /// slots still in use in every group touched.
     ///
     /// # Panics
     /// If `found` is shorter than `reqs`, or `used` shorter than the number of groups.
-    pub fn ungrant_many(&self, b: BackendId, reqs: &[(u32, LockMode)], found: &mut [bool], used: &mut [u8]) {
+    pub fn ungrant_many(&self, b: BackendId, reqs: &[(u32, LockMode)], found: &mut [bool], used: &mut [u16]) {
         assert!(found.len() >= reqs.len(), "one result per request");
         self.with_state_mut(b, |st| {
             for (i, &(relid, mode)) in reqs.iter().enumerate() {
                 let group = self.group_of(relid);
-                let base = group * FP_SLOTS_PER_GROUP;
-                let rels = &st.relid[base..base + FP_SLOTS_PER_GROUP];
-                let word = &mut st.bits[group];
-                found[i] = false;
-                for (s, rel) in rels.iter().enumerate() {
-                    let bit = 1u64 << (3 * s + mode.number() - 1);
-                    if *rel == relid && *word & bit != 0 {
-                        *word &= !bit;
-                        found[i] = true;
-                        break;
-                    }
-                }
-                used[group] = used_in(*word) as u8;
+                let g = &mut st.groups[group];
+                found[i] = g.ungrant(relid, mode);
+                used[group] = g.used();
             }
         })
     }
@@ -293,7 +364,6 @@ impl FastPathArea {
     /// `fpInfoLock` is held, so it must not call back into this area.
     pub fn transfer(&self, relid: u32, mut sink: impl FnMut(BackendId, LockMode)) -> usize {
         let group = self.group_of(relid);
-        let base = group * FP_SLOTS_PER_GROUP;
         let mut moved = 0;
         for (i, p) in self.procs.iter().enumerate() {
             let held = p.lock.acquire(LwLockMode::Exclusive);
@@ -301,14 +371,15 @@ impl FastPathArea {
             // below, and every other access to `p.state` holds that lock too.
             let taken = unsafe {
                 p.state.with_mut(|st| {
+                    let g = &mut st.groups[group];
+                    let slots = g.slots_of(relid);
                     let mut taken: LockMask = 0;
-                    for s in 0..FP_SLOTS_PER_GROUP {
-                        let bits = slot_bits(st.bits[group], s);
-                        if bits != 0 && st.relid[base + s] == relid {
-                            taken |= bits;
-                            st.bits[group] &= !(7u64 << (3 * s));
-                        }
+                    let mut rest = slots;
+                    while rest != 0 {
+                        taken |= g.slot_mask(rest.trailing_zeros() as usize);
+                        rest &= rest - 1;
                     }
+                    g.clear(slots);
                     taken
                 })
             };
@@ -333,15 +404,15 @@ impl FastPathArea {
         mut f: impl FnMut(BackendId),
     ) {
         let group = self.group_of(relid);
-        let base = group * FP_SLOTS_PER_GROUP;
         for i in 0..self.procs.len() {
             let b = BackendId(i as u32);
             if Some(b) == exclude {
                 continue;
             }
             let hit = self.with_state(b, |st| {
-                (0..FP_SLOTS_PER_GROUP)
-                    .any(|s| st.relid[base + s] == relid && slot_bits(st.bits[group], s) & conflicts != 0)
+                let g = &st.groups[group];
+                let slots = g.slots_of(relid);
+                slots != 0 && g.slot_mask(slots.trailing_zeros() as usize) & conflicts != 0
             });
             if hit {
                 f(b);
@@ -354,11 +425,11 @@ impl FastPathArea {
     pub fn entries(&self, b: BackendId) -> Vec<(u32, LockMask)> {
         self.with_state(b, |st| {
             let mut v = Vec::new();
-            for g in 0..self.groups {
+            for g in st.groups.iter() {
                 for s in 0..FP_SLOTS_PER_GROUP {
-                    let bits = slot_bits(st.bits[g], s);
+                    let bits = g.slot_mask(s);
                     if bits != 0 {
-                        v.push((st.relid[g * FP_SLOTS_PER_GROUP + s], bits));
+                        v.push((g.relid[s], bits));
                     }
                 }
             }
@@ -388,38 +459,86 @@ mod tests {
         for rel in 0..16u32 {
             assert_eq!(
                 fp.try_grant(b, 1000 + rel, LockMode::AccessShare, rel),
-                FastPathGrant::Granted { used: rel as usize + 1 }
+                FastPathGrant::Granted { used: ((1u32 << (rel + 1)) - 1) as u16 }
             );
         }
         // Same relation, another weak mode: same slot.
-        assert_eq!(fp.try_grant(b, 1000, LockMode::RowExclusive, 0), FastPathGrant::Granted { used: 16 });
+        assert_eq!(fp.try_grant(b, 1000, LockMode::RowExclusive, 0), FastPathGrant::Granted { used: 0xFFFF });
         assert_eq!(fp.try_grant(b, 2000, LockMode::AccessShare, 99), FastPathGrant::SlotsFull);
         assert_eq!(fp.entries(b).len(), 16);
-        assert_eq!(fp.ungrant(b, 1000, LockMode::AccessShare), Some(16));
+        assert_eq!(fp.ungrant(b, 1000, LockMode::AccessShare), Some(0xFFFF));
         assert_eq!(fp.ungrant(b, 1000, LockMode::AccessShare), None);
-        assert_eq!(fp.ungrant(b, 1000, LockMode::RowExclusive), Some(15));
-        assert_eq!(fp.try_grant(b, 2000, LockMode::AccessShare, 99), FastPathGrant::Granted { used: 16 });
+        // Relation 1000 had slot 0, now free.
+        assert_eq!(fp.ungrant(b, 1000, LockMode::RowExclusive), Some(0xFFFE));
+        assert_eq!(fp.try_grant(b, 2000, LockMode::AccessShare, 99), FastPathGrant::Granted { used: 0xFFFF });
+        assert_eq!(fp.entries(b)[0], (2000, LockMode::AccessShare.bit()));
     }
 
+    /// The slot masks against PostgreSQL's representation (a mode bitmask and an oid per
+    /// slot, searched slot by slot) over a random sequence of grants, ungrants and transfers.
     #[test]
-    fn used_in_counts_non_empty_slots() {
+    fn group_masks_match_a_per_slot_model() {
+        let weak = [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive];
+        let mut g = FpGroup::default();
+        let mut model: [(u32, LockMask); FP_SLOTS_PER_GROUP] = [(0, 0); FP_SLOTS_PER_GROUP];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        for _ in 0..10_000 {
+        let (mut grants, mut fulls, mut misses) = (0, 0, 0);
+        for _ in 0..20_000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            // Leave some slots empty: clear each slot's bits with probability 1/2.
-            let mut word = x & ((1u64 << (3 * FP_SLOTS_PER_GROUP)) - 1);
-            for s in 0..FP_SLOTS_PER_GROUP {
-                if (x >> (48 + (s % 16))) & 1 == 0 {
-                    word &= !(7u64 << (3 * s));
+            // 24 relations over 16 slots, so that the group fills up now and then.
+            let relid = 1000 + (x % 24) as u32;
+            let mode = weak[((x >> 8) % 3) as usize];
+            match (x >> 16) % 5 {
+                0 | 1 => {
+                    let want = match model.iter().position(|&(r, m)| m != 0 && r == relid) {
+                        Some(s) => Some(s),
+                        None => model.iter().position(|&(_, m)| m == 0),
+                    };
+                    if let Some(s) = want {
+                        model[s].0 = relid;
+                        model[s].1 |= mode.bit();
+                        grants += 1;
+                    } else {
+                        fulls += 1;
+                    }
+                    assert_eq!(g.grant(relid, mode), want.is_some());
+                }
+                2..=3 => {
+                    let s = model.iter().position(|&(r, m)| m & mode.bit() != 0 && r == relid);
+                    if let Some(s) = s {
+                        model[s].1 &= !mode.bit();
+                    } else {
+                        misses += 1;
+                    }
+                    assert_eq!(g.ungrant(relid, mode), s.is_some());
+                }
+                _ => {
+                    let slots = g.slots_of(relid);
+                    let want: LockMask =
+                        model.iter().filter(|&&(r, m)| m != 0 && r == relid).map(|&(_, m)| m).sum();
+                    let got = if slots == 0 { 0 } else { g.slot_mask(slots.trailing_zeros() as usize) };
+                    assert_eq!(got, want);
+                    g.clear(slots);
+                    for e in model.iter_mut().filter(|e| e.0 == relid) {
+                        e.1 = 0;
+                    }
                 }
             }
-            let naive = (0..FP_SLOTS_PER_GROUP).filter(|&s| slot_bits(word, s) != 0).count();
-            assert_eq!(used_in(word), naive, "word {word:#x}");
+            let used = model.iter().filter(|&&(_, m)| m != 0).count();
+            assert_eq!(g.used().count_ones() as usize, used);
+            for (s, &(r, m)) in model.iter().enumerate() {
+                // Slots may differ in position; compare per relation.
+                let slots = g.slots_of(r);
+                let got = if slots == 0 { 0 } else { g.slot_mask(slots.trailing_zeros() as usize) };
+                if m != 0 {
+                    assert_eq!(got, m, "relation {r} (model slot {s})");
+                    assert_eq!(slots.count_ones(), 1);
+                }
+            }
         }
-        assert_eq!(used_in(0), 0);
-        assert_eq!(used_in((1u64 << 48) - 1), FP_SLOTS_PER_GROUP);
+        assert!(grants > 1000 && fulls > 100 && misses > 100, "{grants} {fulls} {misses}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod deadlock;
 mod error;
 pub mod fastpath;
 mod lmgr;
+mod local;
 mod mode;
 mod stats;
 mod sync;

@@ -5,7 +5,6 @@
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -17,14 +16,15 @@ use lockstack_common::{
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::{FP_SLOTS_PER_GROUP, FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
+use crate::config::{FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
 use crate::deadlock::{self, GraphLock, Outcome, WaitGraph};
 use crate::error::LockError;
 use crate::fastpath::{FastPathArea, FastPathGrant};
+use crate::local::{LocalKey, LocalLock, LocalTable};
 use crate::mode::{LockMask, LockMode};
 use crate::stats::{BackendCounters, LmgrStats};
 use crate::table::{Join, PartitionTables, ProcLock};
-use crate::tag::{LockTag, LockTagKind, TagBuildHasher};
+use crate::tag::{LockTag, LockTagKind};
 
 /// One partition of the shared lock table: its `LockManager` LWLock and the LOCK and PROCLOCK
 /// hash tables that LWLock alone protects (as in PostgreSQL's shared memory: no other lock).
@@ -186,7 +186,7 @@ impl Lmgr {
         Ok(Backend {
             lmgr: Arc::clone(self),
             id,
-            local: HashMap::default(),
+            local: LocalTable::default(),
             fp_used: vec![0; self.fp.groups()],
             fp_scratch: (Vec::new(), Vec::new(), Vec::new()),
             counters,
@@ -538,6 +538,7 @@ impl Lmgr {
     ///
     /// # Panics
     /// If `me` does not hold `mode` on `tag` in the main table (the local table is out of step).
+    #[inline(never)]
     fn release_main(
         &self,
         me: BackendId,
@@ -612,27 +613,15 @@ impl Lmgr {
     }
 }
 
-/// One backend-private entry of the local lock table (`LOCALLOCK`, keyed by tag and mode).
-#[derive(Clone, Copy, Debug, Default)]
-struct LocalLock {
-    /// Acquisitions owned by the session.
-    session: u32,
-    /// Acquisitions owned by the current transaction.
-    xact: u32,
-    /// This entry bumped a strong-lock counter (`holdsStrongLockCount`).
-    strong: bool,
-    /// `LockTag::hash_code` of the tag (`LOCALLOCK.hashcode`), kept for the release.
-    hash: u32,
-}
-
 /// A backend's handle on the lock manager: its local lock table, fast-path bookkeeping,
 /// timeouts and counters. Not `Sync`: one thread is one backend.
 pub struct Backend {
     lmgr: Arc<Lmgr>,
     id: BackendId,
-    local: HashMap<(LockTag, LockMode), LocalLock, TagBuildHasher>,
-    /// `FastPathLocalUseCounts`: upper bounds of the slots used per group.
-    fp_used: Vec<u8>,
+    local: LocalTable,
+    /// `FastPathLocalUseCounts`, as masks: per group, a superset of the slots in use (its
+    /// population count is PostgreSQL's count; all ones = full, zero = nothing to release).
+    fp_used: Vec<u16>,
     counters: Arc<BackendCounters>,
     deadlock_timeout: Duration,
     lock_timeout: Option<Duration>,
@@ -756,16 +745,19 @@ impl Backend {
     /// [`LockError::NotAvailable`] (dont_wait), [`LockError::Deadlock`] (this backend is the
     /// victim, found at queue insertion or by the detector), [`LockError::LockTimeout`]. After
     /// an error the request has left no trace; locks held before are still held.
+    #[inline]
     pub fn lock(
         &mut self,
         tag: LockTag,
         mode: LockMode,
         opts: LockOptions,
     ) -> Result<LockAcquireResult, LockError> {
-        let vacant = match self.local.entry((tag, mode)) {
-            Entry::Occupied(o) => {
+        let key = LocalKey::new(&tag, mode);
+        self.local.reserve_one();
+        let vacant = match self.local.find(&key) {
+            Ok(i) => {
                 // Entries exist only while held (`unlock` and `release_all` remove them at 0).
-                let l = o.into_mut();
+                let l = self.local.get_mut(i);
                 debug_assert!(l.session + l.xact > 0);
                 if opts.session {
                     l.session += 1;
@@ -774,38 +766,65 @@ impl Backend {
                 }
                 return Ok(LockAcquireResult::AlreadyHeld);
             }
-            Entry::Vacant(v) => v,
+            Err(i) => i,
         };
-        let lmgr = &*self.lmgr;
-        let counters = &*self.counters;
         let hash = tag.hash_code();
-        let new_local = |strong: bool| LocalLock {
-            session: u32::from(opts.session),
-            xact: u32::from(!opts.session),
-            strong,
-            hash,
-        };
-        if lmgr.eligible_for_fast_path(&tag, mode) {
-            let relid = tag.field2;
-            let g = lmgr.fp.group_of(relid);
-            if usize::from(self.fp_used[g]) < FP_SLOTS_PER_GROUP {
-                match lmgr.fp.try_grant(self.id, relid, mode, hash) {
-                    FastPathGrant::Granted { used } => {
-                        self.fp_used[g] = used as u8;
-                        counters.fast_path_grants.incr();
-                        vacant.insert(new_local(false));
-                        return Ok(LockAcquireResult::Acquired);
-                    }
-                    FastPathGrant::StrongLockHeld => counters.spills_strong.incr(),
-                    FastPathGrant::SlotsFull => {
-                        self.fp_used[g] = FP_SLOTS_PER_GROUP as u8;
-                        counters.spills_full.incr();
-                    }
-                }
-            } else {
-                counters.spills_full.incr();
+        if self.lmgr.eligible_for_fast_path(&tag, mode) && self.try_fast_path(tag.field2, mode, hash) {
+            let l = LocalLock {
+                session: u32::from(opts.session),
+                xact: u32::from(!opts.session),
+                strong: false,
+                hash,
+            };
+            self.local.insert_at(vacant, &key, l);
+            return Ok(LockAcquireResult::Acquired);
+        }
+        self.lock_main(vacant, &key, tag, mode, hash, opts)
+    }
+
+    /// The fast-path attempt of `LockAcquireExtended` for an eligible request: true if granted
+    /// in a slot; false (a spill, counted) if the group is full or a strong lock is pending.
+    #[inline]
+    fn try_fast_path(&mut self, relid: u32, mode: LockMode, hash: u32) -> bool {
+        let lmgr = &*self.lmgr;
+        let g = lmgr.fp.group_of(relid);
+        if self.fp_used[g] == u16::MAX {
+            self.counters.spills_full.incr();
+            return false;
+        }
+        match lmgr.fp.try_grant(self.id, relid, mode, hash) {
+            FastPathGrant::Granted { used } => {
+                self.fp_used[g] = used;
+                self.counters.fast_path_grants.incr();
+                true
+            }
+            FastPathGrant::StrongLockHeld => {
+                self.counters.spills_strong.incr();
+                false
+            }
+            FastPathGrant::SlotsFull => {
+                self.fp_used[g] = u16::MAX;
+                self.counters.spills_full.incr();
+                false
             }
         }
+    }
+
+    /// The main-table half of `LockAcquireExtended` (steps after the fast path): strong-lock
+    /// bookkeeping and transfer, the request in the partition, waiting. `vacant` is the local
+    /// table's free slot for `key` (nothing changed the local table since it was found).
+    #[inline(never)]
+    fn lock_main(
+        &mut self,
+        vacant: usize,
+        key: &LocalKey,
+        tag: LockTag,
+        mode: LockMode,
+        hash: u32,
+        opts: LockOptions,
+    ) -> Result<LockAcquireResult, LockError> {
+        let lmgr = &*self.lmgr;
+        let counters = &*self.counters;
         let strong = lmgr.conflicts_with_fast_path(&tag, mode);
         if strong {
             lmgr.fp.begin_strong(hash);
@@ -826,7 +845,13 @@ impl Backend {
         };
         match req.acquire_main(tag, mode, hash, opts.dont_wait) {
             Ok(()) => {
-                vacant.insert(new_local(strong));
+                let l = LocalLock {
+                    session: u32::from(opts.session),
+                    xact: u32::from(!opts.session),
+                    strong,
+                    hash,
+                };
+                self.local.insert_at(vacant, key, l);
                 Ok(LockAcquireResult::Acquired)
             }
             Err(e) => {
@@ -862,12 +887,14 @@ impl Backend {
     ///
     /// # Errors
     /// As [`lock`](Self::lock).
+    #[inline]
     pub fn lock_relation(&mut self, rel: Oid, mode: LockMode) -> Result<LockAcquireResult, LockError> {
         self.lock(LockTag::relation(self.lmgr.cfg.database, rel), mode, LockOptions::XACT)
     }
 
     /// Releases one transaction-owned acquisition of `mode` on relation `rel`
     /// (`UnlockRelationOid`); false if none is held.
+    #[inline]
     pub fn unlock_relation(&mut self, rel: Oid, mode: LockMode) -> bool {
         self.unlock(LockTag::relation(self.lmgr.cfg.database, rel), mode, false)
     }
@@ -881,9 +908,10 @@ impl Backend {
     /// The local lock table is searched once: the entry found is updated or removed in place
     /// (PostgreSQL searches with `HASH_FIND` and removes with a second `HASH_REMOVE` search in
     /// `RemoveLocalLock`).
+    #[inline]
     pub fn unlock(&mut self, tag: LockTag, mode: LockMode, session: bool) -> bool {
-        let Entry::Occupied(mut o) = self.local.entry((tag, mode)) else { return false };
-        let l = o.get_mut();
+        let Ok(i) = self.local.find(&LocalKey::new(&tag, mode)) else { return false };
+        let l = self.local.get_mut(i);
         let owned = if session { &mut l.session } else { &mut l.xact };
         if *owned == 0 {
             return false;
@@ -892,7 +920,7 @@ impl Backend {
         if l.session + l.xact > 0 {
             return true;
         }
-        let l = o.remove();
+        let l = self.local.remove_at(i);
         release_shared(&self.lmgr, self.id, &mut self.fp_used, &self.counters, tag, mode, l.hash);
         if l.strong {
             self.lmgr.fp.end_strong(l.hash);
@@ -910,7 +938,7 @@ impl Backend {
         let (reqs, found, main) = fp_scratch;
         reqs.clear();
         main.clear();
-        local.retain(|&(tag, mode), l| {
+        local.retain(|tag, mode, l| {
             l.xact = 0;
             if session_too {
                 l.session = 0;
@@ -944,18 +972,26 @@ impl Backend {
     /// Releases every session-owned acquisition of an advisory lock (`LockReleaseSession` of
     /// the user lock method, as `pg_advisory_unlock_all()` does); transaction-owned ones stay.
     pub fn release_advisory_session_locks(&mut self) {
-        let keys: Vec<(LockTag, LockMode)> =
-            self.local.keys().copied().filter(|(t, _)| t.kind == LockTagKind::Advisory).collect();
-        for key in keys {
-            while self.local.get(&key).is_some_and(|l| l.session > 0) {
-                self.unlock(key.0, key.1, true);
+        let keys: Vec<(LockTag, LockMode)> = self
+            .local
+            .iter()
+            .filter(|(t, _, l)| t.kind == LockTagKind::Advisory && l.session > 0)
+            .map(|(t, m, _)| (t, m))
+            .collect();
+        for (tag, mode) in keys {
+            while self.local_lock(tag, mode).is_some_and(|l| l.session > 0) {
+                self.unlock(tag, mode, true);
             }
         }
     }
 
     /// How many acquisitions of `mode` on `tag` this backend holds (session + transaction).
     pub fn local_count(&self, tag: LockTag, mode: LockMode) -> u32 {
-        self.local.get(&(tag, mode)).map(|l| l.session + l.xact).unwrap_or(0)
+        self.local_lock(tag, mode).map(|l| l.session + l.xact).unwrap_or(0)
+    }
+
+    fn local_lock(&self, tag: LockTag, mode: LockMode) -> Option<&LocalLock> {
+        self.local.get(&LocalKey::new(&tag, mode))
     }
 
     /// Number of (tag, mode) pairs in the local lock table.
@@ -1197,10 +1233,11 @@ impl Requester<'_> {
 /// Releases backend `me`'s hold of `mode` on `tag` (hash code `hash`) wherever it lives: its
 /// fast-path slot (`FastPathUnGrantRelationLock` under its `fpInfoLock`) or, if it is not there
 /// (taken in the main table, or transferred there by a strong locker), the main table.
+#[inline]
 fn release_shared(
     lmgr: &Lmgr,
     me: BackendId,
-    fp_used: &mut [u8],
+    fp_used: &mut [u16],
     counters: &BackendCounters,
     tag: LockTag,
     mode: LockMode,
@@ -1208,10 +1245,10 @@ fn release_shared(
 ) {
     if lmgr.eligible_for_fast_path(&tag, mode) {
         let g = lmgr.fp.group_of(tag.field2);
-        if fp_used[g] > 0
+        if fp_used[g] != 0
             && let Some(used) = lmgr.fp.ungrant(me, tag.field2, mode)
         {
-            fp_used[g] = used as u8;
+            fp_used[g] = used;
             return;
         }
     }

@@ -43,6 +43,19 @@ impl LockTagKind {
     pub fn wait_event_index(self) -> u8 {
         self as u8
     }
+
+    /// The kind whose discriminant is `v` (the inverse of `kind as u8`), if any.
+    pub(crate) fn from_u8(v: u8) -> Option<LockTagKind> {
+        Some(match v {
+            0 => LockTagKind::Relation,
+            4 => LockTagKind::Tuple,
+            5 => LockTagKind::Transaction,
+            6 => LockTagKind::VirtualTransaction,
+            8 => LockTagKind::Object,
+            10 => LockTagKind::Advisory,
+            _ => return None,
+        })
+    }
 }
 
 /// The lock method a tag belongs to (`LOCKMETHODID`): both share the conflict table; user

@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::{assert_empty, lmgr_with};
 use lockstack_lmgr::{
-    Backend, BackendId, FastPath, LockAcquireResult, LockError, LockMode, LockOptions, LockTag, Oid,
+    Backend, BackendId, FastPath, LockAcquireResult, LockError, LockMode, LockOptions, LockTag, LockTagKind,
+    Oid,
 };
 use proptest::prelude::*;
 
@@ -202,4 +203,90 @@ fn session_locks_survive_transaction_end() {
     assert!(a.unlock(t, LockMode::Exclusive, true));
     drop(a);
     assert_empty(&lmgr);
+}
+
+/// The local lock table of one backend against a model of PostgreSQL's LOCALLOCK counts, over
+/// enough distinct (tag, mode) pairs to make the table grow several times: re-acquisitions
+/// only bump the owner's count (`AlreadyHeld`), unlocks of an owner with no count fail, the
+/// shared state follows the first acquisition and the last release, and a transaction's end
+/// keeps exactly the session-owned entries.
+#[test]
+fn local_table_counts_follow_the_owners_over_many_locks() {
+    for fast_path in [FastPath::PG92, FastPath::Off] {
+        let lmgr = lmgr_with(1, |c| c.fast_path = fast_path);
+        let db = lmgr.database();
+        let mut a = lmgr.backend(BackendId(0)).unwrap();
+        // (session, xact) counts per (tag, mode).
+        let mut model: HashMap<(LockTag, LockMode), (u32, u32)> = HashMap::new();
+        let weak = [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive];
+        let mut x: u64 = 0x853C_49E6_748F_EA9B;
+        for round in 0..6 {
+            a.start_transaction();
+            for _ in 0..600 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let n = (x >> 8) as u32 % 200;
+                let tag = match x % 4 {
+                    0 | 1 => LockTag::relation(db, Oid(30_000 + n)),
+                    2 => LockTag::advisory_int8(db, i64::from(n)),
+                    _ => LockTag::object(db, Oid(1259), Oid(n), 0),
+                };
+                let mode = weak[((x >> 20) % 3) as usize];
+                let session = (x >> 24).is_multiple_of(4);
+                let e = model.entry((tag, mode)).or_default();
+                if !(x >> 28).is_multiple_of(3) {
+                    let r = a.lock(tag, mode, LockOptions { session, dont_wait: true }).unwrap();
+                    let want = if e.0 + e.1 == 0 {
+                        LockAcquireResult::Acquired
+                    } else {
+                        LockAcquireResult::AlreadyHeld
+                    };
+                    assert_eq!(r, want, "{tag} {mode:?}");
+                    if session {
+                        e.0 += 1;
+                    } else {
+                        e.1 += 1;
+                    }
+                } else {
+                    let owned = if session { &mut e.0 } else { &mut e.1 };
+                    assert_eq!(a.unlock(tag, mode, session), *owned > 0, "{tag} {mode:?}");
+                    *owned = owned.saturating_sub(1);
+                }
+                assert_eq!(a.local_count(tag, mode), e.0 + e.1);
+            }
+            model.retain(|_, c| c.0 + c.1 > 0);
+            assert_eq!(a.local_len(), model.len(), "round {round}");
+            for (&(tag, mode), c) in &model {
+                assert_eq!(a.local_count(tag, mode), c.0 + c.1);
+            }
+            // Every held (tag, mode) is in the shared state once: a fast-path slot or the table.
+            let rows = lmgr.lock_status();
+            let rows: Vec<_> =
+                rows.iter().filter(|r| r.tag.kind != LockTagKind::VirtualTransaction).collect();
+            assert_eq!(rows.len(), model.len(), "round {round}");
+            assert!(rows.iter().all(|r| r.granted && model.contains_key(&(r.tag, r.mode))));
+            lmgr.check_invariants().unwrap();
+            a.end_transaction();
+            for c in model.values_mut() {
+                c.1 = 0;
+            }
+            model.retain(|_, c| c.0 > 0);
+            assert_eq!(a.local_len(), model.len(), "round {round}: only session locks survive");
+            let rows = lmgr.lock_status();
+            assert_eq!(
+                rows.iter().filter(|r| r.tag.kind != LockTagKind::VirtualTransaction).count(),
+                model.len()
+            );
+        }
+        assert!(model.len() > 20, "enough session locks to exercise the table: {}", model.len());
+        a.release_all(true);
+        assert_eq!(a.local_len(), 0);
+        drop(a);
+        assert_empty(&lmgr);
+        if fast_path == FastPath::PG92 {
+            let s = lmgr.stats();
+            assert!(s.fast_path_grants > 0 && s.spills_full > 0, "both paths were used: {s:?}");
+        }
+    }
 }
