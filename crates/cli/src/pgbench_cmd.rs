@@ -4,7 +4,7 @@ use clap::Args;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::EngineConfig;
-use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress};
+use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_engine::pgbench::script::{Builtin, Script, parse_script};
 use lockstack_engine::report::MachineNote;
 use lockstack_engine::settings;
@@ -208,13 +208,14 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             p.at, p.tps, p.lat_ms, p.stddev_ms, p.failed
         );
     };
+    let opts = RunOptions { per_command_latencies: args.report_per_command };
     let mut res = match &args.data_dir {
-        None => runner::run(&cfg, &progress).map_err(|e| Failure::run(e.to_string()))?,
+        None => runner::run_with(&cfg, opts, &progress).map_err(|e| Failure::run(e.to_string()))?,
         Some(dir) => {
             let t0 = std::time::Instant::now();
             let (engine, control) =
                 datadir::open(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
-            let res = runner::run_on(&engine, t0.elapsed().as_secs_f64(), &cfg, &progress);
+            let res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress);
             // Shut down even after a failed run, so the directory stays usable.
             let down = datadir::shutdown(&engine, &control);
             let res = res.map_err(|e| Failure::run(e.to_string()))?;
@@ -294,7 +295,8 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
             let prefix = if r.scripts.len() > 1 { " - " } else { "" };
             println!("{prefix}statement latencies in milliseconds and failures:");
             for (c, t) in s.commands.iter().zip(&s.texts) {
-                let ms = if c.count > 0 { c.total_ns as f64 / c.count as f64 / 1e6 } else { 0.0 };
+                let ms =
+                    if c.count > 0 { c.total_ns.unwrap_or(0) as f64 / c.count as f64 / 1e6 } else { 0.0 };
                 println!("   {ms:>11.3}  {:>10}  {t}", c.failures);
             }
         }

@@ -179,6 +179,10 @@ pub enum Expr {
     Const(Value),
     /// `:name`.
     Var(String),
+    /// `:name` resolved to index `.0` of a client's variable table ([`Expr::resolve`]; the
+    /// parser never produces it). pgbench 15 looks variables up by name (a binary search of
+    /// the client's sorted array); a slot index gives the same value without the search.
+    Slot(usize, Box<str>),
     /// Unary minus.
     Neg(Box<Expr>),
     /// `NOT x`.
@@ -189,6 +193,74 @@ pub enum Expr {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `f(args)`.
     Call(Func, Vec<Expr>),
+}
+
+impl Expr {
+    /// This expression with every `:name` replaced by what `var(name)` returns: an
+    /// [`Expr::Slot`] of a runner's variable table (built when the script is prepared), or a
+    /// constant for a variable no command assigns (`:scale`).
+    pub fn resolve(&self, var: &mut dyn FnMut(&str) -> Expr) -> Expr {
+        let mut r = |e: &Expr| Box::new(e.resolve(var));
+        match self {
+            Expr::Const(v) => Expr::Const(*v),
+            Expr::Var(n) => var(n),
+            Expr::Slot(i, n) => Expr::Slot(*i, n.clone()),
+            Expr::Neg(x) => Expr::Neg(r(x)),
+            Expr::Not(x) => Expr::Not(r(x)),
+            Expr::BitNot(x) => Expr::BitNot(r(x)),
+            Expr::Binary(op, a, b) => {
+                let a = r(a);
+                Expr::Binary(*op, a, r(b))
+            }
+            Expr::Call(f, args) => Expr::Call(*f, args.iter().map(|a| a.resolve(var)).collect()),
+        }
+    }
+
+    /// This expression with its constant operators evaluated (`100000 * 10` becomes
+    /// `1000000`): operators whose operands are all constants and that evaluate without an
+    /// error (an overflow stays, to fail when the command runs, as pgbench reports it).
+    /// Function calls stay (the random functions draw from the client's generator).
+    pub fn fold_constants(&self) -> Expr {
+        let konst = |e: &Expr| match e {
+            Expr::Const(v) => Some(*v),
+            _ => None,
+        };
+        match self {
+            Expr::Neg(x) => {
+                let x = x.fold_constants();
+                let folded = konst(&x).and_then(|v| match v {
+                    Value::Double(d) => Some(Value::Double(-d)),
+                    v => v.as_int().ok()?.checked_neg().map(Value::Int),
+                });
+                folded.map_or_else(|| Expr::Neg(Box::new(x)), Expr::Const)
+            }
+            Expr::Not(x) => {
+                let x = x.fold_constants();
+                konst(&x).map_or_else(|| Expr::Not(Box::new(x)), |v| Expr::Const(Value::Bool(!v.as_bool())))
+            }
+            Expr::BitNot(x) => {
+                let x = x.fold_constants();
+                match konst(&x).map(Value::as_int) {
+                    Some(Ok(i)) => Expr::Const(Value::Int(!i)),
+                    _ => Expr::BitNot(Box::new(x)),
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (a.fold_constants(), b.fold_constants());
+                let folded = match (konst(&a), konst(&b)) {
+                    (Some(x), Some(y)) => match op {
+                        BinOp::And => Some(Value::Bool(x.as_bool() && y.as_bool())),
+                        BinOp::Or => Some(Value::Bool(x.as_bool() || y.as_bool())),
+                        _ => binary(*op, x, y).ok(),
+                    },
+                    _ => None,
+                };
+                folded.map_or_else(|| Expr::Binary(*op, Box::new(a), Box::new(b)), Expr::Const)
+            }
+            Expr::Call(f, args) => Expr::Call(*f, args.iter().map(Expr::fold_constants).collect()),
+            e => e.clone(),
+        }
+    }
 }
 
 /// pgbench's limits for the random functions (`pgbench.c`): gaussian parameter at least 2.0,
@@ -472,6 +544,12 @@ pub fn client_rng(seed: u64, client: u64) -> ClientRng {
 pub trait Vars {
     /// The value of `:name`, if set.
     fn get(&self, name: &str) -> Option<Value>;
+
+    /// The value in slot `index` ([`Expr::Slot`]), if set; tables without slots have none.
+    fn slot(&self, index: usize) -> Option<Value> {
+        let _ = index;
+        None
+    }
 }
 
 impl Vars for HashMap<String, Value> {
@@ -567,6 +645,7 @@ pub fn eval(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, Str
     Ok(match e {
         Expr::Const(v) => *v,
         Expr::Var(name) => vars.get(name).ok_or_else(|| format!("undefined variable \"{name}\""))?,
+        Expr::Slot(i, name) => vars.slot(*i).ok_or_else(|| format!("undefined variable \"{name}\""))?,
         Expr::Neg(x) => match eval(x, vars, rng)? {
             Value::Double(d) => Value::Double(-d),
             v => checked(v.as_int()?.checked_neg())?,
@@ -788,5 +867,34 @@ mod tests {
         assert!(counts[3][0] > 2 * counts[3][1] / 2 && counts[3][0] > counts[3][9] * 5);
         // Gaussian: the middle beats the edges.
         assert!(counts[2][4] + counts[2][5] > 3 * (counts[2][0] + counts[2][9]));
+    }
+
+    #[test]
+    fn constant_folding_keeps_values_and_errors() {
+        let mut rng = client_rng(1, 0);
+        let vars: HashMap<String, Value> = HashMap::new();
+        let scale10 = |e: &str| {
+            parse(e).unwrap().resolve(&mut |n| {
+                if n == "scale" { Expr::Const(Value::Int(10)) } else { Expr::Var(n.into()) }
+            })
+        };
+        let e = scale10("random(1, 100000 * :scale)").fold_constants();
+        assert_eq!(
+            e,
+            Expr::Call(Func::Random, vec![Expr::Const(Value::Int(1)), Expr::Const(Value::Int(1_000_000))])
+        );
+        for text in
+            ["1 + 2 * -3", "-(2.5 * 2)", "not (1 < 2) or 3 = 3", "~5 & 7", "10 % 4 / 2", "(:scale + 1) * 2"]
+        {
+            let plain = eval(&scale10(text), &vars, &mut rng).unwrap();
+            let folded = scale10(text).fold_constants();
+            assert!(matches!(folded, Expr::Const(_)), "{text}: {folded:?}");
+            assert_eq!(eval(&folded, &vars, &mut rng).unwrap(), plain, "{text}");
+        }
+        // Errors stay for run time; variables and calls stay.
+        for text in ["9223372036854775807 + 1", "1 / 0", ":x + 1", "abs(-1)"] {
+            assert!(!matches!(parse(text).unwrap().fold_constants(), Expr::Const(_)), "{text}");
+        }
+        assert!(eval(&parse("9223372036854775807 + 1").unwrap().fold_constants(), &vars, &mut rng).is_err());
     }
 }

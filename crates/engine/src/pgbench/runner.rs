@@ -7,19 +7,17 @@
 //! script chosen by weight; a deadlock or lock-timeout error fails the transaction (pgbench 15
 //! with `--max-tries=1`), which is rolled back and counted.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use lockstack_common::BackendId;
 use lockstack_common::backend::{WaitEventProfile, WaitSampler};
 use rand::RngExt;
 use serde::Serialize;
 
-use super::expr::{self, ClientRng, Value};
-use super::script::{BUILTINS, Command, Script, SleepArg, SqlCommand, SqlValue, Table};
+use super::expr::{self, ClientRng, Expr, Value, Vars};
+use super::script::{BUILTINS, Command, RowLockClause, Script, SleepArg, SqlCommand, SqlValue, Table};
 use crate::engine::{Engine, EngineConfig, EngineError, Session};
 use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
 
@@ -55,8 +53,9 @@ pub struct PgbenchConfig {
 pub struct CommandStats {
     /// Executions.
     pub count: u64,
-    /// Total time, ns.
-    pub total_ns: u64,
+    /// Total time, ns; `None` unless per-command timing (`-r`,
+    /// [`RunOptions::per_command_latencies`]) was asked for, since only then is each command timed.
+    pub total_ns: Option<u64>,
     /// Failures.
     pub failures: u64,
 }
@@ -142,12 +141,17 @@ pub struct PgbenchResult {
     pub fidelity: Vec<FidelityRow>,
 }
 
+/// How a run measures, beyond [`PgbenchConfig`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// `-r`: time every command (two clock reads per command). Without it a transaction
+    /// reads the clock once (its end, which is also the next transaction's start) and
+    /// [`CommandStats::total_ns`] stays `None`; counts and failures are kept either way.
+    pub per_command_latencies: bool,
+}
+
 struct Shared {
     stop: AtomicBool,
-    done_tx: AtomicU64,
-    done_failed: AtomicU64,
-    lat_sum_us: AtomicU64,
-    lat_sq_us: AtomicU64,
     /// Clients that have attached their backend (or failed to).
     connected: AtomicUsize,
     /// Start of the measured phase.
@@ -160,25 +164,184 @@ struct Shared {
     last_end_ns: AtomicU64,
 }
 
-struct ClientOut {
-    per_script: Vec<(u64, u64, Vec<CommandStats>)>,
-    hist: Histogram<u64>,
+/// One client's running totals for `-P` progress lines: written (plain stores, no
+/// read-modify-write) only by its client and only when progress lines are asked for, read by
+/// the main thread; a cache line of its own, so clients never write a shared line per
+/// transaction.
+#[repr(align(128))]
+#[derive(Default)]
+struct ClientProgress {
+    tx: AtomicU64,
+    failed: AtomicU64,
+    lat_sum_ns: AtomicU64,
+    /// Sum of squared latencies, ns², as `f64` bits.
+    lat_sq_ns: AtomicU64,
 }
 
-fn sql_value(v: &SqlValue, vars: &HashMap<String, Value>) -> Result<i64, EngineError> {
-    Ok(match v {
-        SqlValue::Const(c) => *c,
-        SqlValue::Var(n) => vars
-            .get(n)
-            .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{n}\"")))?
+/// One client's totals, merged after the run.
+struct ClientOut {
+    per_script: Vec<(u64, u64, Vec<CommandStats>)>,
+    /// Latency sum and sum of squares (ns, ns²) over committed transactions.
+    lat_sum_ns: f64,
+    lat_sq_ns: f64,
+}
+
+/// A SQL value with its variables resolved to slots.
+#[derive(Clone, Debug)]
+enum Val {
+    Const(i64),
+    Slot(usize),
+    Now,
+    Neg(Box<Val>),
+    Arith(char, Box<Val>, Box<Val>),
+}
+
+/// A script command with its variables resolved to slots ([`Program`]).
+#[derive(Clone, Debug)]
+enum Op {
+    Set { slot: usize, expr: Expr },
+    Sleep { amount: Val, unit_us: u64 },
+    Begin,
+    Commit,
+    Rollback,
+    Select { table: Table, key: Val, lock: RowLockClause },
+    Update { table: Table, column: usize, delta: Val, key: Val },
+    InsertHistory { values: [Option<Val>; 5] },
+}
+
+/// The run's scripts prepared once before the clients start: every `:name` becomes an
+/// index into the client's variable table, so a command evaluates without hashing or
+/// comparing names (pgbench 15 binary-searches a sorted array by name).
+struct Program {
+    /// Variable names by slot (`scale` and `client_id` first).
+    names: Vec<String>,
+    /// Per script, its commands.
+    scripts: Vec<Vec<Op>>,
+}
+
+const SLOT_SCALE: usize = 0;
+const SLOT_CLIENT_ID: usize = 1;
+
+impl Program {
+    /// Resolves `scripts`' variables for a run at `scale`: `:scale` is a constant unless a
+    /// `\set scale` assigns it (pgbench sets it once per client and never changes it), and
+    /// constant subexpressions are folded (`100000 * :scale`).
+    fn new(scripts: &[Script], scale: i64) -> Program {
+        let assigned = |name: &str| {
+            scripts.iter().any(|sc| {
+                sc.commands.iter().any(|(_, c)| matches!(c, Command::Set { var, .. } if var == name))
+            })
+        };
+        let scale_const = (!assigned("scale")).then_some(scale);
+        let mut names = vec!["scale".to_string(), "client_id".to_string()];
+        let mut slot_of = |n: &str| match names.iter().position(|x| x == n) {
+            Some(i) => i,
+            None => {
+                names.push(n.to_string());
+                names.len() - 1
+            }
+        };
+        fn val(v: &SqlValue, slot_of: &mut dyn FnMut(&str) -> usize, scale: Option<i64>) -> Val {
+            match v {
+                SqlValue::Const(c) => Val::Const(*c),
+                SqlValue::Var(n) => match scale {
+                    Some(s) if n == "scale" => Val::Const(s),
+                    _ => Val::Slot(slot_of(n)),
+                },
+                SqlValue::Now => Val::Now,
+                SqlValue::Neg(x) => Val::Neg(Box::new(val(x, slot_of, scale))),
+                SqlValue::Arith(op, a, b) => {
+                    let a = val(a, slot_of, scale);
+                    Val::Arith(*op, Box::new(a), Box::new(val(b, slot_of, scale)))
+                }
+            }
+        }
+        let scripts = scripts
+            .iter()
+            .map(|sc| {
+                sc.commands
+                    .iter()
+                    .map(|(_, c)| match c {
+                        Command::Set { var, expr } => {
+                            let expr = expr
+                                .resolve(&mut |n| match scale_const {
+                                    Some(s) if n == "scale" => Expr::Const(Value::Int(s)),
+                                    _ => Expr::Slot(slot_of(n), n.into()),
+                                })
+                                .fold_constants();
+                            Op::Set { slot: slot_of(var), expr }
+                        }
+                        Command::Sleep { amount, unit_us } => Op::Sleep {
+                            amount: match amount {
+                                SleepArg::Const(n) => Val::Const(*n),
+                                SleepArg::Var(v) => Val::Slot(slot_of(v)),
+                            },
+                            unit_us: *unit_us,
+                        },
+                        Command::Sql { cmd, .. } => match cmd {
+                            SqlCommand::Begin => Op::Begin,
+                            SqlCommand::Commit => Op::Commit,
+                            SqlCommand::Rollback => Op::Rollback,
+                            SqlCommand::Select { table, key, lock, .. } => Op::Select {
+                                table: *table,
+                                key: val(key, &mut slot_of, scale_const),
+                                lock: *lock,
+                            },
+                            SqlCommand::Update { table, column, delta, key } => Op::Update {
+                                table: *table,
+                                column: *column,
+                                delta: val(delta, &mut slot_of, scale_const),
+                                key: val(key, &mut slot_of, scale_const),
+                            },
+                            SqlCommand::InsertHistory { values } => Op::InsertHistory {
+                                values: std::array::from_fn(|i| {
+                                    values[i].as_ref().map(|v| val(v, &mut slot_of, scale_const))
+                                }),
+                            },
+                        },
+                    })
+                    .collect()
+            })
+            .collect();
+        Program { names, scripts }
+    }
+}
+
+/// A client's variables, by slot of [`Program::names`].
+struct ClientVars<'a> {
+    names: &'a [String],
+    values: Vec<Option<Value>>,
+}
+
+impl Vars for ClientVars<'_> {
+    fn get(&self, name: &str) -> Option<Value> {
+        self.names.iter().position(|n| n == name).and_then(|i| self.values[i])
+    }
+    #[inline]
+    fn slot(&self, index: usize) -> Option<Value> {
+        self.values[index]
+    }
+}
+
+impl ClientVars<'_> {
+    fn int(&self, slot: usize) -> Result<i64, EngineError> {
+        self.values[slot]
+            .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{}\"", self.names[slot])))?
             .as_int()
-            .map_err(EngineError::Usage)?,
-        SqlValue::Now => std::time::SystemTime::now()
+            .map_err(EngineError::Usage)
+    }
+}
+
+fn sql_value(v: &Val, vars: &ClientVars<'_>) -> Result<i64, EngineError> {
+    Ok(match v {
+        Val::Const(c) => *c,
+        Val::Slot(i) => vars.int(*i)?,
+        Val::Now => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros() as i64)
             .unwrap_or(0),
-        SqlValue::Neg(x) => sql_value(x, vars)?.wrapping_neg(),
-        SqlValue::Arith(op, a, b) => {
+        Val::Neg(x) => sql_value(x, vars)?.wrapping_neg(),
+        Val::Arith(op, a, b) => {
             let (a, b) = (sql_value(a, vars)?, sql_value(b, vars)?);
             match op {
                 '+' => a.wrapping_add(b),
@@ -192,53 +355,42 @@ fn sql_value(v: &SqlValue, vars: &HashMap<String, Value>) -> Result<i64, EngineE
 /// Runs one command; `Ok(false)` means the transaction failed (deadlock, lock timeout).
 fn run_command(
     s: &mut Session,
-    cmd: &Command,
-    vars: &mut HashMap<String, Value>,
+    op: &Op,
+    vars: &mut ClientVars<'_>,
     rng: &mut ClientRng,
 ) -> Result<bool, EngineError> {
-    let r = match cmd {
-        Command::Set { var, expr } => {
-            let v =
-                expr::eval(expr, vars, rng).map_err(|e| EngineError::Usage(format!("\\set {var}: {e}")))?;
-            vars.insert(var.clone(), v);
+    let r = match op {
+        Op::Set { slot, expr } => {
+            let v = expr::eval(expr, vars, rng)
+                .map_err(|e| EngineError::Usage(format!("\\set {}: {e}", vars.names[*slot])))?;
+            vars.values[*slot] = Some(v);
             return Ok(true);
         }
-        Command::Sleep { amount, unit_us } => {
-            let n = match amount {
-                SleepArg::Const(n) => *n,
-                SleepArg::Var(v) => vars
-                    .get(v)
-                    .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{v}\"")))?
-                    .as_int()
-                    .map_err(EngineError::Usage)?,
-            };
+        Op::Sleep { amount, unit_us } => {
+            let n = sql_value(amount, vars)?;
             let _w = lockstack_common::WaitEventScope::new(lockstack_common::WaitEvent::PG_SLEEP);
             std::thread::sleep(Duration::from_micros((n.max(0) as u64).saturating_mul(*unit_us)));
             return Ok(true);
         }
-        Command::Sql { cmd, .. } => match cmd {
-            SqlCommand::Begin => {
-                s.begin();
-                Ok(())
-            }
-            SqlCommand::Commit => s.commit(),
-            SqlCommand::Rollback => s.rollback(),
-            SqlCommand::Select { table, key, lock, .. } => {
-                s.select(*table, sql_value(key, vars)?, *lock).map(|_| ())
-            }
-            SqlCommand::Update { table, column, delta, key } => {
-                s.update_add(*table, sql_value(key, vars)?, *column, sql_value(delta, vars)?).map(|_| ())
-            }
-            SqlCommand::InsertHistory { values } => {
-                let mut v = [0i64; 5];
-                for (i, x) in values.iter().enumerate() {
-                    if let Some(x) = x {
-                        v[i] = sql_value(x, vars)?;
-                    }
+        Op::Begin => {
+            s.begin();
+            Ok(())
+        }
+        Op::Commit => s.commit(),
+        Op::Rollback => s.rollback(),
+        Op::Select { table, key, lock } => s.select(*table, sql_value(key, vars)?, *lock).map(|_| ()),
+        Op::Update { table, column, delta, key } => {
+            s.update_add(*table, sql_value(key, vars)?, *column, sql_value(delta, vars)?).map(|_| ())
+        }
+        Op::InsertHistory { values } => {
+            let mut v = [0i64; 5];
+            for (i, x) in values.iter().enumerate() {
+                if let Some(x) = x {
+                    v[i] = sql_value(x, vars)?;
                 }
-                s.insert_history(v)
             }
-        },
+            s.insert_history(v)
+        }
     };
     match r {
         Ok(()) => Ok(true),
@@ -279,46 +431,67 @@ fn wait_for(flag: &AtomicBool) {
 
 /// One client's transactions, from the start signal to the end of its share (`-t`) or the stop
 /// signal (`-T`).
+///
+/// Per transaction the runner touches no shared cache line but the (read-only) stop flag: its
+/// totals are local, published for `-P` in the client's own [`ClientProgress`] line. The clock
+/// is read once per transaction (as pgbench does: the end of one transaction is the start of
+/// the next), twice more per command with `-r`.
+#[allow(clippy::too_many_arguments)]
 fn client_loop(
     cfg: &PgbenchConfig,
+    prog: &Program,
+    opts: RunOptions,
     shared: &Shared,
+    progress: &ClientProgress,
     s: &mut Session,
     c: usize,
     start: Instant,
 ) -> Result<ClientOut, EngineError> {
     let total_weight: u32 = cfg.scripts.iter().map(|s| s.weight).sum();
     let mut rng = expr::client_rng(cfg.seed, c as u64);
-    let mut vars: HashMap<String, Value> = HashMap::new();
-    vars.insert("scale".into(), Value::Int(cfg.scale));
-    vars.insert("client_id".into(), Value::Int(c as i64));
+    let mut vars = ClientVars { names: &prog.names, values: vec![None; prog.names.len()] };
+    vars.values[SLOT_SCALE] = Some(Value::Int(cfg.scale));
+    vars.values[SLOT_CLIENT_ID] = Some(Value::Int(c as i64));
     let mut per_script: Vec<(u64, u64, Vec<CommandStats>)> =
         cfg.scripts.iter().map(|sc| (0, 0, vec![CommandStats::default(); sc.commands.len()])).collect();
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+    let publish = cfg.progress.is_some();
+    let (mut done, mut failed, mut lat_sum_ns, mut lat_sq_ns) = (0u64, 0u64, 0f64, 0f64);
     let mut n = 0u64;
+    let mut tx_start = Instant::now();
     loop {
         if shared.stop.load(Ordering::Relaxed) || cfg.transactions.is_some_and(|t| n >= t) {
             break;
         }
         n += 1;
-        let mut pick = rng.random_range(0..total_weight.max(1));
-        let si = cfg.scripts.iter().position(|sc| {
-            if pick < sc.weight {
-                true
-            } else {
-                pick -= sc.weight;
-                false
-            }
-        });
-        let si = si.unwrap_or(0);
+        let si = if cfg.scripts.len() == 1 {
+            0
+        } else {
+            let mut pick = rng.random_range(0..total_weight.max(1));
+            cfg.scripts
+                .iter()
+                .position(|sc| {
+                    if pick < sc.weight {
+                        true
+                    } else {
+                        pick -= sc.weight;
+                        false
+                    }
+                })
+                .unwrap_or(0)
+        };
         let script = &cfg.scripts[si];
-        let tx_start = Instant::now();
         let mut ok = true;
-        for (ci, (_, cmd)) in script.commands.iter().enumerate() {
-            let c0 = Instant::now();
-            let r = run_command(s, cmd, &mut vars, &mut rng)?;
+        for (ci, op) in prog.scripts[si].iter().enumerate() {
+            let r = if opts.per_command_latencies {
+                let c0 = Instant::now();
+                let r = run_command(s, op, &mut vars, &mut rng)?;
+                *per_script[si].2[ci].total_ns.get_or_insert(0) += c0.elapsed().as_nanos() as u64;
+                r
+            } else {
+                run_command(s, op, &mut vars, &mut rng)?
+            };
             let st = &mut per_script[si].2[ci];
             st.count += 1;
-            st.total_ns += c0.elapsed().as_nanos() as u64;
             if !r {
                 st.failures += 1;
                 ok = false;
@@ -332,20 +505,28 @@ fn client_loop(
                 script.name
             )));
         }
-        let us = tx_start.elapsed().as_micros() as u64;
+        let now = Instant::now();
+        // Through u64: a u128-to-float conversion is a libcall.
+        let ns = now.duration_since(tx_start).as_nanos() as u64 as f64;
+        tx_start = now;
         if ok {
             per_script[si].0 += 1;
-            hist.saturating_record(us.max(1));
-            shared.done_tx.fetch_add(1, Ordering::Relaxed);
-            shared.lat_sum_us.fetch_add(us, Ordering::Relaxed);
-            shared.lat_sq_us.fetch_add(us.saturating_mul(us), Ordering::Relaxed);
+            done += 1;
+            lat_sum_ns += ns;
+            lat_sq_ns += ns * ns;
         } else {
             per_script[si].1 += 1;
-            shared.done_failed.fetch_add(1, Ordering::Relaxed);
+            failed += 1;
+        }
+        if publish {
+            progress.tx.store(done, Ordering::Relaxed);
+            progress.failed.store(failed, Ordering::Relaxed);
+            progress.lat_sum_ns.store(lat_sum_ns as u64, Ordering::Relaxed);
+            progress.lat_sq_ns.store(lat_sq_ns.to_bits(), Ordering::Relaxed);
         }
     }
     shared.last_end_ns.fetch_max(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    Ok(ClientOut { per_script, hist })
+    Ok(ClientOut { per_script, lat_sum_ns, lat_sq_ns })
 }
 
 /// Loads the tables and runs the benchmark; `on_progress` receives `-P` lines.
@@ -363,9 +544,21 @@ pub fn run(
     cfg: &PgbenchConfig,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<PgbenchResult, EngineError> {
+    run_with(cfg, RunOptions::default(), on_progress)
+}
+
+/// [`run`] with [`RunOptions`] (`-r`).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    cfg: &PgbenchConfig,
+    opts: RunOptions,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<PgbenchResult, EngineError> {
     let t0 = Instant::now();
     let engine = Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor)?;
-    run_on(&engine, t0.elapsed().as_secs_f64(), cfg, on_progress)
+    run_on_with(&engine, t0.elapsed().as_secs_f64(), cfg, opts, on_progress)
 }
 
 /// Runs the benchmark on an engine already loaded or opened (`--data-dir`), reporting `load_s`
@@ -380,16 +573,27 @@ pub fn run_on(
     cfg: &PgbenchConfig,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<PgbenchResult, EngineError> {
+    run_on_with(engine, load_s, cfg, RunOptions::default(), on_progress)
+}
+
+/// [`run_on`] with [`RunOptions`] (`-r`).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_on_with(
+    engine: &Arc<Engine>,
+    load_s: f64,
+    cfg: &PgbenchConfig,
+    opts: RunOptions,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<PgbenchResult, EngineError> {
+    let prog = Program::new(&cfg.scripts, cfg.scale);
     let before = {
         let mut s = engine.session(BackendId(cfg.clients as u32))?;
         sums(&mut s)?
     };
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
-        done_tx: AtomicU64::new(0),
-        done_failed: AtomicU64::new(0),
-        lat_sum_us: AtomicU64::new(0),
-        lat_sq_us: AtomicU64::new(0),
         connected: AtomicUsize::new(0),
         go: AtomicBool::new(false),
         finished: AtomicUsize::new(0),
@@ -400,6 +604,8 @@ pub fn run_on(
     let mut counters_after = StackCounters::default();
     let mut profile = WaitEventProfile::default();
     let start_cell: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let progress: Vec<ClientProgress> = (0..cfg.clients).map(|_| ClientProgress::default()).collect();
+    let (prog, progress) = (&prog, &progress);
     let outs: Vec<Result<ClientOut, EngineError>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
@@ -410,7 +616,7 @@ pub fn run_on(
                     wait_for(&shared.go);
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
-                        let r = client_loop(cfg, &shared, &mut s, c, start);
+                        let r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
                         (r, s)
                     });
                     // Disconnect only after the counters of the measured phase are read.
@@ -433,7 +639,7 @@ pub fn run_on(
         // The main thread stops -T runs and prints -P lines.
         let tick = cfg.progress.unwrap_or(Duration::from_millis(50)).min(Duration::from_millis(50));
         let mut next_progress = cfg.progress.map(|p| start + p);
-        let mut last = (0u64, 0u64, 0u64, 0u64, start);
+        let mut last = (0u64, 0u64, 0u64, 0f64, start);
         while shared.finished.load(Ordering::Acquire) + lost() < cfg.clients {
             std::thread::sleep(tick.min(Duration::from_millis(2)));
             let now = Instant::now();
@@ -443,19 +649,22 @@ pub fn run_on(
             if let (Some(at), Some(p)) = (next_progress, cfg.progress)
                 && now >= at
             {
-                let tx = shared.done_tx.load(Ordering::Relaxed);
-                let f = shared.done_failed.load(Ordering::Relaxed);
-                let sum = shared.lat_sum_us.load(Ordering::Relaxed);
-                let sq = shared.lat_sq_us.load(Ordering::Relaxed);
+                let (mut tx, mut f, mut sum, mut sq) = (0u64, 0u64, 0u64, 0f64);
+                for p in progress {
+                    tx += p.tx.load(Ordering::Relaxed);
+                    f += p.failed.load(Ordering::Relaxed);
+                    sum += p.lat_sum_ns.load(Ordering::Relaxed);
+                    sq += f64::from_bits(p.lat_sq_ns.load(Ordering::Relaxed));
+                }
                 let (dt, dsum, dsq) = (tx - last.0, sum - last.2, sq - last.3);
                 let secs = (now - last.4).as_secs_f64();
                 let mean = if dt > 0 { dsum as f64 / dt as f64 } else { 0.0 };
-                let var = if dt > 0 { (dsq as f64 / dt as f64 - mean * mean).max(0.0) } else { 0.0 };
+                let var = if dt > 0 { (dsq / dt as f64 - mean * mean).max(0.0) } else { 0.0 };
                 on_progress(&Progress {
                     at: (now - start).as_secs_f64(),
                     tps: dt as f64 / secs,
-                    lat_ms: mean / 1000.0,
-                    stddev_ms: var.sqrt() / 1000.0,
+                    lat_ms: mean / 1e6,
+                    stddev_ms: var.sqrt() / 1e6,
                     failed: f - last.1,
                 });
                 last = (tx, f, sum, sq, now);
@@ -472,7 +681,7 @@ pub fn run_on(
     });
     let elapsed_s = (shared.last_end_ns.load(Ordering::Relaxed) as f64 / 1e9).max(1e-9);
     let delta = counters_after.since(&counters_before);
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+    let (mut lat_sum_ns, mut lat_sq_ns) = (0f64, 0f64);
     let mut scripts: Vec<ScriptResult> = cfg
         .scripts
         .iter()
@@ -487,13 +696,16 @@ pub fn run_on(
         .collect();
     for o in outs {
         let o = o?;
-        hist.add(&o.hist).expect("same bounds");
+        lat_sum_ns += o.lat_sum_ns;
+        lat_sq_ns += o.lat_sq_ns;
         for (i, (tx, f, cmds)) in o.per_script.into_iter().enumerate() {
             scripts[i].transactions += tx;
             scripts[i].failed += f;
             for (a, b) in scripts[i].commands.iter_mut().zip(cmds) {
                 a.count += b.count;
-                a.total_ns += b.total_ns;
+                if let Some(t) = b.total_ns {
+                    *a.total_ns.get_or_insert(0) += t;
+                }
                 a.failures += b.failures;
             }
         }
@@ -506,13 +718,17 @@ pub fn run_on(
     let transactions: u64 = scripts.iter().map(|s| s.transactions).sum();
     let failed: u64 = scripts.iter().map(|s| s.failed).sum();
     let builtin = sole_builtin(&cfg.scripts);
+    // pgbench's SimpleStats: mean and (population) standard deviation from the sums.
+    let n = transactions.max(1) as f64;
+    let mean_ns = lat_sum_ns / n;
+    let stddev_ns = (lat_sq_ns / n - mean_ns * mean_ns).max(0.0).sqrt();
     Ok(PgbenchResult {
         load_s,
         elapsed_s,
         transactions,
         failed,
-        latency_avg_ms: hist.mean() / 1000.0,
-        latency_stddev_ms: hist.stdev() / 1000.0,
+        latency_avg_ms: mean_ns / 1e6,
+        latency_stddev_ms: stddev_ns / 1e6,
         scripts,
         checks,
         balance_sums: SUM_ORDER
@@ -622,6 +838,66 @@ mod tests {
             }
             let texts = &r.scripts[0].texts;
             assert!(texts[0].starts_with("\\set aid random(1, 100000 * :scale)"), "{texts:?}");
+        }
+    }
+
+    fn custom(text: &str, clients: usize, transactions: u64) -> PgbenchConfig {
+        PgbenchConfig {
+            transactions: Some(transactions),
+            scripts: vec![crate::pgbench::script::parse_script("t.sql", text).unwrap()],
+            ..cfg("select-only", clients, "pg17")
+        }
+    }
+
+    /// Variables resolved to slots keep pgbench's meaning: `\set` from other variables and
+    /// the built-in `:scale` / `:client_id`, `:var` in SQL and in `\sleep`, per client.
+    #[test]
+    fn custom_script_variables_resolve_to_slots() {
+        let text = "\\set a 3\n\\set b :a * 2 + :client_id + :scale - 1\n\\sleep :a us\n\
+                    SELECT abalance FROM pgbench_accounts WHERE aid = :b;\n\
+                    UPDATE pgbench_accounts SET abalance = abalance + :a * 10 WHERE aid = :b;\n";
+        let r = run(&custom(text, 2, 5), &|_| {}).unwrap();
+        assert_eq!(r.transactions, 10);
+        for ch in &r.checks {
+            assert!(ch.ok, "{} ({})", ch.name, ch.detail);
+        }
+        // Clients 0 and 1 update aids 6 and 7 by 30, five times each.
+        let (_, before, after) = r.balance_sums.iter().find(|(t, _, _)| t == "pgbench_accounts").unwrap();
+        assert_eq!(after - before, 2 * 5 * 30);
+        let engine = Engine::new(cfg("select-only", 1, "pg17").engine, 1, 100).unwrap();
+        let r = run_on(&engine, 0.0, &custom(text, 1, 4), &|_| {}).unwrap();
+        let mut s = engine.session(BackendId(0)).unwrap();
+        let row =
+            |s: &mut Session, aid| s.select(Table::Accounts, aid, RowLockClause::None).unwrap().unwrap();
+        assert_eq!(row(&mut s, 6)[2], 4 * 30, "{:?}", r.checks);
+        assert_eq!(row(&mut s, 7)[2], 0);
+    }
+
+    /// An unset variable is pgbench's error, whether an expression or SQL reads it.
+    #[test]
+    fn undefined_variables_are_errors() {
+        for text in [
+            "\\set a :nope + 1\nSELECT abalance FROM pgbench_accounts WHERE aid = 1;\n",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = :nope;\n",
+        ] {
+            let e = run(&custom(text, 1, 1), &|_| {}).unwrap_err().to_string();
+            assert!(e.contains("undefined variable \"nope\""), "{text}: {e}");
+        }
+    }
+
+    /// `-r` times every command; without it commands are counted but not timed.
+    #[test]
+    fn per_command_latencies_only_with_r() {
+        let c = cfg("select-only", 1, "pg17");
+        let timed = run_with(&c, RunOptions { per_command_latencies: true }, &|_| {}).unwrap();
+        let plain = run(&c, &|_| {}).unwrap();
+        for (r, want_time) in [(&timed, true), (&plain, false)] {
+            let cmds = &r.scripts[0].commands;
+            assert_eq!(cmds.len(), 2);
+            assert!(cmds.iter().all(|c| c.count == 150 && c.failures == 0), "{cmds:?}");
+            // The SELECT takes well over a nanosecond.
+            assert_eq!(cmds[1].total_ns.is_some_and(|t| t > 0), want_time, "{cmds:?}");
+            assert!(r.latency_avg_ms > 0.0);
         }
     }
 }
