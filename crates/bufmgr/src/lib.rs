@@ -48,6 +48,7 @@
 //! ([`BackendBuffers::lock_for_cleanup`]). Pins are never waited for by normal operations;
 //! when every buffer is pinned a read fails with [`BufferError::NoUnpinnedBuffers`].
 
+mod arena;
 mod desc;
 mod freelist;
 pub mod page;

@@ -8,7 +8,7 @@
 //! under both mapping partitions; a dirty victim is written under a *conditional* shared content
 //! lock; WAL is flushed up to the page LSN before the page is written.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use crossbeam_utils::CachePadded;
 use lockstack_common::{BlockNumber, Oid, StatsRegistry, WaitEvent, WaitEventScope};
 use lockstack_lwlock::{LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
 
+use crate::arena::PageArena;
 use crate::desc::{
     BM_DIRTY, BM_IO_ERROR, BM_IO_IN_PROGRESS, BM_JUST_DIRTIED, BM_LOCKED, BM_MAX_USAGE_COUNT,
     BM_PIN_COUNT_WAITER, BM_TAG_VALID, BM_VALID, BUF_REFCOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
@@ -198,14 +199,10 @@ impl Buffer {
     }
 }
 
-#[repr(C, align(64))]
-struct PageBuf(UnsafeCell<[u8; BLCKSZ]>);
-
-// SAFETY: page bytes are accessed only (a) under the buffer's content lock (shared for `&[u8]`,
-// exclusive for `&mut [u8]`, see `ContentGuard`), (b) by the one backend doing a read into a
-// not-yet-valid buffer under `BM_IO_IN_PROGRESS` (nobody else touches a page before `BM_VALID`),
+// Page bytes (in `PageArena`) are accessed only (a) under the buffer's content lock (shared for
+// `&[u8]`, exclusive for `&mut [u8]`, see `ContentGuard`), (b) by the one backend doing a read into
+// a not-yet-valid buffer under `BM_IO_IN_PROGRESS` (nobody else touches a page before `BM_VALID`),
 // or (c) with atomic byte operations by the visibility-map functions (see `vm.rs`).
-unsafe impl Sync for PageBuf {}
 
 /// The shared buffer pool: descriptors, pages, mapping table, victim strategy, storage manager
 /// and the per-backend statistics registry. Create it with [`BufferPool::new`] and give every
@@ -213,7 +210,7 @@ unsafe impl Sync for PageBuf {}
 pub struct BufferPool {
     cfg: BufferPoolConfig,
     descs: Box<[CachePadded<BufferDesc>]>,
-    pages: Box<[PageBuf]>,
+    pages: PageArena,
     table: BufTable,
     strategy: Strategy,
     smgr: Arc<dyn Smgr>,
@@ -240,7 +237,8 @@ impl BufferPool {
         let n = cfg.nbuffers;
         let descs: Box<[CachePadded<BufferDesc>]> =
             (0..n).map(|i| CachePadded::new(BufferDesc::new(i as u32, cfg.lwlock))).collect();
-        let pages: Box<[PageBuf]> = (0..n).map(|_| PageBuf(UnsafeCell::new([0; BLCKSZ]))).collect();
+        let pages = PageArena::new(n)
+            .map_err(|e| BufferError::Config(format!("cannot map {n} buffers of {BLCKSZ} bytes: {e}")))?;
         let strategy = Strategy::new(cfg.victim, n as u32, cfg.lwlock);
         for i in 0..n {
             strategy.free_buffer(&descs, i as u32);
@@ -457,10 +455,17 @@ impl BufferPool {
         Ok(())
     }
 
+    /// If the page memory got transparent huge pages (`madvise(MADV_HUGEPAGE)` accepted; Linux
+    /// only), as PostgreSQL's `huge_pages = try` would. The pool works either way; huge pages
+    /// only save TLB misses on page accesses.
+    pub fn huge_pages(&self) -> bool {
+        self.pages.huge_pages()
+    }
+
     /// Raw pointer to page `id`'s first byte (for the visibility map's atomic byte accesses).
     #[inline]
     pub(crate) fn page_ptr(&self, id: u32) -> *mut u8 {
-        self.pages[id as usize].0.get().cast::<u8>()
+        self.pages.page(id).get().cast::<u8>()
     }
 
     /// Page `id` as a slice.
@@ -471,7 +476,7 @@ impl BufferPool {
     #[inline]
     unsafe fn page(&self, id: u32) -> &[u8] {
         // SAFETY: per this function's contract there is no concurrent writer.
-        unsafe { &*self.pages[id as usize].0.get() }
+        unsafe { &*self.pages.page(id).get() }
     }
 
     /// Page `id` as a mutable slice.
@@ -484,7 +489,7 @@ impl BufferPool {
     #[allow(clippy::mut_from_ref)]
     unsafe fn page_mut(&self, id: u32) -> &mut [u8] {
         // SAFETY: per this function's contract nobody else reads or writes the page.
-        unsafe { &mut *self.pages[id as usize].0.get() }
+        unsafe { &mut *self.pages.page(id).get() }
     }
 }
 
