@@ -13,9 +13,10 @@ use std::str::FromStr;
 use std::sync::atomic::Ordering;
 
 use lockstack_common::TrancheId;
-use lockstack_lwlock::{LwLock, LwLockKind, SpinDelay, SpinLock};
+use lockstack_lwlock::{LwLock, LwLockKind};
 
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Latch, spin_hint};
+use crate::slock::{SLock, SpinDelayStatus};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Latch};
 use crate::tag::BufferTag;
 
 /// One pin in the refcount field (`BUF_REFCOUNT_ONE`).
@@ -49,26 +50,61 @@ pub(crate) const BM_JUST_DIRTIED: u32 = 1 << 28;
 pub(crate) const BM_PIN_COUNT_WAITER: u32 = 1 << 29;
 
 /// How buffer headers are locked: chosen once per pool.
+///
+/// Coherence cost of one pin+unpin pair of a buffer whose cache line another core wrote last
+/// (the hot-buffer case), counting line transfers and ownership upgrades:
+///
+/// | kind | pin | unpin | per pair |
+/// |---|---|---|---|
+/// | `Spinlock` | `xchg` (1), then the state word and the unlock in the owned line | same (1) | 2, more when the other core's `TAS` steals the line inside the critical section |
+/// | `Atomic` | load (1) + CAS (1 upgrade) | load (1) + CAS (1) | 4, plus retries when the other core slips in between |
+/// | `AtomicSub` | load (1) + CAS (1) | `fetch_sub` (1) | 3 |
+/// | `AtomicAdd` | `fetch_add` (1) | `fetch_sub` (1) | 2, no retries, no waits unless `BM_LOCKED` is set |
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum HeaderKind {
     /// A spinlock per header around every pin, unpin and flag change (PostgreSQL 9.2-9.5,
-    /// `buf_hdr_lock`).
+    /// `buf_hdr_lock` taken with `LockBufHdr` = `S_LOCK`, see the `slock` module).
     Spinlock,
-    /// One atomic state word: pins and unpins are CAS loops, the lock bit `BM_LOCKED` is taken
-    /// only for multi-field changes (PostgreSQL 9.6+). The default.
+    /// One atomic state word: pins and unpins are read-then-CAS loops that wait while
+    /// `BM_LOCKED` is set; the header lock (`BM_LOCKED`, `LockBufHdr`) is taken only for
+    /// multi-field changes and released with a plain store of the whole word (PostgreSQL
+    /// 9.6-18, `PinBuffer` / `UnpinBuffer` / `UnlockBufHdr`). The default.
     #[default]
     Atomic,
+    /// The 9.6 state word with PostgreSQL 19's unpin: an unpin is one `fetch_sub` that may
+    /// run while another backend holds `BM_LOCKED`, so the lock holder releases by applying
+    /// its changes as a delta (`UnlockBufHdr` = `fetch_sub(BM_LOCKED)`, `UnlockBufHdrExt`),
+    /// never by storing a whole word. Pins stay read-then-CAS loops that never add a pin to a
+    /// locked header. Follows the PostgreSQL 19 development branch: commits "bufmgr: Allow
+    /// some buffer state modifications while holding header lock" and 5310fac6e0f "bufmgr: Use
+    /// atomic sub for unpinning buffers" (2025).
+    AtomicSub,
+    /// [`AtomicSub`](Self::AtomicSub) with pins by `fetch_add` too (no PostgreSQL release
+    /// does this): a pin adds one and only then looks at the old word; if `BM_LOCKED` was set
+    /// it takes its pin back with `fetch_sub` (allowed under the header lock, as any unpin),
+    /// waits for the unlock and retries. A header-lock holder can therefore see a pin that is
+    /// about to be taken back: its refcount checks (victim refcount 0, re-tag and cleanup
+    /// refcount 1) can only fail spuriously, never pass wrongly, and the delta release keeps
+    /// the count exact. The usage count, which must stay capped at 5, is raised by a separate
+    /// CAS only when below the cap.
+    AtomicAdd,
 }
 
 impl HeaderKind {
-    /// Both kinds, in report order.
+    /// The two designs seed 004 compares (9.2 and 9.6), in report order.
     pub const ALL: [HeaderKind; 2] = [HeaderKind::Spinlock, HeaderKind::Atomic];
 
-    /// Name on command lines and in reports: `spinlock`, `atomic`.
+    /// Every design, in report order: the two of [`ALL`](Self::ALL), then the later ones.
+    pub const EVERY: [HeaderKind; 4] =
+        [HeaderKind::Spinlock, HeaderKind::Atomic, HeaderKind::AtomicSub, HeaderKind::AtomicAdd];
+
+    /// Name on command lines and in reports: `spinlock`, `atomic`, `atomic-sub`, `atomic-add`.
     pub fn name(self) -> &'static str {
         match self {
             HeaderKind::Spinlock => "spinlock",
             HeaderKind::Atomic => "atomic",
+            HeaderKind::AtomicSub => "atomic-sub",
+            HeaderKind::AtomicAdd => "atomic-add",
         }
     }
 }
@@ -81,12 +117,17 @@ impl fmt::Display for HeaderKind {
 
 impl FromStr for HeaderKind {
     type Err = String;
-    /// Parses `spinlock` (also `pg92`) or `atomic` (also `pg96`).
+    /// Parses `spinlock` (also `pg92`), `atomic` (also `pg96`), `atomic-sub` (also `pg19`) or
+    /// `atomic-add`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "spinlock" | "pg92" => Ok(HeaderKind::Spinlock),
             "atomic" | "pg96" => Ok(HeaderKind::Atomic),
-            _ => Err(format!("unknown buffer header kind '{s}' (valid: spinlock, atomic)")),
+            "atomic-sub" | "pg19" => Ok(HeaderKind::AtomicSub),
+            "atomic-add" => Ok(HeaderKind::AtomicAdd),
+            _ => Err(format!(
+                "unknown buffer header kind '{s}' (valid: spinlock, atomic, atomic-sub, atomic-add)"
+            )),
         }
     }
 }
@@ -138,7 +179,7 @@ impl BufferState {
 pub(crate) struct HeaderCost {
     /// The first attempt did not succeed (spinlock busy, `BM_LOCKED` seen, or CAS lost).
     pub(crate) contended: bool,
-    /// Spin delays (yields or sleeps) spent waiting.
+    /// Sleeps of the `s_lock` back-off while waiting (PostgreSQL's `spindelay`).
     pub(crate) delays: u32,
 }
 
@@ -154,7 +195,7 @@ pub(crate) struct HeaderCost {
 #[repr(C)]
 pub struct BufferDesc {
     state: AtomicU32,
-    hdr_lock: SpinLock,
+    hdr_lock: SLock,
     tag_rel: AtomicU32,
     buf_id: u32,
     tag_fork_block: AtomicU64,
@@ -192,7 +233,7 @@ impl BufferDesc {
     pub(crate) fn new(buf_id: u32, lwlock: LwLockKind) -> BufferDesc {
         BufferDesc {
             state: AtomicU32::new(0),
-            hdr_lock: SpinLock::new(),
+            hdr_lock: SLock::new(),
             tag_rel: AtomicU32::new(0),
             tag_fork_block: AtomicU64::new(u64::from(u32::MAX)),
             buf_id,
@@ -244,66 +285,82 @@ impl BufferDesc {
     }
 
     /// Takes the header lock (`LockBufHdr`) and returns the state word without the lock bit.
+    ///
+    /// With [`HeaderKind::AtomicSub`] and [`HeaderKind::AtomicAdd`] the refcount may still go
+    /// down while the lock is held (unpins, and `AtomicAdd`'s taken-back pins), never up for
+    /// good: a refcount of 0 or 1 (the caller's own pin) seen here stays exact.
     #[inline]
     pub(crate) fn lock_header(&self, kind: HeaderKind) -> (u32, HeaderCost) {
         match kind {
             HeaderKind::Spinlock => {
-                let mut cost = HeaderCost::default();
-                if !self.hdr_lock.try_lock() {
-                    cost.contended = true;
-                    cost.delays = self.hdr_lock.lock();
-                }
-                (self.state.load(Ordering::Relaxed), cost)
+                let (contended, delays) = self.hdr_lock.lock();
+                (self.state.load(Ordering::Relaxed), HeaderCost { contended, delays })
             }
-            HeaderKind::Atomic => {
+            HeaderKind::Atomic | HeaderKind::AtomicSub | HeaderKind::AtomicAdd => {
+                // 9.6's LockBufHdr: an atomic OR of the lock bit per try, s_lock back-off.
                 let mut cost = HeaderCost::default();
-                let mut delay = SpinDelay::new();
+                let mut delay = SpinDelayStatus::new();
                 loop {
                     let old = self.state.fetch_or(BM_LOCKED, Ordering::Acquire);
                     if old & BM_LOCKED == 0 {
-                        cost.delays = delay.delays();
+                        cost.delays = delay.finish();
                         return (old, cost);
                     }
                     cost.contended = true;
-                    while self.state.load(Ordering::Relaxed) & BM_LOCKED != 0 {
-                        delay.spin();
-                    }
+                    delay.perform();
                 }
             }
         }
     }
 
-    /// Releases the header lock, storing `new` (`UnlockBufHdr`); `new` must not contain
-    /// `BM_LOCKED`.
+    /// Releases the header lock taken by [`lock_header`](Self::lock_header), which returned
+    /// `locked`, leaving the word at `new` (`UnlockBufHdr`); `new` must not contain
+    /// `BM_LOCKED`. Returns the word as left.
+    ///
+    /// `Spinlock` and `Atomic` store `new` whole (nothing else changes a locked header).
+    /// `AtomicSub` and `AtomicAdd` add `new - locked` instead (PostgreSQL 19's
+    /// `UnlockBufHdrExt`; `UnlockBufHdr` when nothing changed), so that unpins done meanwhile
+    /// are kept: the caller's changes are applied as a delta on top of them.
     #[inline]
-    pub(crate) fn unlock_header(&self, kind: HeaderKind, new: u32) {
+    pub(crate) fn unlock_header(&self, kind: HeaderKind, locked: u32, new: u32) -> u32 {
         debug_assert_eq!(new & BM_LOCKED, 0);
+        debug_assert_eq!(locked & BM_LOCKED, 0);
         match kind {
             HeaderKind::Spinlock => {
                 self.state.store(new, Ordering::Relaxed);
                 self.hdr_lock.unlock();
+                new
             }
-            HeaderKind::Atomic => self.state.store(new, Ordering::Release),
+            HeaderKind::Atomic => {
+                self.state.store(new, Ordering::Release);
+                new
+            }
+            HeaderKind::AtomicSub | HeaderKind::AtomicAdd => {
+                // The word is `locked | BM_LOCKED` minus k unpins (plus pins about to be taken
+                // back); adding this delta leaves `new` minus the same, with BM_LOCKED clear.
+                // The refcount field cannot borrow: `new` keeps every pin `locked` counted.
+                let delta = new.wrapping_sub(locked).wrapping_sub(BM_LOCKED);
+                self.state.fetch_add(delta, Ordering::Release).wrapping_add(delta)
+            }
         }
     }
 
-    /// Waits until `BM_LOCKED` is clear and returns that state (`WaitBufHdrUnlocked`).
-    #[inline]
-    fn wait_unlocked(&self, delays: &mut SpinDelay) -> u32 {
+    /// Waits until `BM_LOCKED` is clear (`WaitBufHdrUnlocked`, with its own `s_lock` back-off);
+    /// returns that state and the number of sleeps.
+    #[cold]
+    fn wait_unlocked(&self) -> (u32, u32) {
+        let mut delay = SpinDelayStatus::new();
         loop {
             let s = self.state.load(Ordering::Relaxed);
             if s & BM_LOCKED == 0 {
-                return s;
+                return (s, delay.finish());
             }
-            if delays.delays() == 0 {
-                spin_hint();
-            }
-            delays.spin();
+            delay.perform();
         }
     }
 
     /// Runs `f` on the state word atomically with respect to the header lock: under the spinlock
-    /// (9.2), or as a CAS loop that never overwrites a locked word (9.6). `f` returns the new
+    /// (9.2), or as a CAS loop that never changes a locked word (9.6+). `f` returns the new
     /// word, or `None` to leave it unchanged. Returns (old word, cost).
     #[inline]
     pub(crate) fn update_state(&self, kind: HeaderKind, f: impl Fn(u32) -> Option<u32>) -> (u32, HeaderCost) {
@@ -311,32 +368,34 @@ impl BufferDesc {
             HeaderKind::Spinlock => {
                 let (old, cost) = self.lock_header(kind);
                 let new = f(old).unwrap_or(old);
-                self.unlock_header(kind, new);
+                self.unlock_header(kind, old, new);
                 (old, cost)
             }
-            HeaderKind::Atomic => {
-                let mut cost = HeaderCost::default();
-                let mut delay = SpinDelay::new();
-                let mut old = self.state.load(Ordering::Relaxed);
-                loop {
-                    if old & BM_LOCKED != 0 {
-                        cost.contended = true;
-                        old = self.wait_unlocked(&mut delay);
-                    }
-                    let Some(new) = f(old) else {
-                        cost.delays = delay.delays();
-                        return (old, cost);
-                    };
-                    match self.state.compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed) {
-                        Ok(_) => {
-                            cost.delays = delay.delays();
-                            return (old, cost);
-                        }
-                        Err(cur) => {
-                            cost.contended = true;
-                            old = cur;
-                        }
-                    }
+            HeaderKind::Atomic | HeaderKind::AtomicSub | HeaderKind::AtomicAdd => {
+                let old = self.state.load(Ordering::Relaxed);
+                self.cas_loop(old, f)
+            }
+        }
+    }
+
+    /// The 9.6 CAS loop from a first guess `old` of the word: waits while `BM_LOCKED` is set
+    /// (`WaitBufHdrUnlocked`), and retries from the value a failed CAS returns.
+    #[inline]
+    fn cas_loop(&self, mut old: u32, f: impl Fn(u32) -> Option<u32>) -> (u32, HeaderCost) {
+        let mut cost = HeaderCost::default();
+        loop {
+            if old & BM_LOCKED != 0 {
+                cost.contended = true;
+                let (s, delays) = self.wait_unlocked();
+                cost.delays += delays;
+                old = s;
+            }
+            let Some(new) = f(old) else { return (old, cost) };
+            match self.state.compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return (old, cost),
+                Err(cur) => {
+                    cost.contended = true;
+                    old = cur;
                 }
             }
         }
@@ -346,13 +405,68 @@ impl BufferDesc {
     /// (`PinBuffer`, default strategy). Returns the state before the pin.
     #[inline]
     pub(crate) fn pin(&self, kind: HeaderKind) -> (u32, HeaderCost) {
-        self.update_state(kind, |s| {
+        let bump = |s: u32| {
             let mut n = s + BUF_REFCOUNT_ONE;
             if (s & BUF_USAGECOUNT_MASK) < BM_MAX_USAGE_COUNT << BUF_USAGECOUNT_SHIFT {
                 n += BUF_USAGECOUNT_ONE;
             }
             Some(n)
-        })
+        };
+        match kind {
+            HeaderKind::Spinlock | HeaderKind::Atomic | HeaderKind::AtomicSub => {
+                self.update_state(kind, bump)
+            }
+            HeaderKind::AtomicAdd => self.pin_add(),
+        }
+    }
+
+    /// [`HeaderKind::AtomicAdd`]'s pin: `fetch_add`, taken back while `BM_LOCKED` is set.
+    #[inline]
+    fn pin_add(&self) -> (u32, HeaderCost) {
+        let mut cost = HeaderCost::default();
+        loop {
+            let old = self.state.fetch_add(BUF_REFCOUNT_ONE, Ordering::AcqRel);
+            debug_assert!(old & BUF_REFCOUNT_MASK < BUF_REFCOUNT_MASK, "refcount overflow");
+            if old & BM_LOCKED == 0 {
+                if old & BUF_USAGECOUNT_MASK < BM_MAX_USAGE_COUNT << BUF_USAGECOUNT_SHIFT {
+                    // Rare on a hot buffer (its usage count sits at the cap). A CAS, as the
+                    // cap must hold; it waits out a header lock like any 9.6 flag change.
+                    let (_, c) = self.cas_loop(old + BUF_REFCOUNT_ONE, |s| {
+                        (s & BUF_USAGECOUNT_MASK < BM_MAX_USAGE_COUNT << BUF_USAGECOUNT_SHIFT)
+                            .then_some(s + BUF_USAGECOUNT_ONE)
+                    });
+                    cost.delays += c.delays;
+                }
+                return (old, cost);
+            }
+            // A header-lock holder may be judging the refcount: take the pin back (an unpin,
+            // which may run under the lock), wait for the unlock, try again.
+            cost.contended = true;
+            cost.delays += self.unpin_sub(HeaderKind::AtomicAdd).delays;
+            cost.delays += self.wait_unlocked().1;
+        }
+    }
+
+    /// `AtomicSub` / `AtomicAdd` unpin: one `fetch_sub`, then the waiter check.
+    #[inline]
+    fn unpin_sub(&self, kind: HeaderKind) -> HeaderCost {
+        let old = self.state.fetch_sub(BUF_REFCOUNT_ONE, Ordering::Release);
+        debug_assert!(old & BUF_REFCOUNT_MASK > 0, "unpin of an unpinned buffer");
+        if old & BM_PIN_COUNT_WAITER != 0 { self.wake_pin_count_waiter(kind) } else { HeaderCost::default() }
+    }
+
+    /// `WakePinCountWaiter`: under the header lock, if the cleanup-lock waiter's pin is the
+    /// only one left, clears `BM_PIN_COUNT_WAITER` and wakes it.
+    #[cold]
+    fn wake_pin_count_waiter(&self, kind: HeaderKind) -> HeaderCost {
+        let (s, cost) = self.lock_header(kind);
+        if s & BM_PIN_COUNT_WAITER != 0 && s & BUF_REFCOUNT_MASK == 1 {
+            self.unlock_header(kind, s, s & !BM_PIN_COUNT_WAITER);
+            self.pin_latch.set();
+        } else {
+            self.unlock_header(kind, s, s);
+        }
+        cost
     }
 
     /// Drops one shared pin (`UnpinBuffer`); when that leaves only the cleanup-lock waiter's own
@@ -363,12 +477,12 @@ impl BufferDesc {
             HeaderKind::Spinlock => {
                 let (s, cost) = self.lock_header(kind);
                 debug_assert!(s & BUF_REFCOUNT_MASK > 0, "unpin of an unpinned buffer");
-                let s = s - BUF_REFCOUNT_ONE;
-                if s & BM_PIN_COUNT_WAITER != 0 && s & BUF_REFCOUNT_MASK == 1 {
-                    self.unlock_header(kind, s & !BM_PIN_COUNT_WAITER);
+                let n = s - BUF_REFCOUNT_ONE;
+                if n & BM_PIN_COUNT_WAITER != 0 && n & BUF_REFCOUNT_MASK == 1 {
+                    self.unlock_header(kind, s, n & !BM_PIN_COUNT_WAITER);
                     self.pin_latch.set();
                 } else {
-                    self.unlock_header(kind, s);
+                    self.unlock_header(kind, s, n);
                 }
                 cost
             }
@@ -378,17 +492,11 @@ impl BufferDesc {
                     Some(s - BUF_REFCOUNT_ONE)
                 });
                 if old & BM_PIN_COUNT_WAITER != 0 {
-                    let (s, c2) = self.lock_header(kind);
-                    cost.delays += c2.delays;
-                    if s & BM_PIN_COUNT_WAITER != 0 && s & BUF_REFCOUNT_MASK == 1 {
-                        self.unlock_header(kind, s & !BM_PIN_COUNT_WAITER);
-                        self.pin_latch.set();
-                    } else {
-                        self.unlock_header(kind, s);
-                    }
+                    cost.delays += self.wake_pin_count_waiter(kind).delays;
                 }
                 cost
             }
+            HeaderKind::AtomicSub | HeaderKind::AtomicAdd => self.unpin_sub(kind),
         }
     }
 }

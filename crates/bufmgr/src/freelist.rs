@@ -194,18 +194,18 @@ impl Strategy {
     fn try_take(d: &BufferDesc, header: HeaderKind, sweep: bool) -> (Option<u32>, bool, bool) {
         let (s, _) = d.lock_header(header);
         if s & BUF_REFCOUNT_MASK != 0 {
-            d.unlock_header(header, s);
+            d.unlock_header(header, s, s);
             return (None, true, false);
         }
         if s & BUF_USAGECOUNT_MASK == 0 {
-            d.unlock_header(header, s + BUF_REFCOUNT_ONE);
+            d.unlock_header(header, s, s + BUF_REFCOUNT_ONE);
             return (Some(s), false, false);
         }
         if sweep {
-            d.unlock_header(header, s - BUF_USAGECOUNT_ONE);
+            d.unlock_header(header, s, s - BUF_USAGECOUNT_ONE);
             return (None, false, true);
         }
-        d.unlock_header(header, s);
+        d.unlock_header(header, s, s);
         (None, false, false)
     }
 

@@ -8,7 +8,7 @@
 //!
 //! | mechanism | old | new |
 //! |---|---|---|
-//! | header ([`HeaderKind`]) | spinlock per header (9.2) | one atomic state word with CAS (9.6) |
+//! | header ([`HeaderKind`]) | spinlock per header (9.2) | one atomic state word with CAS (9.6); `fetch_sub` unpins (PostgreSQL 19 development); `fetch_add` pins (ours) |
 //! | mapping ([`MappingKind`]) | 16 LWLock partitions (9.2) | 128 partitions (9.5); or a `DashMap` |
 //! | victims ([`VictimKind`]) | free list + clock under `BufFreelistLock` (9.2) | atomic clock hand (9.5) |
 //! | visibility checks ([`vm::VmCheck`]) | `PD_ALL_VISIBLE` first | always the VM page (the 2012 proposal) |
@@ -54,6 +54,7 @@ mod freelist;
 pub mod page;
 mod pool;
 mod private_ref;
+mod slock;
 pub mod smgr;
 mod stats;
 mod sync;

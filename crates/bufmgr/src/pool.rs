@@ -355,12 +355,12 @@ impl BufferPool {
         for (i, d) in self.descs.iter().enumerate() {
             let (s, _) = d.lock_header(kind);
             if s & (BM_VALID | BM_DIRTY) != (BM_VALID | BM_DIRTY) {
-                d.unlock_header(kind, s);
+                d.unlock_header(kind, s, s);
                 continue;
             }
             // `PinBuffer_Locked`: pin while the header is held, so the buffer cannot be
             // re-tagged between the check and the pin.
-            d.unlock_header(kind, s + 1);
+            d.unlock_header(kind, s, s + 1);
             bb.refs.incr(i as u32);
             let tag = d.raw_tag();
             let held = d.content_lock.acquire(LwLockMode::Shared);
@@ -899,14 +899,14 @@ impl BackendBuffers {
                         if s & BUF_REFCOUNT_MASK == 1 && s & BM_DIRTY == 0 {
                             d.set_tag(h.tag);
                             let keep = s & (BUF_REFCOUNT_MASK | BM_PIN_COUNT_WAITER);
-                            d.unlock_header(kind, keep | BM_TAG_VALID | BUF_USAGECOUNT_ONE);
+                            d.unlock_header(kind, s, keep | BM_TAG_VALID | BUF_USAGECOUNT_ONE);
                             if let Some(o) = &old {
                                 ctx.delete(o, vid);
                             }
                             Outcome::Retagged
                         } else {
                             // Pinned or dirtied by someone else meanwhile: give it up.
-                            d.unlock_header(kind, s);
+                            d.unlock_header(kind, s, s);
                             ctx.delete(h, vid);
                             Outcome::Retry
                         }
@@ -943,7 +943,7 @@ impl BackendBuffers {
         debug_assert_eq!(s & BM_IO_IN_PROGRESS, 0);
         let done = if for_input { s & BM_VALID != 0 } else { s & BM_DIRTY == 0 };
         if done {
-            d.unlock_header(kind, s);
+            d.unlock_header(kind, s, s);
             d.io_lock.release(held);
             return None;
         }
@@ -951,7 +951,7 @@ impl BackendBuffers {
         if !for_input {
             n &= !BM_JUST_DIRTIED;
         }
-        d.unlock_header(kind, n);
+        d.unlock_header(kind, s, n);
         Some(held)
     }
 
@@ -965,7 +965,7 @@ impl BackendBuffers {
         if clear_dirty && s & BM_JUST_DIRTIED == 0 {
             n &= !BM_DIRTY;
         }
-        d.unlock_header(kind, n | set_bits);
+        d.unlock_header(kind, s, n | set_bits);
         d.io_lock.release(held);
     }
 
@@ -1058,19 +1058,21 @@ impl BackendBuffers {
             let g = self.lock(buf, LwLockMode::Exclusive);
             let (s, _) = d.lock_header(kind);
             if s & BUF_REFCOUNT_MASK == 1 {
-                d.unlock_header(kind, s);
+                d.unlock_header(kind, s, s);
                 return Ok(g);
             }
             if s & BM_PIN_COUNT_WAITER != 0 {
-                d.unlock_header(kind, s);
+                d.unlock_header(kind, s, s);
                 drop(g);
                 return Err(BufferError::MultiplePinWaiters { buffer: buf });
             }
             d.wait_backend.store(self.id, Ordering::Relaxed);
-            d.unlock_header(kind, s | BM_PIN_COUNT_WAITER);
+            let after = d.unlock_header(kind, s, s | BM_PIN_COUNT_WAITER);
             drop(g);
-            self.counters.cleanup_waits.incr();
-            {
+            // With the atomic-sub/add headers the other pins may all have gone while we held
+            // the header lock; their unpins did not see the flag, so nobody will wake us.
+            if after & BUF_REFCOUNT_MASK > 1 {
+                self.counters.cleanup_waits.incr();
                 let _w = WaitEventScope::new(WaitEvent::BUFFER_PIN);
                 d.pin_latch.wait();
             }
@@ -1078,9 +1080,9 @@ impl BackendBuffers {
             // ours, so the next round does not see itself as a second waiter.
             let (s, _) = d.lock_header(kind);
             if s & BM_PIN_COUNT_WAITER != 0 && d.wait_backend.load(Ordering::Relaxed) == self.id {
-                d.unlock_header(kind, s & !BM_PIN_COUNT_WAITER);
+                d.unlock_header(kind, s, s & !BM_PIN_COUNT_WAITER);
             } else {
-                d.unlock_header(kind, s);
+                d.unlock_header(kind, s, s);
             }
         }
     }
@@ -1099,7 +1101,7 @@ impl BackendBuffers {
         let g = self.conditional_lock(buf, LwLockMode::Exclusive)?;
         let d = &self.pool.descs[buf.0 as usize];
         let (s, _) = d.lock_header(self.kind());
-        d.unlock_header(self.kind(), s);
+        d.unlock_header(self.kind(), s, s);
         (s & BUF_REFCOUNT_MASK == 1).then_some(g)
     }
 

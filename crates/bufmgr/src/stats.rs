@@ -79,7 +79,8 @@ pub struct BufferStats {
     /// spinlock busy (9.2 variant), or `BM_LOCKED` seen / CAS lost (9.6 variant). Seed 004's
     /// "buffer pin contention".
     pub pin_waits: u64,
-    /// Spin delays (yields or sleeps) while waiting for buffer headers.
+    /// Sleeps while waiting for a busy buffer header (the `s_lock` back-off's `spindelay`: one
+    /// per `spins_per_delay` fruitless tries, each 1 ms or more).
     pub pin_spin_delays: u64,
     /// Waits for another backend's read or write of the same buffer.
     pub io_waits: u64,

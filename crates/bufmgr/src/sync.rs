@@ -7,10 +7,10 @@
 //! and counters have a single writer.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64};
 
 /// Busy-wait hint inside spin loops (a real `pause`, or a loom yield point).
 #[inline]

@@ -18,7 +18,7 @@ const REL: Oid = Oid(16384);
 
 fn all_configs(nbuffers: usize) -> Vec<BufferPoolConfig> {
     let mut v = Vec::new();
-    for header in HeaderKind::ALL {
+    for header in HeaderKind::EVERY {
         for mapping in [MappingKind::PARTITIONS_16, MappingKind::PARTITIONS_128, MappingKind::DashMap] {
             for victim in VictimKind::ALL {
                 let lwlock =
@@ -290,7 +290,7 @@ fn wait_until(what: &str, f: impl Fn() -> bool) {
 
 #[test]
 fn cleanup_lock_waits_for_other_pins() {
-    for header in HeaderKind::ALL {
+    for header in HeaderKind::EVERY {
         let cfg = BufferPoolConfig { header, ..BufferPoolConfig::pg96(8) };
         let pool = BufferPool::in_memory(cfg).unwrap();
         let bb = pool.backend();

@@ -15,7 +15,8 @@ pub(crate) struct BuffersArgs {
     /// all-visible per page), vm-delete (per-thread deletes on disjoint pages sharing the VM page).
     #[arg(long, default_value = "hot-pin")]
     scenario: String,
-    /// Buffer header designs to compare: comma-separated spinlock (9.2), atomic (9.6), or all.
+    /// Buffer header designs to compare: comma-separated spinlock (9.2), atomic (9.6),
+    /// atomic-sub (PostgreSQL 19's fetch_sub unpin), atomic-add (fetch_add pins too), or all.
     #[arg(long, default_value = "all")]
     header: String,
     /// Visibility checks to compare (scan, vm-delete): comma-separated page-flag-first,
@@ -73,7 +74,7 @@ fn parse_list<T: std::str::FromStr<Err = String> + PartialEq + Copy>(
 pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
     let scenario: BufferScenario =
         args.scenario.parse().map_err(|e| Failure::input(format!("--scenario: {e}")))?;
-    let headers = parse_list("header", &args.header, &Header::ALL)?;
+    let headers = parse_list("header", &args.header, &Header::EVERY)?;
     let vm_checks = parse_list("vm-check", &args.vm_check, &Check::ALL)?;
     let mapping: Mapping = args.mapping.parse().map_err(|e| Failure::input(format!("--mapping: {e}")))?;
     let victim: Victim = args.victim.parse().map_err(|e| Failure::input(format!("--victim: {e}")))?;
@@ -132,7 +133,7 @@ fn print_report(rep: &BuffersReport) {
     println!("{}", rep.machine.line());
     println!();
     println!(
-        "{:<9} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
+        "{:<10} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
         "header",
         "vm check",
         "ops/s",
@@ -149,7 +150,7 @@ fn print_report(rep: &BuffersReport) {
     for r in &rep.rows {
         let b = &r.buffers;
         println!(
-            "{:<9} {:<19} {:>12.0} {:>10} {:>9.2} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
+            "{:<10} {:<19} {:>12.0} {:>10} {:>9.2} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
             r.header,
             r.vm_check.as_deref().unwrap_or("-"),
             r.ops_per_sec,
@@ -169,5 +170,6 @@ fn print_report(rep: &BuffersReport) {
     println!(
         "pin waits: pins/unpins that found the buffer header busy (spinlock held, or BM_LOCKED / lost CAS);"
     );
+    println!("spindelay: sleeps in s_lock-style waits for a busy header (PostgreSQL's spindelay).");
     println!("vm pins: VM page pins taken; map/cnt blk: BufferMapping / BufferContent LWLock sleeps.");
 }

@@ -1,0 +1,88 @@
+//! Threads pinning and unpinning one hot buffer, per header design: the development probe for
+//! the `bufmgr/hot_pin_2t` benchmark (run it under `valgrind --tool=callgrind` with one thread
+//! to count instructions per pin+unpin pair, or with two threads for a rough timing).
+//!
+//! `cargo run --release -p lockstack-bufmgr --example hot_pin -- HEADER MODE THREADS PAIRS [ROUNDS]`
+//!
+//! * HEADER: `spinlock`, `atomic` (or any name `HeaderKind` parses);
+//! * MODE: `pin` (`read_recent`: the header only) or `read` (`read_block`: mapping look-up too);
+//! * THREADS: worker threads, each with its own backend; PAIRS: pin+unpin pairs per thread;
+//! * ROUNDS: repetitions (default 1); each prints one line, the best is printed last.
+
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use lockstack_bufmgr::{
+    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, MappingKind, VictimKind,
+};
+use lockstack_common::{BlockNumber, Oid};
+
+const REL: Oid = Oid(16384);
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: hot_pin HEADER pin|read THREADS PAIRS [ROUNDS]";
+    let header: HeaderKind = args.first().expect(usage).parse().expect("header");
+    let lookup = match args.get(1).map(String::as_str) {
+        Some("pin") => false,
+        Some("read") => true,
+        _ => panic!("{usage}"),
+    };
+    let threads: usize = args.get(2).expect(usage).parse().expect("threads");
+    let pairs: u64 = args.get(3).expect(usage).parse().expect("pairs");
+    let rounds: usize = args.get(4).map_or(1, |s| s.parse().expect("rounds"));
+    let lwlock = if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
+    let cfg = BufferPoolConfig {
+        nbuffers: 64,
+        header,
+        mapping: MappingKind::PARTITIONS_128,
+        victim: VictimKind::AtomicClock,
+        lwlock,
+    };
+    let pool = BufferPool::in_memory(cfg).expect("pool");
+    {
+        let bb = pool.backend();
+        let (b, _) = bb.extend(REL, ForkNumber::Main).expect("extend");
+        bb.release(b);
+    }
+    let mut best = 0.0f64;
+    for _ in 0..rounds {
+        pool.reset_stats();
+        let barrier = Barrier::new(threads + 1);
+        let elapsed = std::thread::scope(|s| {
+            for _ in 0..threads {
+                let (pool, barrier) = (Arc::clone(&pool), &barrier);
+                s.spawn(move || {
+                    let bb = pool.backend();
+                    let recent = bb.read_block(REL, BlockNumber(0)).expect("hit");
+                    bb.release(recent);
+                    barrier.wait();
+                    for _ in 0..pairs {
+                        let b = if lookup {
+                            bb.read_block(REL, BlockNumber(0)).expect("hit")
+                        } else {
+                            bb.read_recent(BufferTag::main(REL, 0), recent).expect("resident")
+                        };
+                        bb.release(b);
+                    }
+                });
+            }
+            barrier.wait();
+            Instant::now()
+        })
+        .elapsed();
+        let rate = (threads as u64 * pairs) as f64 / elapsed.as_secs_f64();
+        best = best.max(rate);
+        let st = pool.stats();
+        println!(
+            "{header} {} {threads}t: {:.2} M pairs/s ({:.1} ns/pair/thread), pin waits {}, spin delays {}",
+            if lookup { "read" } else { "pin" },
+            rate / 1e6,
+            elapsed.as_nanos() as f64 / pairs as f64,
+            st.pin_waits,
+            st.pin_spin_delays
+        );
+    }
+    println!("best {header}: {:.2} M pairs/s", best / 1e6);
+    pool.check_invariants().expect("invariants");
+}
