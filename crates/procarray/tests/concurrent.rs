@@ -15,7 +15,7 @@ use lockstack_procarray::{EndXactStrategy, Layout, ProcArray, ProcArrayConfig, x
 
 const COMMITTERS: usize = 2;
 const TAKERS: usize = 2;
-const IDLE: usize = 6;
+const IDLE: usize = 22;
 const XACTS: usize = 1500;
 const SNAPSHOTS: usize = 1500;
 
@@ -28,10 +28,11 @@ fn run(layout: Layout, strategy: EndXactStrategy) {
     // Per committer: the xid it is running (0 = none), and the last xid/subxid it finished.
     let running: Arc<Vec<AtomicU32>> = Arc::new((0..COMMITTERS).map(|_| AtomicU32::new(0)).collect());
     let done: Arc<Vec<AtomicU32>> = Arc::new((0..2 * COMMITTERS).map(|_| AtomicU32::new(0)).collect());
-    // Idle members, some of them holding an xid for the whole run.
+    // Idle members, two of them holding an xid for the whole run: ids 4 and 17, so that with
+    // 26 members the dense loop sees an all-idle chunk (ids 8-15) between busy ones.
     let mut idle: Vec<_> =
         (0..IDLE).map(|i| pa.attach(BackendId((COMMITTERS + TAKERS + i) as u32)).unwrap()).collect();
-    let long_running: Vec<TransactionId> = idle.iter_mut().take(2).map(|b| b.assign_xid()).collect();
+    let long_running: Vec<TransactionId> = idle.iter_mut().step_by(13).map(|b| b.assign_xid()).collect();
 
     let mut threads = Vec::new();
     for c in 0..COMMITTERS {

@@ -3,6 +3,10 @@
 //! answer for every xid must equal a brute-force oracle built from the event history, when the
 //! snapshot is taken and again at the end (after everything committed), for every layout,
 //! strategy and loop knob, starting at ordinary xids and just below 2^31 and 2^32.
+//!
+//! The four active backends sit `spread` ids apart among up to 25 idle members (random per
+//! case), so that the snapshot loops' multi-member steps (the PGXACT loop's unrolled groups,
+//! the dense loop's all-idle chunks) run over idle and busy groups alike, not just their tails.
 
 mod common;
 
@@ -131,15 +135,34 @@ fn check(model: &Model, t: &Taken, subtrans: &MemSubTrans, when: &str) -> Result
     Ok(())
 }
 
+/// Where the active backends sit among idle members: active backend `b` has id `b * spread`,
+/// and ids up to `(BACKENDS - 1) * spread + tail` are members.
+#[derive(Copy, Clone, Debug)]
+struct Placement {
+    spread: usize,
+    tail: usize,
+}
+
+impl Placement {
+    fn id(self, b: usize) -> BackendId {
+        BackendId((b * self.spread) as u32)
+    }
+    fn members(self) -> usize {
+        (BACKENDS - 1) * self.spread + 1 + self.tail
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run(
     layout: Layout,
     strategy: EndXactStrategy,
     lazy: bool,
     knobs91: bool,
     first: u32,
+    place: Placement,
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
-    let mut cfg = ProcArrayConfig::new(BACKENDS);
+    let mut cfg = ProcArrayConfig::new(place.members());
     cfg.layout = layout;
     cfg.end_xact = strategy;
     cfg.global_xmin = if lazy { GlobalXminMode::Lazy } else { GlobalXminMode::EverySnapshot };
@@ -149,7 +172,11 @@ fn run(
     let pa = ProcArray::new(cfg).unwrap();
     let subtrans = MemSubTrans::default();
     let mut backends: Vec<Option<Backend>> =
-        (0..BACKENDS).map(|i| Some(pa.attach(BackendId(i as u32)).unwrap())).collect();
+        (0..BACKENDS).map(|b| Some(pa.attach(place.id(b)).unwrap())).collect();
+    let _idle: Vec<Backend> = (0..place.members())
+        .filter(|&i| i % place.spread != 0 || i / place.spread >= BACKENDS)
+        .map(|i| pa.attach(BackendId(i as u32)).unwrap())
+        .collect();
     let mut model = Model {
         first: TransactionId(first),
         info: HashMap::new(),
@@ -232,10 +259,10 @@ fn run(
                 }
                 model.xmin[b] = TransactionId::INVALID;
                 backends[b].take().unwrap().detach();
-                backends[b] = Some(pa.attach(BackendId(b as u32)).unwrap());
+                backends[b] = Some(pa.attach(place.id(b)).unwrap());
                 let members = pa.members();
                 prop_assert!(members.windows(2).all(|w| w[0] < w[1]), "ProcArray order {:?}", members);
-                prop_assert_eq!(members.len(), BACKENDS);
+                prop_assert_eq!(members.len(), place.members());
             }
             Op::Snapshot(b) => {
                 let be = backends[b].as_mut().unwrap();
@@ -294,10 +321,13 @@ proptest! {
         first in prop_oneof![Just(3u32), Just((1u32 << 31) - 40), Just(u32::MAX - 40), 3u32..],
         lazy in any::<bool>(),
         knobs91 in any::<bool>(),
+        spread in 1usize..8,
+        tail in 0usize..5,
     ) {
+        let place = Placement { spread, tail };
         for layout in Layout::ALL {
             for strategy in EndXactStrategy::ALL {
-                run(layout, strategy, lazy, knobs91, first, &ops)?;
+                run(layout, strategy, lazy, knobs91, first, place, &ops)?;
             }
         }
     }
