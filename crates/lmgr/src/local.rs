@@ -248,6 +248,10 @@ impl LocalTable {
             return;
         }
         self.len -= removed;
+        if self.len == 0 {
+            // Everything went (the usual end of a transaction): no probe runs left to repair.
+            return;
+        }
         // Removing entries left holes in probe runs: rebuild from the survivors.
         let mut keep = std::mem::take(&mut self.scratch);
         keep.clear();
