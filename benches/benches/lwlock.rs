@@ -11,7 +11,10 @@ use criterion::{
     BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main, measurement::WallTime,
 };
 use lockstack_benches::run_threads;
-use lockstack_lwlock::{AtomicLwLock, LwLockImpl, LwLockMode, Pg92LwLock, ReadBiasedLwLock, TrancheId};
+use lockstack_lwlock::{
+    AtomicLwLock, LwLockImpl, Pg92LwLock, Pg92RwLock, RawLwLock, ReadBiasedLwLock, ReadBiasedRwLock, RwLock,
+    TrancheId,
+};
 
 /// The operations a benchmark needs from a lock.
 trait BenchLock: Sync {
@@ -19,31 +22,46 @@ trait BenchLock: Sync {
     fn exclusive(&self);
 }
 
-struct Lw<L>(L);
-
-impl<L: LwLockImpl> BenchLock for Lw<L> {
-    #[inline]
-    fn shared(&self) {
-        let h = self.0.acquire(LwLockMode::Shared);
-        black_box(&h);
-        self.0.release(h);
-    }
-    #[inline]
-    fn exclusive(&self) {
-        let h = self.0.acquire(LwLockMode::Exclusive);
-        black_box(&h);
-        self.0.release(h);
-    }
+/// Every row is a typed reader-writer lock over a `u64` and runs the same body: a shared hold
+/// reads the value, an exclusive hold increments it. The LWLocks take part through
+/// `lock_api::RwLock<RawLwLock<_>, u64>` (the crate's `RwLock`, `Pg92RwLock`,
+/// `ReadBiasedRwLock`), so their guards know the mode statically, exactly like parking_lot's
+/// and std's guards do.
+macro_rules! bench_lock_api {
+    ($($t:ty),*) => {$(
+        impl BenchLock for $t {
+            #[inline]
+            fn shared(&self) {
+                black_box(*self.read());
+            }
+            #[inline]
+            fn exclusive(&self) {
+                *self.write() += 1;
+            }
+        }
+    )*};
 }
 
-impl BenchLock for parking_lot::RwLock<u64> {
+bench_lock_api!(Pg92RwLock<u64>, RwLock<u64>, ReadBiasedRwLock<u64>, parking_lot::RwLock<u64>);
+
+/// A lock at the start of a 4 KiB page of its own. Every row is wrapped, so that where the
+/// allocator happens to put a lock cannot favour any row: with locks placed by the allocator
+/// (or only cache-line aligned), an A/A comparison of two identical `atomic` locks
+/// (`lwlock_ratio` with `LWLOCK_RATIO_AA=1`) read 1.10x in some runs and 1.00x in others for
+/// exclusive lock+unlock; with every lock at the same offset within its page it reads 1.00x
+/// every time (4 KiB aliasing between the lock's and other recently stored addresses is the
+/// likely cause).
+#[repr(align(4096))]
+struct Aligned<L>(L);
+
+impl<L: BenchLock> BenchLock for Aligned<L> {
     #[inline]
     fn shared(&self) {
-        black_box(*self.read());
+        self.0.shared();
     }
     #[inline]
     fn exclusive(&self) {
-        *self.write() += 1;
+        self.0.exclusive();
     }
 }
 
@@ -61,11 +79,14 @@ impl BenchLock for std::sync::RwLock<u64> {
 fn locks() -> Vec<(&'static str, Box<dyn BenchLock>)> {
     let t = TrancheId::register("bench");
     vec![
-        ("pg92", Box::new(Lw(Pg92LwLock::with_id(t, 0)))),
-        ("atomic", Box::new(Lw(AtomicLwLock::with_id(t, 1)))),
-        ("read-biased", Box::new(Lw(ReadBiasedLwLock::with_id(t, 2)))),
-        ("parking_lot", Box::new(parking_lot::RwLock::new(0u64))),
-        ("std", Box::new(std::sync::RwLock::new(0u64))),
+        ("pg92", Box::new(Aligned(Pg92RwLock::from_raw(RawLwLock(Pg92LwLock::with_id(t, 0)), 0u64)))),
+        ("atomic", Box::new(Aligned(RwLock::from_raw(RawLwLock(AtomicLwLock::with_id(t, 1)), 0u64)))),
+        (
+            "read-biased",
+            Box::new(Aligned(ReadBiasedRwLock::from_raw(RawLwLock(ReadBiasedLwLock::with_id(t, 2)), 0u64))),
+        ),
+        ("parking_lot", Box::new(Aligned(parking_lot::RwLock::new(0u64)))),
+        ("std", Box::new(Aligned(std::sync::RwLock::new(0u64)))),
     ]
 }
 

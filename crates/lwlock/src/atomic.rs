@@ -22,7 +22,7 @@ use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinDelay, spin_then_attempt};
-use crate::stats::{record_instance, with_tranche};
+use crate::stats::{check_tranche, record_instance, with_tranche};
 use crate::sync::AtomicU32;
 use crate::waiter::{
     NOT_WAITING, PENDING_WAKEUP, WAITING, WaitList, WaitMode, Waiter, WakeList, with_waiter,
@@ -288,6 +288,26 @@ impl AtomicLwLock {
         blocks > 0
     }
 
+    /// The rest of `LWLockRelease` after the state word's decrement (`old` is the value before
+    /// it): panic if the lock was not held in `mode`, and wake waiters if the release left the
+    /// lock free with `HAS_WAITERS` and `RELEASE_OK` set.
+    #[cold]
+    #[inline(never)]
+    fn release_slow(&self, mode: LwLockMode, old: u32) {
+        let (sub, held_ok) = match mode {
+            LwLockMode::Exclusive => (VAL_EXCLUSIVE, old & VAL_EXCLUSIVE != 0),
+            LwLockMode::Shared => (1, old & SHARED_MASK != 0),
+        };
+        assert!(held_ok, "lock {}/{} is not held in {:?} mode", self.tranche, self.instance, mode);
+        let new = old - sub;
+        if new & (FLAG_HAS_WAITERS | FLAG_RELEASE_OK) == (FLAG_HAS_WAITERS | FLAG_RELEASE_OK)
+            && new & LOCK_MASK == 0
+        {
+            let spins = self.wakeup();
+            self.record_slow(0, u64::from(spins), 0);
+        }
+    }
+
     /// Number of waiters currently queued (walks the list under its lock; for tests and
     /// diagnostics).
     pub fn queued_waiters(&self) -> usize {
@@ -307,26 +327,32 @@ impl AtomicLwLock {
 #[cfg(not(loom))]
 impl AtomicLwLock {
     /// A free lock, built at compile time (for `static`s and `lock_api`'s `INIT`).
+    ///
+    /// # Panics
+    /// If `tranche` is out of range (`>= TrancheId::MAX`).
     pub const fn new_const(tranche: TrancheId, instance: u32) -> AtomicLwLock {
+        check_tranche(tranche);
         AtomicLwLock { state: AtomicU32::new(FLAG_RELEASE_OK), tranche, instance, waiters: WaitList::new() }
     }
 }
 
 impl LwLockImpl for AtomicLwLock {
     fn with_id(tranche: TrancheId, instance: u32) -> AtomicLwLock {
+        check_tranche(tranche);
         AtomicLwLock { state: AtomicU32::new(FLAG_RELEASE_OK), tranche, instance, waiters: WaitList::new() }
     }
 
     #[inline]
     fn acquire(&self, mode: LwLockMode) -> LwLockHeld {
+        let waited = if self.attempt_lock(mode) { false } else { self.acquire_slow(mode) };
+        // Counted once the lock is held (the totals are the same as counting on entry, as
+        // LWLOCK_STATS does): the state word's cache line is ours then, so reading the tranche
+        // id next to it is a hit. Counting first made a contended acquisition pull the line in
+        // shared state for that read, and then again, exclusive, for the CAS.
         with_tranche(self.tranche, |c| match mode {
             LwLockMode::Shared => c.sh_acquire.incr(),
             LwLockMode::Exclusive => c.ex_acquire.incr(),
         });
-        if self.attempt_lock(mode) {
-            return LwLockHeld::new(mode, false);
-        }
-        let waited = self.acquire_slow(mode);
         LwLockHeld::new(mode, waited)
     }
 
@@ -379,17 +405,16 @@ impl LwLockImpl for AtomicLwLock {
             LwLockMode::Shared => 1,
         };
         let old = self.state.fetch_sub(sub, Ordering::Release);
-        let held_ok = match held.mode {
-            LwLockMode::Exclusive => old & VAL_EXCLUSIVE != 0,
-            LwLockMode::Shared => old & SHARED_MASK != 0,
+        // Fast path, one test: we held the lock in this mode and nobody was queued. Everything
+        // else (waiters to wake, or a release of a lock not held) is decided in `release_slow`.
+        let fast = match held.mode {
+            LwLockMode::Exclusive => old & (FLAG_HAS_WAITERS | VAL_EXCLUSIVE) == VAL_EXCLUSIVE,
+            // `old & (HAS_WAITERS | SHARED_MASK)` in 1..=SHARED_MASK: a shared count of at least
+            // one (ours) and no HAS_WAITERS.
+            LwLockMode::Shared => (old & (FLAG_HAS_WAITERS | SHARED_MASK)).wrapping_sub(1) < SHARED_MASK,
         };
-        assert!(held_ok, "lock {}/{} is not held in {:?} mode", self.tranche, self.instance, held.mode);
-        let new = old - sub;
-        if new & (FLAG_HAS_WAITERS | FLAG_RELEASE_OK) == (FLAG_HAS_WAITERS | FLAG_RELEASE_OK)
-            && new & LOCK_MASK == 0
-        {
-            let spins = self.wakeup();
-            self.record_slow(0, u64::from(spins), 0);
+        if !fast {
+            self.release_slow(held.mode, old);
         }
     }
 

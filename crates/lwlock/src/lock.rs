@@ -89,6 +89,11 @@ impl LwLockVar {
 pub trait LwLockImpl: Send + Sync {
     /// A new, free lock of `tranche`; `instance` numbers it within the tranche (for the
     /// per-lock statistics and diagnostics).
+    ///
+    /// # Panics
+    /// If `tranche.index() >= TrancheId::MAX` (every id from `TrancheId::register` or a
+    /// built-in constant is in range): the LWLOCK_STATS counters have a row per id, and the
+    /// acquisition path relies on the check made here.
     fn with_id(tranche: TrancheId, instance: u32) -> Self
     where
         Self: Sized;

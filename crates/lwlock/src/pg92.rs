@@ -14,7 +14,7 @@ use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinLock, spin_rounds, spin_then_attempt};
-use crate::stats::{record_instance, with_tranche};
+use crate::stats::{check_tranche, record_instance, with_tranche};
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32};
 use crate::waiter::{WaitList, WaitMode, Waiter, WakeList, with_waiter};
 
@@ -113,7 +113,11 @@ impl Pg92LwLock {
 #[cfg(not(loom))]
 impl Pg92LwLock {
     /// A free lock, built at compile time (for `static`s and `lock_api`'s `INIT`).
+    ///
+    /// # Panics
+    /// If `tranche` is out of range (`>= TrancheId::MAX`).
     pub const fn new_const(tranche: TrancheId, instance: u32) -> Pg92LwLock {
+        check_tranche(tranche);
         Pg92LwLock {
             mutex: SpinLock::new(),
             release_ok: AtomicBool::new(true),
@@ -128,6 +132,7 @@ impl Pg92LwLock {
 
 impl LwLockImpl for Pg92LwLock {
     fn with_id(tranche: TrancheId, instance: u32) -> Pg92LwLock {
+        check_tranche(tranche);
         Pg92LwLock {
             mutex: SpinLock::new(),
             release_ok: AtomicBool::new(true),

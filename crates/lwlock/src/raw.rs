@@ -80,34 +80,42 @@ unsafe impl<I: ConstLwLock> lock_api::RawRwLock for RawLwLock<I> {
     type SharedGuard = LwLockHeld;
     type ExclusiveGuard = LwLockHeld;
 
+    #[inline]
     fn lock_shared(&self) -> LwLockHeld {
         self.0.acquire(LwLockMode::Shared)
     }
 
+    #[inline]
     fn try_lock_shared(&self) -> Option<LwLockHeld> {
         self.0.conditional_acquire(LwLockMode::Shared)
     }
 
+    #[inline]
     unsafe fn unlock_shared(&self, guard: LwLockHeld) {
         self.0.release(guard)
     }
 
+    #[inline]
     fn lock_exclusive(&self) -> LwLockHeld {
         self.0.acquire(LwLockMode::Exclusive)
     }
 
+    #[inline]
     fn try_lock_exclusive(&self) -> Option<LwLockHeld> {
         self.0.conditional_acquire(LwLockMode::Exclusive)
     }
 
+    #[inline]
     unsafe fn unlock_exclusive(&self, guard: LwLockHeld) {
         self.0.release(guard)
     }
 
+    #[inline]
     fn is_locked(&self) -> bool {
         self.0.is_locked()
     }
 
+    #[inline]
     fn is_locked_exclusive(&self) -> bool {
         self.0.is_locked_exclusive()
     }

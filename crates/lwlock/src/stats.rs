@@ -16,8 +16,10 @@ use std::sync::{Arc, OnceLock};
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId};
 use parking_lot::Mutex;
 
-/// Counters of one backend for one tranche.
+/// Counters of one backend for one tranche. Aligned (and so sized) to 128 bytes, so that a row
+/// is found with one shift and the counters of two tranches never share a cache line.
 #[derive(Default, Debug)]
+#[repr(align(128))]
 pub(crate) struct TrancheCounters {
     pub(crate) sh_acquire: LocalCounter,
     pub(crate) ex_acquire: LocalCounter,
@@ -31,16 +33,22 @@ pub(crate) struct TrancheCounters {
     pub(crate) bias_revoke: LocalCounter,
 }
 
-/// One backend's block: a row per tranche, and the per-instance slow-path map.
+/// One backend's rows, one per tranche id.
+type TrancheRows = [TrancheCounters; TrancheId::MAX];
+
+/// One backend's block: a row per tranche, and the per-instance slow-path map. The rows are a
+/// fixed-size heap array built in place (16 KiB would not fit a loom coroutine's stack), and
+/// the fast path keeps a thread-local pointer straight to them.
 pub(crate) struct BackendLwLockStats {
-    tranches: Box<[TrancheCounters]>,
+    tranches: Box<TrancheRows>,
     instances: Mutex<BTreeMap<(u16, u32), LockInstanceStats>>,
 }
 
 impl Default for BackendLwLockStats {
     fn default() -> Self {
+        let rows: Box<[TrancheCounters]> = (0..TrancheId::MAX).map(|_| TrancheCounters::default()).collect();
         BackendLwLockStats {
-            tranches: (0..TrancheId::MAX).map(|_| TrancheCounters::default()).collect(),
+            tranches: rows.try_into().unwrap_or_else(|_| unreachable!("built with MAX rows")),
             instances: Mutex::new(BTreeMap::new()),
         }
     }
@@ -52,18 +60,23 @@ fn registry() -> &'static StatsRegistry<BackendLwLockStats> {
 }
 
 std::thread_local! {
-    /// This thread's stats block. A raw pointer with a const initialiser and no destructor, so
-    /// that reading it is a single thread-local load on the acquire path.
+    /// This thread's stats block, for the slow path. A raw pointer with a const initialiser
+    /// and no destructor, like `ROWS`.
     static MINE: Cell<*const BackendLwLockStats> = const { Cell::new(std::ptr::null()) };
+    /// This thread's tranche rows (`MINE`'s `tranches`), so that counting on the acquire path
+    /// is one thread-local load, a null test and an increment at a computed offset.
+    static ROWS: Cell<*const TrancheRows> = const { Cell::new(std::ptr::null()) };
 }
 
 #[cold]
+#[inline(never)]
 fn register_mine() -> *const BackendLwLockStats {
     let block = registry().register();
     // The registry keeps its own `Arc` to every block for the life of the process, so the
-    // pointer stays valid after this `Arc` is dropped.
+    // pointers stay valid after this `Arc` is dropped.
     let p = Arc::as_ptr(&block);
     MINE.with(|m| m.set(p));
+    ROWS.with(|r| r.set(&*block.tranches));
     p
 }
 
@@ -78,10 +91,41 @@ fn mine() -> &'static BackendLwLockStats {
     unsafe { &*p }
 }
 
+#[inline]
+fn rows() -> &'static TrancheRows {
+    let mut p = ROWS.with(|r| r.get());
+    if p.is_null() {
+        // SAFETY: as in `mine`: the block (and so its boxed rows, which are never replaced)
+        // lives as long as the process.
+        p = unsafe { &*(*register_mine()).tranches };
+    }
+    // SAFETY: `p` points to the rows of a block that the static registry keeps alive for the
+    // life of the process (see `mine`); the rows are never moved or replaced.
+    unsafe { &*p }
+}
+
+const _: () = assert!(TrancheId::MAX.is_power_of_two(), "with_tranche masks ids with MAX - 1");
+
+/// Panics unless `tranche` has a counter row. Every lock constructor calls it, so that
+/// [`with_tranche`] can find the row of a lock's tranche without a bounds check.
+///
+/// # Panics
+/// If `tranche.index() >= TrancheId::MAX` (an id not made by `TrancheId::register` or a
+/// built-in constant).
+#[inline]
+pub(crate) const fn check_tranche(tranche: TrancheId) {
+    assert!((tranche.0 as usize) < TrancheId::MAX, "LWLock tranche id out of range (>= TrancheId::MAX)");
+}
+
 /// Runs `f` on the calling backend's row for `tranche` (registering the backend on first use).
+///
+/// `tranche` must be one that [`check_tranche`] accepts (the tranche of a constructed lock);
+/// the index is masked with `MAX - 1` rather than bounds-checked, which for such ids changes
+/// nothing and saves a compare and branch on every acquisition.
 #[inline]
 pub(crate) fn with_tranche<R>(tranche: TrancheId, f: impl FnOnce(&TrancheCounters) -> R) -> R {
-    f(&mine().tranches[tranche.index()])
+    debug_assert!(tranche.index() < TrancheId::MAX);
+    f(&rows()[tranche.index() & (TrancheId::MAX - 1)])
 }
 
 /// Adds slow-path figures for one lock instance (called only after a sleep or spin delays).

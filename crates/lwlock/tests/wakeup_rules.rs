@@ -279,6 +279,37 @@ fn releasing_an_unheld_mode_panics() {
     b.release(h);
 }
 
+#[test]
+#[should_panic(expected = "is not held")]
+fn releasing_a_shared_hold_of_a_free_lock_panics() {
+    let a = AtomicLwLock::with_id(TrancheId::UNNAMED, 11);
+    let b = AtomicLwLock::with_id(TrancheId::UNNAMED, 12);
+    let h = a.acquire(LwLockMode::Shared);
+    b.release(h);
+}
+
+#[test]
+#[should_panic(expected = "is not held")]
+fn releasing_a_shared_hold_of_an_exclusively_held_lock_panics() {
+    let a = AtomicLwLock::with_id(TrancheId::UNNAMED, 13);
+    let b = AtomicLwLock::with_id(TrancheId::UNNAMED, 14);
+    let _held = a.acquire(LwLockMode::Exclusive);
+    let h = b.acquire(LwLockMode::Shared);
+    a.release(h);
+}
+
+#[test]
+#[should_panic(expected = "tranche id out of range")]
+fn atomic_lock_with_an_out_of_range_tranche_panics() {
+    let _ = AtomicLwLock::with_id(TrancheId(TrancheId::MAX as u16), 0);
+}
+
+#[test]
+#[should_panic(expected = "tranche id out of range")]
+fn pg92_lock_with_an_out_of_range_tranche_panics() {
+    let _ = Pg92LwLock::with_id(TrancheId(u16::MAX), 0);
+}
+
 /// A backend blocked on an LWLock publishes `LWLock:<tranche>` in its wait-event slot, and
 /// clears it once it has the lock.
 fn waiter_publishes_wait_event<L: Queued>(lock: L) {
