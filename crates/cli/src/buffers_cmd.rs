@@ -19,10 +19,10 @@ pub(crate) struct BuffersArgs {
     /// atomic-sub (PostgreSQL 19's fetch_sub unpin), atomic-add (fetch_add pins too), or all.
     #[arg(long, default_value = "all")]
     header: String,
-    /// Visibility checks to compare (scan, vm-delete): comma-separated page-flag-first,
-    /// always-vm, always-vm-keep-pin, or all.
-    #[arg(long, default_value = "all")]
-    vm_check: String,
+    /// Visibility checks to compare (scan, vm-delete; default all): comma-separated
+    /// page-flag-first, always-vm, always-vm-keep-pin, or all.
+    #[arg(long)]
+    vm_check: Option<String>,
     /// Buffer mapping table: partitions-16, partitions-128 or dashmap.
     #[arg(long, default_value = "partitions-128")]
     mapping: String,
@@ -75,7 +75,10 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
     let scenario: BufferScenario =
         args.scenario.parse().map_err(|e| Failure::input(format!("--scenario: {e}")))?;
     let headers = parse_list("header", &args.header, &Header::EVERY)?;
-    let vm_checks = parse_list("vm-check", &args.vm_check, &Check::ALL)?;
+    if scenario == BufferScenario::HotPin && args.vm_check.is_some() {
+        return Err(Failure::input("--vm-check applies to --scenario scan and vm-delete, not hot-pin"));
+    }
+    let vm_checks = parse_list("vm-check", args.vm_check.as_deref().unwrap_or("all"), &Check::ALL)?;
     let mapping: Mapping = args.mapping.parse().map_err(|e| Failure::input(format!("--mapping: {e}")))?;
     let victim: Victim = args.victim.parse().map_err(|e| Failure::input(format!("--victim: {e}")))?;
     let duration = crate::duration_arg(args.duration)?;
@@ -119,7 +122,7 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
 
 fn print_report(rep: &BuffersReport) {
     let c = &rep.config;
-    println!(
+    outln!(
         "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
         c.scenario,
         c.threads,
@@ -130,9 +133,9 @@ fn print_report(rep: &BuffersReport) {
         c.victim,
         if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
     );
-    println!("{}", rep.machine.line());
-    println!();
-    println!(
+    outln!("{}", rep.machine.line());
+    outln!();
+    outln!(
         "{:<10} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
         "header",
         "vm check",
@@ -149,7 +152,7 @@ fn print_report(rep: &BuffersReport) {
     );
     for r in &rep.rows {
         let b = &r.buffers;
-        println!(
+        outln!(
             "{:<10} {:<19} {:>12.0} {:>10} {:>9.2} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
             r.header,
             r.vm_check.as_deref().unwrap_or("-"),
@@ -165,11 +168,11 @@ fn print_report(rep: &BuffersReport) {
             if r.invariant_ok { "yes" } else { "NO" }
         );
     }
-    println!();
-    println!("ops: pin+unpin pairs (hot-pin), pages scanned (scan), deletes (vm-delete).");
-    println!(
+    outln!();
+    outln!("ops: pin+unpin pairs (hot-pin), pages scanned (scan), deletes (vm-delete).");
+    outln!(
         "pin waits: pins/unpins that found the buffer header busy (spinlock held, or BM_LOCKED / lost CAS);"
     );
-    println!("spindelay: sleeps in s_lock-style waits for a busy header (PostgreSQL's spindelay).");
-    println!("vm pins: VM page pins taken; map/cnt blk: BufferMapping / BufferContent LWLock sleeps.");
+    outln!("spindelay: sleeps in s_lock-style waits for a busy header (PostgreSQL's spindelay).");
+    outln!("vm pins: VM page pins taken; map/cnt blk: BufferMapping / BufferContent LWLock sleeps.");
 }

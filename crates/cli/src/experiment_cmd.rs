@@ -130,7 +130,7 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
     print_report(&result, wall);
     let written = output::write_all(&result, &out).map_err(Failure::run)?;
     crate::write_json(args.json.as_deref(), &result)?;
-    println!(
+    outln!(
         "wrote {}, {}, {}, {}",
         written.csv.display(),
         written.runs_csv.display(),
@@ -141,9 +141,11 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
         let names: Vec<&str> = exp.variants.iter().map(|v| v.name).collect();
         let v = output::verify(&out, exp.name, &names, result.points.len(), result.summary.len())
             .map_err(|e| Failure::run(format!("smoke check: {e}")))?;
-        println!(
+        outln!(
             "smoke check: ok ({} points, {} summary rows, {} SVG lines)",
-            v.points, v.summary_rows, v.svg_lines
+            v.points,
+            v.summary_rows,
+            v.svg_lines
         );
     }
     if let Some(p) = result.points.iter().find(|p| !p.ok) {
@@ -160,23 +162,26 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
 }
 
 fn print_knobs() {
-    println!("--set crate.knob=value overrides (applied to every variant, after the experiment's own list):");
+    outln!("--set crate.knob=value overrides (applied to every variant, after the experiment's own list):");
     for k in settings::KNOBS {
-        println!("  {:<36} {:<42} {}", k.key, k.values, k.about);
+        outln!("  {:<36} {:<42} {}", k.key, k.values, k.about);
     }
     let values = "page-flag-first|always-vm|always-vm-keep-pin";
-    println!("  {VM_CHECK_KEY:<36} {values:<42} vm-pin's variants (set by the experiment itself)");
+    outln!("  {VM_CHECK_KEY:<36} {values:<42} vm-pin's variants (set by the experiment itself)");
 }
 
 fn print_list() {
-    println!(
+    outln!(
         "{:<13} {:<26} {:>6} {:>10}  what (variants; workloads)",
-        "experiment", "seed", "points", "measure s"
+        "experiment",
+        "seed",
+        "points",
+        "measure s"
     );
     for e in experiments::all() {
         let variants: Vec<&str> = e.variants.iter().map(|v| v.name).collect();
         let workloads: Vec<&str> = e.workloads.iter().map(|w| w.name).collect();
-        println!(
+        outln!(
             "{:<13} {:<26} {:>6} {:>10.1}  {} ({}; {})",
             e.name,
             e.seed,
@@ -187,9 +192,7 @@ fn print_list() {
             workloads.join(", ")
         );
     }
-    println!(
-        "defaults: the clients, seconds per point and runs of each experiment (`--help` for overrides)."
-    );
+    outln!("defaults: the clients, seconds per point and runs of each experiment (`--help` for overrides).");
 }
 
 /// A counter value with a precision that suits its size.
@@ -227,10 +230,10 @@ fn print_table(header: &[String], rows: &[Vec<String>]) {
                 },
             )
             .collect();
-        println!("  {}", parts.join(" | "));
+        outln!("  {}", parts.join(" | "));
     };
     line(header);
-    println!("  {}", width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("-+-"));
+    outln!("  {}", width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("-+-"));
     for r in rows {
         line(r);
     }
@@ -250,10 +253,10 @@ fn gain_cell(g: Option<f64>) -> String {
 fn print_report(r: &ExperimentResult, wall_s: f64) {
     let plan = &r.plan;
     let e: &Experiment = plan.experiment;
-    println!("experiment {}: {}", e.name, e.title);
-    println!("seed: {} (../shared/seeds/)", e.seed);
+    outln!("experiment {}: {}", e.name, e.title);
+    outln!("seed: {} (../shared/seeds/)", e.seed);
     let clients: Vec<String> = plan.clients.iter().map(usize::to_string).collect();
-    println!(
+    outln!(
         "preset {}, scale {}, clients {}, {} run(s) x {:.2} s per point, {} points in {:.1} s",
         plan.preset,
         plan.scale,
@@ -263,18 +266,21 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         r.points.len(),
         wall_s
     );
-    println!("variants (assignments applied after the preset, in order; the first is the baseline):");
+    outln!("variants (assignments applied after the preset, in order; the first is the baseline):");
     let wname = e.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);
     for (v, (_, set)) in e.variants.iter().zip(&r.variant_sets) {
-        println!("  {:<wname$}  {}", v.name, set.join(" "));
-        println!("  {:<wname$}  {}", "", v.about);
+        outln!("  {:<wname$}  {}", v.name, set.join(" "));
+        outln!("  {:<wname$}  {}", "", v.about);
     }
     let base = e.baseline().name;
     for w in &plan.workloads {
-        println!();
-        println!(
+        outln!();
+        outln!(
             "{} ({}): {}, median [min..max] of {} run(s); gain % = median vs {base}",
-            w.name, w.about, w.unit, plan.runs
+            w.name,
+            w.about,
+            w.unit,
+            plan.runs
         );
         let mut header = vec!["clients".to_string(), base.to_string()];
         for v in &e.variants[1..] {
@@ -299,8 +305,8 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         }
         print_table(&header, &rows);
 
-        println!();
-        println!("{}: key counters per variant (median of runs)", w.name);
+        outln!();
+        outln!("{}: key counters per variant (median of runs)", w.name);
         let op = driver::op_name(w);
         let mut header = vec!["variant".to_string(), "clients".to_string()];
         header.extend(e.counters.iter().map(|c| format!("{}{}", c.label, c.per.suffix(op))));
@@ -317,8 +323,8 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         print_table(&header, &rows);
     }
     print_published(r);
-    println!();
-    println!("{}", r.machine.line());
+    outln!();
+    outln!("{}", r.machine.line());
 }
 
 fn print_published(r: &ExperimentResult) {
@@ -326,10 +332,10 @@ fn print_published(r: &ExperimentResult) {
     let e = plan.experiment;
     let published: Vec<_> =
         e.published.iter().filter(|p| plan.workloads.iter().any(|w| w.name == p.workload)).collect();
-    println!();
-    println!("the seed's published figures ({}): {}", e.seed, e.published_context);
+    outln!();
+    outln!("the seed's published figures ({}): {}", e.seed, e.published_context);
     if published.is_empty() && e.published_notes.is_empty() {
-        println!("  (none for these workloads)");
+        outln!("  (none for these workloads)");
     }
     if !published.is_empty() {
         let variants: Vec<&str> =
@@ -374,6 +380,6 @@ fn print_published(r: &ExperimentResult) {
         print_table(&header, &rows);
     }
     for n in e.published_notes {
-        println!("  * {n}");
+        outln!("  * {n}");
     }
 }

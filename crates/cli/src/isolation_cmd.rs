@@ -71,18 +71,18 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
     for (path, spec) in &specs {
         let r = isolation::run(spec, &cfg).map_err(|e| Failure { message: e.0, code: 2 })?;
         for w in &r.warnings {
-            eprintln!("{w}");
+            errln!("{w}");
         }
         match &args.expected {
-            None => print!("{}", r.output),
+            None => out!("{}", r.output),
             Some(exp) => {
                 let cands = isolation::expected_candidates(path, exp);
                 match isolation::compare(&r.output, &cands).map_err(|e| Failure::input(e.0))? {
-                    Comparison::Same(_) => println!("ok       {}", path.display()),
+                    Comparison::Same(_) => outln!("ok       {}", path.display()),
                     Comparison::Different { expected, diff } => {
                         failed += 1;
-                        println!("FAILED   {} (differs from {})", path.display(), expected.display());
-                        print!("{diff}");
+                        outln!("FAILED   {} (differs from {})", path.display(), expected.display());
+                        out!("{diff}");
                     }
                 }
             }

@@ -78,7 +78,7 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
 
 fn print_report(r: &LocksReport) {
     let c = &r.config;
-    println!(
+    outln!(
         "locks: fast path {}, VXID locks {}, {} threads, {} relations/xact, {} partitions, {:.1} s",
         if c.fast_path { "on" } else { "off" },
         c.vxid,
@@ -87,26 +87,27 @@ fn print_report(r: &LocksReport) {
         c.partitions,
         c.duration.as_secs_f64()
     );
-    println!("{}", r.machine.line());
-    println!();
-    println!("transactions      {:>14}   ({:.0} tps)", r.transactions, r.tps);
-    println!("relation locks/s  {:>14.0}", r.locks_per_sec);
+    outln!("{}", r.machine.line());
+    outln!();
+    outln!("transactions      {:>14}   ({:.0} tps)", r.transactions, r.tps);
+    outln!("relation locks/s  {:>14.0}", r.locks_per_sec);
     let l = &r.lmgr;
-    println!("fast-path grants  {:>14}", l.fast_path_grants);
-    println!(
-        "main-table acq.   {:>14}   per partition: {:?}",
-        l.main_acquisitions_total, l.main_acquisitions
-    );
-    println!("transfers         {:>14}", l.transfers);
-    println!("spills            {:>14}", l.spills);
-    println!("waits             {:>14}", l.waits);
-    println!("deadlocks         {:>14}", l.deadlocks);
-    println!(
+    outln!("fast-path grants  {:>14}", l.fast_path_grants);
+    outln!("main-table acq.   {:>14}   per partition: {:?}", l.main_acquisitions_total, l.main_acquisitions);
+    outln!("transfers         {:>14}", l.transfers);
+    outln!("spills            {:>14}", l.spills);
+    outln!("waits             {:>14}", l.waits);
+    outln!("deadlocks         {:>14}", l.deadlocks);
+    outln!(
         "LockManager       shacq {:>10}  exacq {:>10}  blk {:>8}",
-        r.lock_manager.sh_acquire, r.lock_manager.ex_acquire, r.lock_manager.block
+        r.lock_manager.sh_acquire,
+        r.lock_manager.ex_acquire,
+        r.lock_manager.block
     );
-    println!(
+    outln!(
         "LockFastPath      shacq {:>10}  exacq {:>10}  blk {:>8}",
-        r.lock_fast_path.sh_acquire, r.lock_fast_path.ex_acquire, r.lock_fast_path.block
+        r.lock_fast_path.sh_acquire,
+        r.lock_fast_path.ex_acquire,
+        r.lock_fast_path.block
     );
 }

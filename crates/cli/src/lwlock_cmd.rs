@@ -70,7 +70,7 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
 
 fn print_report(rep: &LwLockBenchReport) {
     let c = &rep.config;
-    println!(
+    outln!(
         "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
         c.threads,
         c.duration.as_secs_f64(),
@@ -78,9 +78,9 @@ fn print_report(rep: &LwLockBenchReport) {
         c.hold_ns,
         c.spin_rounds
     );
-    println!("{}", rep.machine.line());
-    println!();
-    println!(
+    outln!("{}", rep.machine.line());
+    outln!();
+    outln!(
         "{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>4}",
         "lock",
         "ops/s",
@@ -114,7 +114,7 @@ fn print_report(rep: &LwLockBenchReport) {
                 format!("{:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8}", "-", "-", "-", "-", "-", "-", "-")
             }
         };
-        println!(
+        outln!(
             "{:<12} {:>12.0} {:>10.0} {:>9} {:>9} {:>9.1} | {} {:>4}",
             r.lock.name(),
             r.ops_per_sec,
@@ -126,20 +126,20 @@ fn print_report(rep: &LwLockBenchReport) {
             if r.invariant_ok { "yes" } else { "NO" }
         );
     }
-    println!();
-    println!("wait-event profile (share of backend samples; the rest were running):");
+    outln!();
+    outln!("wait-event profile (share of backend samples; the rest were running):");
     for r in &rep.rows {
         let total = r.wait_samples.max(1) as f64;
         let events: Vec<String> =
             r.wait_events.iter().map(|(e, n)| format!("{e} {:.1}%", 100.0 * *n as f64 / total)).collect();
         let shown = if events.is_empty() { "(no waits sampled)".to_string() } else { events.join(", ") };
-        println!("  {:<12} {shown}", r.lock.name());
+        outln!("  {:<12} {shown}", r.lock.name());
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "shacq/exacq/blk/spindly/wait: LWLOCK_STATS counters of the run (blk = sleeps, blk/kop = sleeps per 1000 ops);"
     );
-    println!(
+    outln!(
         "latencies are the time to acquire, sampled every 16th operation (they include Instant::now overhead)."
     );
 }

@@ -3,6 +3,33 @@
 //! This binary only parses arguments, calls `lockstack-engine`, and formats the results; every
 //! workload lives in the engine crate.
 
+/// `println!` that never panics: output to a closed pipe (`lockstack ... | head`) is dropped
+/// and the command runs on to its end (a `--data-dir` run still shuts its directory down,
+/// `--json` is still written); see [`write_out`].
+macro_rules! outln {
+    () => {
+        $crate::write_out(format_args!(""), true)
+    };
+    ($($t:tt)*) => {
+        $crate::write_out(format_args!($($t)*), true)
+    };
+}
+
+/// `print!` that never panics (see [`outln!`]).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::write_out(format_args!($($t)*), false)
+    };
+}
+
+/// `eprintln!` that never panics: a closed stderr drops the line.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
 mod buffers_cmd;
 mod experiment_cmd;
 mod isolation_cmd;
@@ -12,9 +39,29 @@ mod pgbench_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
 
+use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// Set once a write to stdout failed (a closed pipe): later output is dropped.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `args` (and a newline when `newline`) to stdout. A failed write (EPIPE when the
+/// reader went away, as with `| head`) marks stdout closed instead of panicking as `println!`
+/// does; the command runs on and exits with its own status, quietly, like tools that ignore
+/// SIGPIPE (ripgrep).
+pub(crate) fn write_out(args: std::fmt::Arguments<'_>, newline: bool) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let r = out.write_fmt(args).and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) });
+    if r.is_err() {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
 
 /// PostgreSQL's lock stack, rebuilt as Rust crates, under contention you can measure.
 #[derive(Parser, Debug)]
@@ -63,6 +110,17 @@ impl Failure {
     }
 }
 
+/// `message` (a library's validation error) with its configuration field names replaced by
+/// the command-line flags that set them: `pairs` is (field, flag), e.g.
+/// `("snapshot_threads", "--threads")`.
+pub(crate) fn name_flags(message: &str, pairs: &[(&str, &str)]) -> String {
+    let mut m = message.to_string();
+    for (field, flag) in pairs {
+        m = m.replace(field, flag);
+    }
+    m
+}
+
 /// `--duration` in seconds: above 0 and at most an hour.
 pub(crate) fn duration_arg(secs: f64) -> Result<std::time::Duration, Failure> {
     if !secs.is_finite() || secs <= 0.0 || secs > 3600.0 {
@@ -73,16 +131,32 @@ pub(crate) fn duration_arg(secs: f64) -> Result<std::time::Duration, Failure> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
-/// Creates the `--json` file before the run, so that an unwritable path fails at once rather
-/// than after minutes of measuring.
+/// The temporary file a `--json` result is written to before it is renamed over `path`: in the
+/// same directory (so the rename is atomic), hidden, and named after the process.
+fn json_temp(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Checks before the run that the `--json` file can be written, so that an unwritable path
+/// fails at once rather than after minutes of measuring: creates (and removes) the temporary
+/// file [`write_json`] will use, next to `path`. An existing `path` is not touched, so a run
+/// that fails keeps the previous result.
 pub(crate) fn prepare_json(path: Option<&std::path::Path>) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+        if path.is_dir() {
+            return Err(Failure::input(format!("--json {}: is a directory", path.display())));
+        }
+        let tmp = json_temp(path);
+        std::fs::File::create(&tmp).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
+        let _ = std::fs::remove_file(&tmp);
     }
     Ok(())
 }
 
-/// Writes `value` as pretty JSON to the `--json` file, if one was given.
+/// Writes `value` as pretty JSON to the `--json` file, if one was given: to a temporary file in
+/// the same directory, renamed over the file once complete, so the file is either the previous
+/// one or the whole new result, never truncated.
 pub(crate) fn write_json<T: serde::Serialize>(
     path: Option<&std::path::Path>,
     value: &T,
@@ -90,20 +164,46 @@ pub(crate) fn write_json<T: serde::Serialize>(
     if let Some(path) = path {
         let text =
             serde_json::to_string_pretty(value).map_err(|e| Failure::run(format!("encoding JSON: {e}")))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure::run(format!("--json {}: {e}", path.display())))?;
+        let tmp = json_temp(path);
+        let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Failure::run(format!("--json {}: {e}", path.display())));
+        }
     }
     Ok(())
 }
 
+/// clap's error as one line: its first line, with what follows a trailing colon (the missing
+/// arguments of "the following required arguments were not provided:") joined onto it.
+fn clap_error_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(head) = first.strip_suffix(':') {
+        let named: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+        if !named.is_empty() {
+            return format!("{head}: {}", named.join(", "));
+        }
+    }
+    first.to_string()
+}
+
 fn main() -> ExitCode {
+    use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
+        // Colour codes only for a terminal (not in a redirected log).
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         // Spans (the engine's transaction phases) print when they close, with their time.
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .init();
-    let cli = match Cli::try_parse() {
+    // Negative numbers are values, so `-c -1` reaches the range check that names the flag
+    // instead of clap's "unexpected argument '-1'".
+    let command = Cli::command().mut_subcommands(|sc| sc.mut_args(|a| a.allow_negative_numbers(true)));
+    let parsed = command.try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -117,10 +217,7 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim();
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("lockstack: {first} (see 'lockstack --help')");
+            errln!("lockstack: {} (see 'lockstack --help')", clap_error_line(&e.to_string()));
             return ExitCode::from(1);
         }
     };
@@ -134,10 +231,11 @@ fn main() -> ExitCode {
         Command::Pgbench(args) => pgbench_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
     };
+    let _ = std::io::stdout().flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("lockstack: {}", f.message);
+            errln!("lockstack: {}", f.message);
             ExitCode::from(f.code)
         }
     }

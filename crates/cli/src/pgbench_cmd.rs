@@ -1,9 +1,10 @@
 //! `lockstack pgbench`: pgbench's options and report over the lockstack engine.
 
 use clap::Args;
+use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
-use lockstack_engine::engine::EngineConfig;
+use lockstack_engine::engine::{EngineConfig, EngineError};
 use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_engine::pgbench::script::{Builtin, Script, parse_script};
 use lockstack_engine::report::MachineNote;
@@ -30,20 +31,20 @@ pub(crate) struct PgbenchArgs {
     scale: i64,
     /// Heap fillfactor for the tables (10-100).
     #[arg(short = 'F', long = "fillfactor", default_value_t = 100)]
-    fillfactor: u8,
+    fillfactor: i64,
     /// Number of concurrent clients.
     #[arg(short = 'c', long = "client", default_value_t = 1)]
-    clients: usize,
+    clients: i64,
     /// Number of threads (capped at the number of clients; each client runs on its own
     /// thread, see docs).
     #[arg(short = 'j', long = "jobs", default_value_t = 1)]
-    jobs: usize,
+    jobs: i64,
     /// Duration of the run in seconds.
     #[arg(short = 'T', long = "time")]
     time: Option<f64>,
     /// Transactions per client (default 10 when -T is not given).
     #[arg(short = 't', long = "transactions")]
-    transactions: Option<u64>,
+    transactions: Option<i64>,
     /// The select-only built-in (-b select-only).
     #[arg(short = 'S', long = "select-only")]
     select_only: bool,
@@ -61,7 +62,7 @@ pub(crate) struct PgbenchArgs {
     protocol: String,
     /// Progress report every SEC seconds (stderr).
     #[arg(short = 'P', long = "progress")]
-    progress: Option<u64>,
+    progress: Option<i64>,
     /// Per-statement latencies.
     #[arg(short = 'r', long = "report-per-command")]
     report_per_command: bool,
@@ -87,6 +88,54 @@ pub(crate) struct PgbenchArgs {
     json: Option<std::path::PathBuf>,
 }
 
+/// `-T/--time` in seconds: above 0 and at most an hour.
+fn time_arg(secs: f64) -> Result<std::time::Duration, Failure> {
+    crate::duration_arg(secs).map_err(|_| {
+        Failure::input(format!("-T/--time must be above 0 and at most 3600 seconds, got {secs}"))
+    })
+}
+
+/// pgbench 15 refuses run options with `-i`: "some of the specified options cannot be used in
+/// initialization (-i) mode". The same here, naming them; `--json` too, as `-i` has no result
+/// to write.
+fn init_only_options(args: &PgbenchArgs) -> Result<(), Failure> {
+    let mut bad = Vec::new();
+    let mut flag = |on: bool, name: &str| {
+        if on {
+            bad.push(name.to_string());
+        }
+    };
+    flag(args.clients != 1, "-c");
+    flag(args.jobs != 1, "-j");
+    flag(args.time.is_some(), "-T");
+    flag(args.transactions.is_some(), "-t");
+    flag(args.select_only, "-S");
+    flag(args.skip_some_updates, "-N");
+    flag(!args.builtin.is_empty(), "-b");
+    flag(!args.file.is_empty(), "-f");
+    flag(args.progress.is_some(), "-P");
+    flag(args.report_per_command, "-r");
+    flag(args.check_total, "--check-total");
+    flag(args.json.is_some(), "--json");
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::input(format!(
+            "some of the specified options cannot be used in initialization (-i) mode: {}",
+            bad.join(" ")
+        )))
+    }
+}
+
+/// A run that stopped with an error: a script's own error (an undefined variable, an overflow
+/// in `\set`, a transaction left open) is bad input, exit 1; anything else exit 2.
+fn run_failure(e: EngineError) -> Failure {
+    match e {
+        EngineError::Usage(m) => Failure::input(m),
+        e => Failure::run(e.to_string()),
+    }
+}
+
 fn split_weight(spec: &str, what: &str) -> Result<(String, u32), Failure> {
     match spec.rsplit_once('@') {
         Some((name, w)) => {
@@ -107,17 +156,37 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         print_knobs();
         return Ok(());
     }
-    if args.clients == 0 || args.clients > 1000 {
+    if !(1..=1000).contains(&args.clients) {
         return Err(Failure::input(format!("invalid number of clients: \"{}\"", args.clients)));
     }
-    if args.jobs == 0 {
+    if args.jobs < 1 {
         return Err(Failure::input(format!("invalid number of threads: \"{}\"", args.jobs)));
     }
+    // In range now.
+    let clients = args.clients as usize;
+    let jobs = usize::try_from(args.jobs).unwrap_or(usize::MAX);
     if !(1..=100_000).contains(&args.scale) {
         return Err(Failure::input(format!("invalid scaling factor: \"{}\"", args.scale)));
     }
     if !(10..=100).contains(&args.fillfactor) {
         return Err(Failure::input(format!("invalid fillfactor: \"{}\"", args.fillfactor)));
+    }
+    if let Some(p) = args.progress
+        && !(1..=3600).contains(&p)
+    {
+        return Err(Failure::input(format!(
+            "invalid thread progress delay: \"{p}\" (-P/--progress must be 1..=3600 seconds)"
+        )));
+    }
+    if args.wait_sampling_hz > WaitSampler::MAX_HZ {
+        return Err(Failure::input(format!(
+            "--wait-sampling-hz must be at most {}, got {}",
+            WaitSampler::MAX_HZ,
+            args.wait_sampling_hz
+        )));
+    }
+    if args.initialize {
+        init_only_options(&args)?;
     }
     if !["simple", "extended", "prepared"].contains(&args.protocol.as_str()) {
         return Err(Failure::input(format!("invalid query mode (-M): \"{}\"", args.protocol)));
@@ -127,9 +196,11 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             "specify either a number of transactions (-t) or a duration (-T), not both",
         ));
     }
-    let duration = args.time.map(crate::duration_arg).transpose()?;
-    if args.transactions == Some(0) {
-        return Err(Failure::input("invalid number of transactions: \"0\""));
+    let duration = args.time.map(time_arg).transpose()?;
+    if let Some(t) = args.transactions
+        && t < 1
+    {
+        return Err(Failure::input(format!("invalid number of transactions: \"{t}\"")));
     }
     let mut scripts: Vec<Script> = Vec::new();
     let mut builtins = args.builtin.clone();
@@ -147,8 +218,14 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     for f in &args.file {
         let (path, w) = split_weight(f, "file")?;
-        let text = std::fs::read_to_string(&path)
+        let bytes = std::fs::read(&path)
             .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Failure::input(format!(
+                "{path}: not valid UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
         let mut s = parse_script(&path, &text).map_err(|e| Failure::input(e.to_string()))?;
         s.weight = w;
         scripts.push(s);
@@ -160,27 +237,37 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         (Some(dir), false) => {
             let control = datadir::read_control(dir).map_err(|e| Failure::input(e.to_string()))?;
             if args.scale != 1 && args.scale != control.scale {
-                eprintln!("scale option ignored, using the data directory's scale {}", control.scale);
+                errln!("scale option ignored, using the data directory's scale {}", control.scale);
+            }
+            if args.fillfactor != 100 {
+                errln!("fillfactor option ignored: it applies when the tables are loaded (-i)");
             }
             control.scale
         }
         _ => args.scale,
     };
-    let nbuffers = usize::try_from(scale).unwrap_or(1) * 2200 + 16_384;
-    let mut engine =
-        EngineConfig::preset(&args.preset, args.clients + 1, nbuffers).map_err(Failure::input)?;
+    let nbuffers =
+        settings::pool_buffers(scale, settings::PGBENCH_BUFFER_HEADROOM).map_err(Failure::input)?;
+    settings::check_memory(scale).map_err(Failure::input)?;
+    let mut engine = EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?;
     settings::apply_all(&mut engine, &args.set).map_err(Failure::input)?;
+    if let (Some(dir), true) = (&args.data_dir, args.initialize)
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        return Err(Failure::input(format!("--data-dir {}: not a directory", dir.display())));
+    }
     crate::prepare_json(args.json.as_deref())?;
-    let threads = args.jobs.min(args.clients);
+    let threads = jobs.min(clients);
     let cfg = PgbenchConfig {
         scale,
-        fillfactor: args.fillfactor,
-        clients: args.clients,
+        fillfactor: args.fillfactor as u8, // 10..=100, checked above
+        clients,
         threads,
         duration,
-        transactions: if duration.is_none() { Some(args.transactions.unwrap_or(10)) } else { None },
+        transactions: if duration.is_none() { Some(args.transactions.unwrap_or(10) as u64) } else { None },
         scripts,
-        progress: args.progress.map(std::time::Duration::from_secs),
+        progress: args.progress.map(|p| std::time::Duration::from_secs(p as u64)),
         seed: args.random_seed,
         wait_sampling_hz: args.wait_sampling_hz,
         engine,
@@ -199,18 +286,24 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
                 "in memory".to_string()
             }
         };
-        println!("done in {:.2} s (scale {}, {place}).", t0.elapsed().as_secs_f64(), cfg.scale);
+        outln!("done in {:.2} s (scale {}, {place}).", t0.elapsed().as_secs_f64(), cfg.scale);
         return Ok(());
     }
     let progress = |p: &Progress| {
-        eprintln!(
+        // A closed stderr drops the line (errln! never panics): the run goes on to its end
+        // and, with --data-dir, its clean shutdown.
+        errln!(
             "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed",
-            p.at, p.tps, p.lat_ms, p.stddev_ms, p.failed
+            p.at,
+            p.tps,
+            p.lat_ms,
+            p.stddev_ms,
+            p.failed
         );
     };
     let opts = RunOptions { per_command_latencies: args.report_per_command };
     let mut res = match &args.data_dir {
-        None => runner::run_with(&cfg, opts, &progress).map_err(|e| Failure::run(e.to_string()))?,
+        None => runner::run_with(&cfg, opts, &progress).map_err(run_failure)?,
         Some(dir) => {
             let t0 = std::time::Instant::now();
             let (engine, control) =
@@ -218,7 +311,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             let res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress);
             // Shut down even after a failed run, so the directory stays usable.
             let down = datadir::shutdown(&engine, &control);
-            let res = res.map_err(|e| Failure::run(e.to_string()))?;
+            let res = res.map_err(run_failure)?;
             down.map_err(|e| Failure::run(format!("shutdown of \"{}\" failed: {e}", dir.display())))?;
             res
         }
@@ -237,29 +330,70 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         });
     }
     print_report(&args, &cfg, &res);
-    crate::write_json(args.json.as_deref(), &res)?;
+    if args.json.is_some() {
+        crate::write_json(args.json.as_deref(), &json_document(&args, &cfg, &res)?)?;
+    }
     if let Some(c) = res.checks.iter().find(|c| !c.ok) {
         return Err(Failure::run(format!("consistency check failed: {} ({})", c.name, c.detail)));
     }
     Ok(())
 }
 
+/// The `--json` document: the run's configuration under `"config"` (what was run, so a file
+/// says how it was made), then every field of the result.
+fn json_document(
+    args: &PgbenchArgs,
+    cfg: &PgbenchConfig,
+    res: &PgbenchResult,
+) -> Result<serde_json::Value, Failure> {
+    let mut doc = serde_json::to_value(res).map_err(|e| Failure::run(format!("encoding JSON: {e}")))?;
+    let scripts: Vec<serde_json::Value> =
+        cfg.scripts.iter().map(|s| serde_json::json!({ "name": s.name, "weight": s.weight })).collect();
+    let config = serde_json::json!({
+        "scale": cfg.scale,
+        "fillfactor": cfg.fillfactor,
+        "clients": cfg.clients,
+        "threads": cfg.threads,
+        "duration_s": cfg.duration.map(|d| d.as_secs_f64()),
+        "transactions_per_client": cfg.transactions,
+        "scripts": scripts,
+        "preset": args.preset,
+        "set": args.set,
+        "protocol": args.protocol,
+        "random_seed": cfg.seed,
+        "wait_sampling_hz": cfg.wait_sampling_hz,
+        "per_command_latencies": args.report_per_command,
+        "data_dir": args.data_dir.as_ref().map(|d| d.display().to_string()),
+        "tps": res.transactions as f64 / res.elapsed_s,
+    });
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("config".into(), config);
+    }
+    Ok(doc)
+}
+
 fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     let ttype = if cfg.scripts.len() == 1 { cfg.scripts[0].name.clone() } else { "multiple scripts".into() };
-    println!("transaction type: {ttype}");
-    println!("scaling factor: {}", cfg.scale);
-    println!("query mode: {}", args.protocol);
-    println!("number of clients: {}", cfg.clients);
-    println!("number of threads: {}", cfg.threads);
-    println!("maximum number of tries: 1");
+    outln!("transaction type: {ttype}");
+    outln!("scaling factor: {}", cfg.scale);
+    outln!("query mode: {}", args.protocol);
+    outln!("number of clients: {}", cfg.clients);
+    // pgbench multiplexes clients over -j threads; here every client is a thread of its own
+    // (docs/engine.md), so say both.
+    outln!(
+        "number of threads: {} (each client runs on its own thread here: {} busy)",
+        cfg.threads,
+        cfg.clients
+    );
+    outln!("maximum number of tries: 1");
     match (cfg.duration, cfg.transactions) {
         (Some(d), _) => {
-            println!("duration: {} s", d.as_secs_f64());
-            println!("number of transactions actually processed: {}", r.transactions);
+            outln!("duration: {} s", d.as_secs_f64());
+            outln!("number of transactions actually processed: {}", r.transactions);
         }
         (None, Some(t)) => {
-            println!("number of transactions per client: {t}");
-            println!(
+            outln!("number of transactions per client: {t}");
+            outln!(
                 "number of transactions actually processed: {}/{}",
                 r.transactions,
                 t * cfg.clients as u64
@@ -268,23 +402,23 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         (None, None) => {}
     }
     let all = (r.transactions + r.failed).max(1);
-    println!("number of failed transactions: {} ({:.3}%)", r.failed, 100.0 * r.failed as f64 / all as f64);
-    println!("latency average = {:.3} ms", r.latency_avg_ms);
+    outln!("number of failed transactions: {} ({:.3}%)", r.failed, 100.0 * r.failed as f64 / all as f64);
+    outln!("latency average = {:.3} ms", r.latency_avg_ms);
     if args.progress.is_some() || args.report_per_command {
-        println!("latency stddev = {:.3} ms", r.latency_stddev_ms);
+        outln!("latency stddev = {:.3} ms", r.latency_stddev_ms);
     }
-    println!("initial connection time = 0.000 ms");
-    println!("tps = {:.6} (without initial connection time)", r.transactions as f64 / r.elapsed_s);
+    outln!("initial connection time = 0.000 ms");
+    outln!("tps = {:.6} (without initial connection time)", r.transactions as f64 / r.elapsed_s);
     for (i, s) in r.scripts.iter().enumerate() {
         if r.scripts.len() > 1 {
             let tw: u32 = r.scripts.iter().map(|s| s.weight).sum();
-            println!("SQL script {}: {}", i + 1, s.name);
-            println!(
+            outln!("SQL script {}: {}", i + 1, s.name);
+            outln!(
                 " - weight: {} (targets {:.1}% of total)",
                 s.weight,
                 100.0 * f64::from(s.weight) / f64::from(tw)
             );
-            println!(
+            outln!(
                 " - {} transactions ({:.1}% of total, tps = {:.6})",
                 s.transactions,
                 100.0 * s.transactions as f64 / r.transactions.max(1) as f64,
@@ -293,41 +427,42 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         }
         if args.report_per_command {
             let prefix = if r.scripts.len() > 1 { " - " } else { "" };
-            println!("{prefix}statement latencies in milliseconds and failures:");
+            outln!("{prefix}statement latencies in milliseconds and failures:");
             for (c, t) in s.commands.iter().zip(&s.texts) {
                 let ms =
                     if c.count > 0 { c.total_ns.unwrap_or(0) as f64 / c.count as f64 / 1e6 } else { 0.0 };
-                println!("   {ms:>11.3}  {:>10}  {t}", c.failures);
+                outln!("   {ms:>11.3}  {:>10}  {t}", c.failures);
             }
         }
     }
-    println!();
+    outln!();
     let place = match &args.data_dir {
         Some(dir) => format!("tables opened from {} in {:.2} s", dir.display(), r.load_s),
         None => format!("tables loaded in memory in {:.2} s", r.load_s),
     };
     let ls = &r.lock_stack;
-    println!(
+    outln!(
         "-- lock stack ({}; {place}; counters over the {} transactions of the run) --",
-        args.preset, ls.transactions
+        args.preset,
+        ls.transactions
     );
-    println!("{}", MachineNote::for_threads(cfg.clients).line());
-    println!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
+    outln!("{}", MachineNote::for_threads(cfg.clients).line());
+    outln!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
     let tx = ls.transactions.max(1) as f64;
     for (name, sh, ex, blk, ns) in &r.lwlocks {
         if sh + ex == 0 {
             continue;
         }
-        println!(
+        outln!(
             "{name:<18} {sh:>12} {ex:>14} {blk:>10} {:>9.1}   {:.2}/{:.2}",
             *ns as f64 / 1e6,
             *sh as f64 / tx,
             *ex as f64 / tx
         );
     }
-    let row = |label: &str, n: u64| println!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
+    let row = |label: &str, n: u64| outln!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
     let hw = &ls.heavyweight;
-    println!("{:<32} {:>12} {:>10}", "heavyweight locks", "total", "per txn");
+    outln!("{:<32} {:>12} {:>10}", "heavyweight locks", "total", "per txn");
     row("fast-path grants", hw.fast_path_grants);
     row("main-table acquisitions", hw.main_acquisitions_total);
     let parts: Vec<String> = hw
@@ -342,14 +477,14 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         let more = parts.len().saturating_sub(SHOWN);
         let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
         let shown = parts.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(" ");
-        println!("    by partition (partition:count) {shown}{tail}");
+        outln!("    by partition (partition:count) {shown}{tail}");
     }
     row("transfers", hw.transfers);
     row("spills to the main table", hw.spills);
     row("waits", hw.waits);
     row("deadlocks", hw.deadlocks);
     let b = &ls.buffers;
-    println!("buffers");
+    outln!("buffers");
     row("hits", b.hits);
     row("reads", b.reads);
     row("extends", b.extends);
@@ -357,7 +492,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     row("pin waits", b.pin_waits);
     row("cleanup-lock waits", b.cleanup_waits);
     let w = &ls.wal;
-    println!("WAL");
+    outln!("WAL");
     row("records", w.records);
     row("bytes", w.bytes);
     row("insert-lock waits", w.insert_lock_waits);
@@ -365,21 +500,21 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     row("flushes", w.flushes);
     row("flushed by another backend", w.flushed_by_others);
     row("asynchronous commits", w.async_commits);
-    println!("CLOG");
+    outln!("CLOG");
     row("hits", ls.clog.hits);
     row("reads", ls.clog.reads);
-    println!("ProcArray");
+    outln!("ProcArray");
     row("GetSnapshotData", ls.procarray.get_snapshot_data);
     row("  of which reused", ls.procarray.snapshots_reused);
     row("xids assigned", ls.procarray.xids_assigned);
     if r.wait_samples > 0 {
-        println!("wait-event profile ({} backend samples):", r.wait_samples);
+        outln!("wait-event profile ({} backend samples):", r.wait_samples);
         for (e, n) in r.wait_events.iter().take(8) {
-            println!("  {e:<28} {:>5.1}%", 100.0 * *n as f64 / r.wait_samples as f64);
+            outln!("  {e:<28} {:>5.1}%", 100.0 * *n as f64 / r.wait_samples as f64);
         }
         let waiting: u64 = r.wait_events.iter().map(|(_, n)| n).sum();
         let running = r.wait_samples.saturating_sub(waiting);
-        println!("  {:<28} {:>5.1}%", "(no wait event)", 100.0 * running as f64 / r.wait_samples as f64);
+        outln!("  {:<28} {:>5.1}%", "(no wait event)", 100.0 * running as f64 / r.wait_samples as f64);
     }
     match &r.fidelity_builtin {
         Some(b) => {
@@ -388,33 +523,33 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
             } else {
                 format!("; PostgreSQL 15 corresponds to --preset pg14 or pg17, not {}", args.preset)
             };
-            println!("fidelity vs PostgreSQL 15 ({b}, per transaction; pg15-lock-traffic.md{caveat}):");
+            outln!("fidelity vs PostgreSQL 15 ({b}, per transaction; pg15-lock-traffic.md{caveat}):");
         }
         None => {
-            println!("fidelity vs PostgreSQL 15 (per transaction; no reference: not one built-in script):")
+            outln!("fidelity vs PostgreSQL 15 (per transaction; no reference: not one built-in script):")
         }
     }
-    println!("  {:<26} {:>9} {:>9} {:>8}", "call", "ours", "PG 15", "diff");
+    outln!("  {:<26} {:>9} {:>9} {:>8}", "call", "ours", "PG 15", "diff");
     for f in &r.fidelity {
         let pg = f.pg15_per_txn.map(|p| format!("{p:.2}")).unwrap_or_else(|| "-".into());
         let diff = f.diff().map(|d| format!("{d:+.2}")).unwrap_or_else(|| "-".into());
         let flag = if f.diff().is_some_and(|d| d.abs() > 1.0) { " *" } else { "" };
         let note = if f.modelled { String::new() } else { format!("  ({})", f.note) };
-        println!("  {:<26} {:>9.2} {pg:>9} {diff:>8}{flag}{note}", f.call, f.ours_per_txn);
+        outln!("  {:<26} {:>9.2} {pg:>9} {diff:>8}{flag}{note}", f.call, f.ours_per_txn);
     }
     if r.fidelity.iter().any(|f| f.diff().is_some_and(|d| d.abs() > 1.0)) {
-        println!("  * differs by more than 1 per transaction: docs/engine.md explains why");
+        outln!("  * differs by more than 1 per transaction: docs/engine.md explains why");
     }
-    println!("consistency checks:");
+    outln!("consistency checks:");
     for c in &r.checks {
-        println!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+        outln!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
     }
 }
 
 /// `--set help`: every knob with its values and meaning.
 pub(crate) fn print_knobs() {
-    println!("--set crate.knob=value overrides (applied in order, after --preset):");
+    outln!("--set crate.knob=value overrides (applied in order, after --preset):");
     for k in settings::KNOBS {
-        println!("  {:<36} {:<42} {}", k.key, k.values, k.about);
+        outln!("  {:<36} {:<42} {}", k.key, k.values, k.about);
     }
 }

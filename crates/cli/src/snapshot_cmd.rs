@@ -44,6 +44,15 @@ pub(crate) struct SnapshotArgs {
     json: Option<std::path::PathBuf>,
 }
 
+/// The workload's field names in validation errors, and the flags that set them.
+const SNAPSHOT_FLAGS: &[(&str, &str)] = &[
+    ("snapshot_threads", "--threads"),
+    ("max_backends", "--backends"),
+    ("backends (", "--backends ("),
+    ("running xids", "running xids (--running)"),
+    ("committer threads", "committer threads (--committers)"),
+];
+
 fn parse_layouts(s: &str) -> Result<Vec<Layout>, Failure> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim) {
@@ -65,6 +74,11 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     if args.fixed == Some(0) {
         return Err(Failure::input("--fixed must be at least 1"));
     }
+    if args.fixed.is_some() && (args.threads != 1 || args.committers != 1) {
+        return Err(Failure::input(
+            "--fixed runs one snapshot thread and no committers: --threads and --committers cannot be used with it",
+        ));
+    }
     let configs: Vec<SnapshotWorkloadConfig> = layouts
         .iter()
         .map(|&layout| {
@@ -78,7 +92,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
         })
         .collect();
     for c in &configs {
-        c.validate().map_err(|e| Failure::input(e.to_string()))?;
+        c.validate().map_err(|e| Failure::input(crate::name_flags(&e.to_string(), SNAPSHOT_FLAGS)))?;
     }
     crate::prepare_json(args.json.as_deref())?;
     let mut results = Vec::new();
@@ -116,18 +130,24 @@ fn row_json(r: &SnapshotWorkloadResult) -> serde_json::Value {
 
 fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &MachineNote) {
     match args.fixed {
-        Some(n) => println!(
+        Some(n) => outln!(
             "snapshot: {} backends, {} running xids, single thread, {n} snapshots per layout",
-            args.backends, args.running
+            args.backends,
+            args.running
         ),
-        None => println!(
+        None => outln!(
             "snapshot: {} backends, {} running xids, {} snapshot threads, {} committers, end of xact {}, {:.1} s per layout",
-            args.backends, args.running, args.threads, args.committers, args.end_xact, args.duration
+            args.backends,
+            args.running,
+            args.threads,
+            args.committers,
+            args.end_xact,
+            args.duration
         ),
     }
-    println!("{}", machine.line());
-    println!();
-    println!(
+    outln!("{}", machine.line());
+    outln!();
+    outln!(
         "{:<14} {:>12} {:>10} {:>10} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>10}",
         "layout",
         "snapshots/s",
@@ -143,7 +163,7 @@ fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &Mach
     for r in results {
         let p = &r.proc_array_lock;
         let ops = (r.snapshots + r.commits).max(1);
-        println!(
+        outln!(
             "{:<14} {:>12.0} {:>10.1} {:>10.0} {:>9} | {:>10} {:>10} {:>8} {:>9.2} {:>10.1}",
             r.layout.name(),
             r.snapshots_per_sec,
@@ -157,8 +177,8 @@ fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &Mach
             p.wait_ns as f64 / 1e6
         );
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "PA = ProcArrayLock (LWLOCK_STATS); blk/kop = sleeps per 1000 snapshots+commits; reused = Dense snapshots served from cache."
     );
 }

@@ -55,7 +55,16 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
     cfg.synchronous_commit = !args.async_commit;
     cfg.commit_delay_us = args.commit_delay_us;
     cfg.commit_siblings = args.commit_siblings;
-    cfg.validate().map_err(Failure::input)?;
+    cfg.validate().map_err(|e| {
+        Failure::input(crate::name_flags(
+            &e,
+            &[
+                ("wal_buffers", "--wal-buffers"),
+                ("commit_delay", "--commit-delay-us"),
+                ("commit_siblings", "--commit-siblings"),
+            ],
+        ))
+    })?;
     crate::prepare_json(args.json.as_deref())?;
     let report = wal::run(&cfg).map_err(|e| Failure { message: e, code: 2 })?;
     print_report(&report);
@@ -67,7 +76,7 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
 }
 
 fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
-    println!(
+    outln!(
         "  {:<14} {:>12} acquisitions {:>10} sleeps ({:>7.2} per 1000 records) {:>10.1} ms asleep",
         name,
         c.acquisitions,
@@ -79,8 +88,8 @@ fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
 
 fn print_report(rep: &WalBenchReport) {
     let c = &rep.config;
-    println!(
-        "wal insertion: {} , {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
+    outln!(
+        "wal insertion: {}, {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
         c.insert_mode,
         c.threads,
         c.record_size,
@@ -92,19 +101,27 @@ fn print_report(rep: &WalBenchReport) {
             None => ", memory sink".into(),
         }
     );
-    println!("{}", rep.machine.line());
-    println!();
-    println!(
+    outln!("{}", rep.machine.line());
+    outln!();
+    outln!(
         "  {:.0} records/s, {:.1} MB/s of WAL; {} records, {} commits",
-        rep.records_per_sec, rep.mb_per_sec, rep.records, rep.commits
+        rep.records_per_sec,
+        rep.mb_per_sec,
+        rep.records,
+        rep.commits
     );
     let w = &rep.wal;
-    println!(
+    outln!(
         "  WAL: {} insert-lock waits, {} writes ({} forced by full buffers), {} flushes, {} flush requests served by others, {} commit_delay sleeps",
-        w.insert_lock_waits, w.writes, w.buffers_full, w.flushes, w.flushed_by_others, w.commit_delays
+        w.insert_lock_waits,
+        w.writes,
+        w.buffers_full,
+        w.flushes,
+        w.flushed_by_others,
+        w.commit_delays
     );
     lock_line("WALInsert", &rep.wal_insert, rep.records);
     lock_line("WALWrite", &rep.wal_write, rep.records);
     lock_line("WALBufMapping", &rep.wal_buf_mapping, rep.records);
-    println!("  invariant: {}", if rep.invariant_ok { "ok" } else { "BROKEN" });
+    outln!("  invariant: {}", if rep.invariant_ok { "ok" } else { "BROKEN" });
 }

@@ -217,12 +217,37 @@ pub struct WaitSampler {
 }
 
 impl WaitSampler {
+    /// The highest sampling rate [`WaitSampler::try_spawn`] accepts, Hz.
+    pub const MAX_HZ: u32 = 100_000;
+
+    /// Checks a sampling rate before anything is started: `Ok` for 1..=[`WaitSampler::MAX_HZ`].
+    ///
+    /// # Errors
+    /// A one-line message (without the flag's name) for 0 or a rate above the maximum.
+    pub fn validate_hz(hz: u32) -> Result<(), String> {
+        if (1..=Self::MAX_HZ).contains(&hz) {
+            Ok(())
+        } else {
+            Err(format!("sampling rate must be 1..={} Hz, got {hz}", Self::MAX_HZ))
+        }
+    }
+
     /// Starts sampling `array` at `hz` rounds per second.
     ///
     /// # Panics
-    /// If `hz` is 0 or above 100 000.
+    /// If `hz` is 0 or above 100 000, or the thread cannot be spawned; [`WaitSampler::try_spawn`]
+    /// returns those as errors.
     pub fn spawn(array: Arc<BackendStatusArray>, hz: u32) -> WaitSampler {
-        assert!((1..=100_000).contains(&hz), "sampling rate must be 1..=100000 Hz, got {hz}");
+        Self::try_spawn(array, hz).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`WaitSampler::spawn`] that never panics.
+    ///
+    /// # Errors
+    /// The rate is outside 1..=[`WaitSampler::MAX_HZ`] ([`WaitSampler::validate_hz`]), or the
+    /// sampler thread could not be spawned.
+    pub fn try_spawn(array: Arc<BackendStatusArray>, hz: u32) -> Result<WaitSampler, String> {
+        Self::validate_hz(hz)?;
         let stop = Arc::new(AtomicBool::new(false));
         let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
         let stop2 = Arc::clone(&stop);
@@ -237,8 +262,8 @@ impl WaitSampler {
                 }
                 profile
             })
-            .expect("spawning the wait-event sampler thread");
-        WaitSampler { stop, handle }
+            .map_err(|e| format!("spawning the wait-event sampler thread: {e}"))?;
+        Ok(WaitSampler { stop, handle })
     }
 
     /// Stops the sampler and returns its profile.
@@ -293,5 +318,17 @@ mod tests {
         assert_eq!(p.counts.get(&WaitEvent::lock(0)).copied(), Some(p.rounds));
         assert_eq!(p.not_waiting, p.rounds);
         assert_eq!(p.total(), 2 * p.rounds);
+    }
+
+    #[test]
+    fn bad_sampling_rates_are_errors_not_panics() {
+        let arr = BackendStatusArray::new(1);
+        for hz in [0, WaitSampler::MAX_HZ + 1, u32::MAX] {
+            assert!(WaitSampler::validate_hz(hz).is_err());
+            let e = WaitSampler::try_spawn(Arc::clone(&arr), hz).unwrap_err();
+            assert!(e.contains(&hz.to_string()), "{e}");
+        }
+        assert!(WaitSampler::validate_hz(WaitSampler::MAX_HZ).is_ok());
+        WaitSampler::try_spawn(arr, WaitSampler::MAX_HZ).unwrap().stop();
     }
 }

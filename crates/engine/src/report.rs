@@ -34,7 +34,8 @@ impl MachineNote {
                 self.threads, self.cores
             )
         } else {
-            format!("machine: {} busy threads on {} cores", self.threads, self.cores)
+            let s = if self.threads == 1 { "" } else { "s" };
+            format!("machine: {} busy thread{s} on {} cores", self.threads, self.cores)
         }
     }
 }

@@ -83,7 +83,7 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "clog.buffers",
-        values: "1..=65536",
+        values: "2..=65536 (multiple of 16 with banks)",
         about: "CLOG SLRU buffers (NUM_CLOG_BUFFERS; transaction_buffers in 17)",
     },
     Knob {
@@ -92,7 +92,11 @@ pub const KNOBS: &[Knob] = &[
         about: "one SLRU control lock (9.2) or banks of 16 buffers with a lock each (17)",
     },
     Knob { key: "clog.group_update", values: "on|off", about: "group CLOG status update (11)" },
-    Knob { key: "subtrans.buffers", values: "1..=65536", about: "pg_subtrans SLRU buffers" },
+    Knob {
+        key: "subtrans.buffers",
+        values: "2..=65536 (multiple of 16 with banks)",
+        about: "pg_subtrans SLRU buffers",
+    },
     Knob { key: "subtrans.locking", values: "control-lock|banks", about: "pg_subtrans SLRU locking" },
     Knob {
         key: "lmgr.partitions",
@@ -101,7 +105,7 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "lmgr.fast_path",
-        values: "off|GROUPS",
+        values: "off|power of two 1..=1024",
         about: "fast-path relation locks: off (9.1), GROUPS groups of 16 slots (1 = 9.2, more = 18)",
     },
     Knob {
@@ -109,7 +113,7 @@ pub const KNOBS: &[Knob] = &[
         values: "eager|on-demand",
         about: "VXID locks taken at BEGIN (9.1) or on demand (9.2)",
     },
-    Knob { key: "bufmgr.nbuffers", values: "16..", about: "shared_buffers, in 8 KiB pages" },
+    Knob { key: "bufmgr.nbuffers", values: "16..=2097152", about: "shared_buffers, in 8 KiB pages" },
     Knob {
         key: "bufmgr.header",
         values: "spinlock|atomic",
@@ -130,18 +134,18 @@ pub const KNOBS: &[Knob] = &[
         values: "single|locks:N",
         about: "one WALInsertLock (9.2) or N insertion locks (9.4, N = 8)",
     },
-    Knob { key: "wal.buffers", values: "8..", about: "wal_buffers, in 8 KiB pages" },
+    Knob { key: "wal.buffers", values: "8..=65536", about: "wal_buffers, in 8 KiB pages" },
     Knob { key: "wal.synchronous_commit", values: "on|off", about: "synchronous_commit" },
-    Knob { key: "wal.commit_delay", values: "MICROSECONDS", about: "commit_delay, in us" },
-    Knob { key: "wal.commit_siblings", values: "0..", about: "commit_siblings" },
+    Knob { key: "wal.commit_delay", values: "0..=100000 (us)", about: "commit_delay, in us" },
+    Knob { key: "wal.commit_siblings", values: "0..=1000", about: "commit_siblings" },
     Knob {
         key: "wal.flush",
-        values: "memory|modelled:MICROSECONDS",
+        values: "memory|modelled:0..=1000000 (us)",
         about: "WAL flush cost when not in --data-dir: none, or a modelled fsync of that many us",
     },
     Knob {
         key: "wal.writer_delay",
-        values: "MILLISECONDS",
+        values: "1..=10000 (ms)",
         about: "wal_writer_delay, in ms (synchronous_commit off)",
     },
 ];
@@ -212,10 +216,10 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
             c.procarray.old_snapshot_threshold = parsed::<OldSnapshotThreshold>(key, v)?
         }
         "procarray.time_map" => c.procarray.time_map = parsed::<TimeMapMaintenance>(key, v)?,
-        "clog.buffers" => c.clog.buffers = number(key, v, 1usize, 65536)?,
+        "clog.buffers" => c.clog.buffers = number(key, v, 2usize, 65536)?,
         "clog.locking" => c.clog.locking = slru_locking(key, v)?,
         "clog.group_update" => c.clog.group_update = bool_value(key, v)?,
-        "subtrans.buffers" => c.subtrans.buffers = number(key, v, 1usize, 65536)?,
+        "subtrans.buffers" => c.subtrans.buffers = number(key, v, 2usize, 65536)?,
         "subtrans.locking" => c.subtrans.locking = slru_locking(key, v)?,
         "lmgr.partitions" => {
             let n = number(key, v, 1usize, 1024)?;
@@ -230,16 +234,22 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
             c.lmgr.fast_path = if v.eq_ignore_ascii_case("off") {
                 FastPath::Off
             } else {
-                FastPath::Groups { groups: number(key, v, 1usize, 1024)? }
+                let groups = number(key, v, 1usize, 1024)?;
+                if !groups.is_power_of_two() {
+                    return Err(format!(
+                        "invalid value \"{v}\" for --set {key} (valid: off or a power of two 1..=1024)"
+                    ));
+                }
+                FastPath::Groups { groups }
             }
         }
         "lmgr.vxid" => c.lmgr.vxid = parsed::<VxidLocks>(key, v)?,
-        "bufmgr.nbuffers" => c.bufmgr.nbuffers = number(key, v, 16usize, 1 << 26)?,
+        "bufmgr.nbuffers" => c.bufmgr.nbuffers = number(key, v, 16usize, lockstack_bufmgr::MAX_BUFFERS)?,
         "bufmgr.header" => c.bufmgr.header = parsed::<HeaderKind>(key, v)?,
         "bufmgr.mapping" => c.bufmgr.mapping = parsed::<MappingKind>(key, v)?,
         "bufmgr.victim" => c.bufmgr.victim = parsed::<VictimKind>(key, v)?,
         "wal.insert" => c.wal.insert_mode = parsed::<InsertMode>(key, v)?,
-        "wal.buffers" => c.wal.wal_buffers = number(key, v, 8usize, 1 << 20)?,
+        "wal.buffers" => c.wal.wal_buffers = number(key, v, 8usize, 65536)?,
         "wal.synchronous_commit" => c.wal.synchronous_commit = bool_value(key, v)?,
         "wal.commit_delay" => c.wal.commit_delay_us = number(key, v, 0u64, 100_000)?,
         "wal.commit_siblings" => c.wal.commit_siblings = number(key, v, 0usize, 1000)?,
@@ -273,12 +283,121 @@ fn slru_locking(key: &str, v: &str) -> Result<SlruLocking, String> {
     }
 }
 
-/// Applies every assignment in order (see [`apply_set`]).
+/// Applies every assignment in order (see [`apply_set`]), then checks the resulting
+/// configuration as the engine will ([`validate`]), so that a combination the engine would
+/// refuse (`clog.buffers=20` with banks) fails here, as bad input, naming the assignment.
 ///
 /// # Errors
-/// The first failing assignment's message; `cfg` keeps the assignments before it.
+/// The first failing assignment's message (`cfg` keeps the assignments before it), or
+/// [`validate`]'s.
 pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Result<(), String> {
-    assignments.iter().try_for_each(|a| apply_set(cfg, a.as_ref()))
+    assignments.iter().try_for_each(|a| apply_set(cfg, a.as_ref()))?;
+    validate(cfg, assignments)
+}
+
+/// Checks `cfg` the way [`Engine::new`](crate::engine::Engine::new) will (each subsystem's own
+/// range checks, and the SLRU buffer rules of `SimpleLruInit`: at least 2 buffers, a multiple
+/// of 16 with banks), without building anything.
+///
+/// # Errors
+/// One line naming what is wrong: `--set KEY=VALUE: reason` for the last of `assignments`
+/// that set a knob of the failing subsystem (`lwlock.kind` excepted), otherwise
+/// `engine configuration: reason` (a preset's own value).
+pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<(), String> {
+    let slru = |name: &str, buffers: usize, locking: SlruLocking| -> Result<(), String> {
+        if !(2..=65536).contains(&buffers) {
+            return Err(format!("{name} buffers must be 2..=65536, got {buffers}"));
+        }
+        if locking == SlruLocking::Banks && !buffers.is_multiple_of(lockstack_clog::SLRU_BANK_SIZE) {
+            return Err(format!(
+                "{name} buffers must be a multiple of {} with banks (locking=banks), got {buffers}",
+                lockstack_clog::SLRU_BANK_SIZE
+            ));
+        }
+        Ok(())
+    };
+    let checks: [(&str, Result<(), String>); 6] = [
+        ("clog.", slru("CLOG", cfg.clog.buffers, cfg.clog.locking)),
+        ("subtrans.", slru("pg_subtrans", cfg.subtrans.buffers, cfg.subtrans.locking)),
+        ("lmgr.", cfg.lmgr.validate()),
+        ("bufmgr.", cfg.bufmgr.validate().map_err(|e| e.to_string())),
+        ("wal.", cfg.wal.validate().map_err(|e| e.to_string())),
+        ("procarray.", cfg.procarray.validate().map_err(|e| e.to_string())),
+    ];
+    for (prefix, r) in checks {
+        if let Err(reason) = r {
+            let culprit = assignments.iter().map(AsRef::as_ref).rev().find(|a| a.trim().starts_with(prefix));
+            return Err(match culprit {
+                Some(a) => format!("--set {}: {reason}", a.trim()),
+                None => format!("engine configuration: {reason}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Buffers per unit of pgbench scale: the four tables and their indexes take about 2200 8 KiB
+/// pages per scale unit when loaded (docs/engine.md).
+pub const BUFFERS_PER_SCALE: usize = 2200;
+
+/// Buffers `lockstack pgbench` adds beyond the loaded tables (128 MiB) for the rows a run adds
+/// (history rows, new versions). The experiments use a smaller headroom
+/// ([`crate::experiments::driver::BUFFER_HEADROOM`], 8192): their points are short and load a
+/// fresh engine each, so the load time of a smaller pool matters more than eviction-free long
+/// runs.
+pub const PGBENCH_BUFFER_HEADROOM: usize = 16_384;
+
+/// The buffer pool size, in 8 KiB pages, for pgbench tables at `scale` plus `headroom` pages:
+/// [`BUFFERS_PER_SCALE`] x scale + headroom. `lockstack pgbench` passes
+/// [`PGBENCH_BUFFER_HEADROOM`], the experiments their own headroom; both size the pool here.
+///
+/// # Errors
+/// One line naming `-s` when the pool would exceed [`lockstack_bufmgr::MAX_BUFFERS`] (or the
+/// scale is not positive).
+pub fn pool_buffers(scale: i64, headroom: usize) -> Result<usize, String> {
+    let n = usize::try_from(scale)
+        .ok()
+        .filter(|&s| s > 0)
+        .and_then(|s| s.checked_mul(BUFFERS_PER_SCALE))
+        .and_then(|n| n.checked_add(headroom))
+        .ok_or_else(|| format!("-s {scale}: invalid scaling factor"))?;
+    if n > lockstack_bufmgr::MAX_BUFFERS {
+        return Err(format!(
+            "-s {scale}: buffer pool would need {n} buffers (max {})",
+            lockstack_bufmgr::MAX_BUFFERS
+        ));
+    }
+    Ok(n)
+}
+
+/// Approximate memory a pgbench load at `scale` takes in memory (docs/engine.md: about 36 MiB
+/// per unit of scale: buffers, heap and index pages, WAL), in bytes.
+pub const BYTES_PER_SCALE: u64 = 36 << 20;
+
+/// Refuses a `scale` whose load would not fit in the memory available now: `MemAvailable` of
+/// `/proc/meminfo` when that file exists (Linux), otherwise no check.
+///
+/// # Errors
+/// One line naming `-s`, the estimate and the available memory.
+pub fn check_memory(scale: i64) -> Result<(), String> {
+    let Some(avail) = mem_available() else { return Ok(()) };
+    let need = u64::try_from(scale).unwrap_or(0).saturating_mul(BYTES_PER_SCALE);
+    if need > avail {
+        return Err(format!(
+            "-s {scale}: the tables would need about {} MiB in memory, but only {} MiB are available",
+            need >> 20,
+            avail >> 20
+        ));
+    }
+    Ok(())
+}
+
+/// `MemAvailable` from `/proc/meminfo`, bytes.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
 }
 
 #[cfg(test)]
@@ -287,6 +406,45 @@ mod tests {
 
     fn cfg() -> EngineConfig {
         EngineConfig::preset("pg17", 4, 1024).unwrap()
+    }
+
+    #[test]
+    fn combinations_the_engine_refuses_are_refused_naming_the_assignment() {
+        for (sets, want) in [
+            (&["lmgr.fast_path=1000"][..], "--set lmgr.fast_path (valid: off or a power of two"),
+            (&["clog.buffers=1"][..], "\"1\" for --set clog.buffers (valid: 2..=65536)"),
+            (&["clog.buffers=17"][..], "--set clog.buffers=17: CLOG buffers must be a multiple of 16"),
+            (&["clog.locking=banks", "clog.buffers=20"][..], "--set clog.buffers=20"),
+            (
+                &["subtrans.buffers=24", "subtrans.locking=banks"][..],
+                "--set subtrans.locking=banks: pg_subtrans buffers must be a multiple",
+            ),
+            (&["bufmgr.nbuffers=2097153"][..], "--set bufmgr.nbuffers"),
+            (&["wal.buffers=70000"][..], "--set wal.buffers"),
+        ] {
+            let mut c = cfg();
+            let e = apply_all(&mut c, sets).unwrap_err();
+            assert!(e.contains(want), "{sets:?}: {e}");
+            assert_eq!(e.lines().count(), 1);
+        }
+        // Order does not matter for the final check: control-lock allows any count >= 2.
+        let mut c = cfg();
+        apply_all(&mut c, &["clog.buffers=17", "clog.locking=control-lock"]).unwrap();
+        apply_all(&mut c, &["clog.buffers=2"]).unwrap();
+        // Whatever apply_all accepts, the engine builds.
+        crate::engine::Engine::new(c, 1, 100).unwrap();
+    }
+
+    #[test]
+    fn pool_size_is_shared_and_bounded() {
+        assert_eq!(pool_buffers(1, PGBENCH_BUFFER_HEADROOM).unwrap(), 2200 + 16_384);
+        assert_eq!(pool_buffers(945, PGBENCH_BUFFER_HEADROOM).unwrap(), 945 * 2200 + 16_384);
+        let e = pool_buffers(946, PGBENCH_BUFFER_HEADROOM).unwrap_err();
+        assert_eq!(e, "-s 946: buffer pool would need 2097584 buffers (max 2097152)");
+        assert!(pool_buffers(0, 0).is_err() && pool_buffers(-3, 0).is_err());
+        assert!(pool_buffers(i64::MAX, 1).is_err());
+        assert!(check_memory(100_000).is_err() || mem_available().is_none());
+        check_memory(1).unwrap();
     }
 
     #[test]
@@ -319,10 +477,10 @@ mod tests {
     #[test]
     fn overrides_change_the_named_field_only() {
         let mut c = cfg();
-        apply_all(&mut c, &["procarray.layout=pgproc", "lmgr.fast_path=off", "clog.buffers=8"]).unwrap();
+        apply_all(&mut c, &["procarray.layout=pgproc", "lmgr.fast_path=off", "clog.buffers=32"]).unwrap();
         assert_eq!(c.procarray.layout, Layout::Pgproc);
         assert_eq!(c.lmgr.fast_path, FastPath::Off);
-        assert_eq!(c.clog.buffers, 8);
+        assert_eq!(c.clog.buffers, 32);
         assert_eq!(c.procarray.end_xact, cfg().procarray.end_xact);
         apply_set(&mut c, "lwlock.kind=pg92").unwrap();
         assert_eq!(c.lmgr.lwlock, LwLockKind::Pg92);

@@ -29,13 +29,14 @@ pub const MAX_DURATION_S: f64 = 3600.0;
 pub const SCAN_PAGES_PER_SCALE: u32 = 2048;
 /// Heap pages of the `vm-delete` table per unit of `--scale` (2 MiB, the seed's table size).
 pub const DELETE_PAGES_PER_SCALE: u32 = 256;
-/// Buffers per unit of scale: the four tables and their indexes take about 2200 8 KiB pages per
-/// scale unit when loaded (as `lockstack pgbench` sizes its pool).
-pub const BUFFERS_PER_SCALE: usize = 2200;
-/// Buffers beyond the loaded tables (64 MiB) for the rows a run adds (history, new versions).
-/// `lockstack pgbench` uses 16384; a smaller pool halves the load time of every point, which
-/// dominates short points. Runs long enough to outgrow it start evicting, which shows in the
-/// `BufFreelist` counters.
+/// Buffers per unit of scale ([`settings::BUFFERS_PER_SCALE`], shared with `lockstack pgbench`).
+pub const BUFFERS_PER_SCALE: usize = settings::BUFFERS_PER_SCALE;
+/// Buffers beyond the loaded tables (64 MiB) for the rows a run adds (history, new versions);
+/// the pool is [`settings::pool_buffers`]`(scale, BUFFER_HEADROOM)`, the function
+/// `lockstack pgbench` sizes its pool with, but with half its headroom
+/// ([`settings::PGBENCH_BUFFER_HEADROOM`], 16384): a smaller pool halves the load time of every
+/// point, which dominates short points. Runs long enough to outgrow it start evicting, which
+/// shows in the `BufFreelist` counters.
 pub const BUFFER_HEADROOM: usize = 8192;
 /// The `--set` keys `vm-pin` accepts: the buffer-pool designs its pool is built with.
 pub const VM_PIN_KEYS: [&str; 3] = ["bufmgr.header", "bufmgr.mapping", "bufmgr.victim"];
@@ -129,6 +130,11 @@ impl Plan {
         let max_scale = if vm_pin { 512 } else { 100_000 };
         if !(1..=max_scale).contains(&scale) {
             return Err(format!("--scale must be 1..={max_scale} for {}, got {scale}", experiment.name));
+        }
+        if !vm_pin {
+            // Every point loads the pgbench tables in memory: refuse a scale that cannot fit.
+            settings::pool_buffers(scale, BUFFER_HEADROOM)?;
+            settings::check_memory(scale)?;
         }
         let preset = opts.preset.clone().unwrap_or_else(|| experiment.preset.to_string());
         EngineConfig::preset(&preset, 2, 1024)?;
@@ -228,18 +234,21 @@ impl Plan {
     /// # Errors
     /// An unknown preset, a rejected assignment, or an unknown `vm.check` value.
     pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
-        let nbuffers =
-            usize::try_from(self.scale).unwrap_or(1).saturating_mul(BUFFERS_PER_SCALE) + BUFFER_HEADROOM;
+        let nbuffers = settings::pool_buffers(self.scale, BUFFER_HEADROOM)?;
         let mut cfg = EngineConfig::preset(&self.preset, clients + 1, nbuffers)?;
         let mut check = None;
+        let mut applied = Vec::new();
         for a in self.assignments(variant) {
             if key_of(&a) == VM_CHECK_KEY {
                 let v = a.split_once('=').map_or("", |(_, v)| v.trim());
                 check = Some(v.parse::<Check>().map_err(|e| format!("--set {VM_CHECK_KEY}: {e}"))?);
             } else {
                 settings::apply_set(&mut cfg, &a)?;
+                applied.push(a);
             }
         }
+        // What the engine would refuse when a point starts is bad input now.
+        settings::validate(&cfg, &applied)?;
         if is_vm_pin(self.experiment) && check.is_none() {
             return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
         }

@@ -386,6 +386,24 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
 struct Parser {
     toks: Vec<Tok>,
     pos: usize,
+    /// Parser recursion depth (nested parentheses, unary operators, calls).
+    nesting: usize,
+}
+
+/// The deepest expression tree [`parse`] accepts (nested parentheses, unary operators, calls,
+/// and operator chains such as a sum of many terms all count). Parsing, folding, evaluating and
+/// dropping an expression recurse once per level; at this depth each takes under 1 MiB of stack
+/// even in an unoptimised build (measured: a 256-level parse and evaluation fit in 1 MiB there,
+/// in well under 512 KiB optimised), so they stay inside a client thread's default 2 MiB.
+/// pgbench's bison parser allows deeper nesting (`YYMAXDEPTH`, 10000 states) but pgbench
+/// scripts use a handful of levels.
+pub const MAX_EXPR_DEPTH: usize = 256;
+
+/// The longest expression text [`parse`] accepts, bytes.
+pub const MAX_EXPR_LEN: usize = 100_000;
+
+fn too_deep() -> String {
+    format!("expression is too deeply nested (more than {MAX_EXPR_DEPTH} levels)")
 }
 
 fn binop_info(t: &Tok) -> Option<(BinOp, u8)> {
@@ -413,6 +431,9 @@ fn binop_info(t: &Tok) -> Option<(BinOp, u8)> {
     })
 }
 
+/// An expression with the depth of its tree (a leaf is 1).
+type Parsed = (Expr, usize);
+
 impl Parser {
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.pos)
@@ -424,28 +445,47 @@ impl Parser {
         t
     }
 
-    fn expr(&mut self, min_prec: u8) -> Result<Expr, String> {
-        let mut lhs = self.unary()?;
+    /// Enters one level of parser recursion; fails beyond [`MAX_EXPR_DEPTH`], before the
+    /// recursion itself could exhaust the stack.
+    fn enter(&mut self) -> Result<(), String> {
+        self.nesting += 1;
+        if self.nesting > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok(()) }
+    }
+
+    /// A node over children of depth `child`: fails when the tree gets too deep.
+    fn node(e: Expr, child: usize) -> Result<Parsed, String> {
+        if child + 1 > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok((e, child + 1)) }
+    }
+
+    fn expr(&mut self, min_prec: u8) -> Result<Parsed, String> {
+        self.enter()?;
+        let (mut lhs, mut depth) = self.unary()?;
         while let Some((op, prec)) = self.peek().and_then(binop_info) {
             if prec < min_prec {
                 break;
             }
             self.pos += 1;
             // Comparisons are non-associative; everything else is left-associative.
-            let rhs = self.expr(prec + 1)?;
-            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
+            let (rhs, rd) = self.expr(prec + 1)?;
+            (lhs, depth) = Self::node(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), depth.max(rd))?;
             if prec == 4 && matches!(self.peek().and_then(binop_info), Some((_, 4))) {
                 return Err("comparison operators cannot be chained".into());
             }
         }
-        Ok(lhs)
+        self.nesting -= 1;
+        Ok((lhs, depth))
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
-        match self.peek() {
+    fn unary(&mut self) -> Result<Parsed, String> {
+        if !matches!(self.peek(), Some(Tok::Op("-" | "+" | "~"))) {
+            return self.primary_or_not();
+        }
+        self.enter()?;
+        let r = match self.peek() {
             Some(Tok::Op("-")) => {
                 self.pos += 1;
-                Ok(Expr::Neg(Box::new(self.unary()?)))
+                let (x, d) = self.unary()?;
+                Self::node(Expr::Neg(Box::new(x)), d)
             }
             Some(Tok::Op("+")) => {
                 self.pos += 1;
@@ -453,22 +493,33 @@ impl Parser {
             }
             Some(Tok::Op("~")) => {
                 self.pos += 1;
-                Ok(Expr::BitNot(Box::new(self.unary()?)))
+                let (x, d) = self.unary()?;
+                Self::node(Expr::BitNot(Box::new(x)), d)
             }
+            _ => self.primary_or_not(),
+        }?;
+        self.nesting -= 1;
+        Ok(r)
+    }
+
+    fn primary_or_not(&mut self) -> Result<Parsed, String> {
+        match self.peek() {
             Some(Tok::Ident(w)) if w.eq_ignore_ascii_case("not") => {
                 self.pos += 1;
-                // NOT binds looser than comparisons.
-                Ok(Expr::Not(Box::new(self.expr(3)?)))
+                // NOT binds looser than comparisons (and recurses through `expr`, which counts
+                // the level).
+                let (x, d) = self.expr(3)?;
+                Self::node(Expr::Not(Box::new(x)), d)
             }
             _ => self.primary(),
         }
     }
 
-    fn primary(&mut self) -> Result<Expr, String> {
+    fn primary(&mut self) -> Result<Parsed, String> {
         match self.next() {
-            Some(Tok::Int(i)) => Ok(Expr::Const(Value::Int(i))),
-            Some(Tok::Double(d)) => Ok(Expr::Const(Value::Double(d))),
-            Some(Tok::Var(v)) => Ok(Expr::Var(v)),
+            Some(Tok::Int(i)) => Ok((Expr::Const(Value::Int(i)), 1)),
+            Some(Tok::Double(d)) => Ok((Expr::Const(Value::Double(d)), 1)),
+            Some(Tok::Var(v)) => Ok((Expr::Var(v), 1)),
             Some(Tok::LParen) => {
                 let e = self.expr(0)?;
                 match self.next() {
@@ -476,56 +527,66 @@ impl Parser {
                     _ => Err("expected ')'".into()),
                 }
             }
-            Some(Tok::Ident(name)) => {
-                if name.eq_ignore_ascii_case("true") {
-                    return Ok(Expr::Const(Value::Bool(true)));
-                }
-                if name.eq_ignore_ascii_case("false") {
-                    return Ok(Expr::Const(Value::Bool(false)));
-                }
-                let (f, min, max) =
-                    Func::lookup(&name).ok_or_else(|| format!("unexpected function name \"{name}\""))?;
-                if self.next() != Some(Tok::LParen) {
-                    return Err(format!("expected '(' after function name \"{name}\""));
-                }
-                let mut args = Vec::new();
-                if self.peek() == Some(&Tok::RParen) {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        args.push(self.expr(0)?);
-                        match self.next() {
-                            Some(Tok::Comma) => continue,
-                            Some(Tok::RParen) => break,
-                            _ => return Err(format!("expected ',' or ')' in call of \"{name}\"")),
-                        }
-                    }
-                }
-                if args.len() < min || max.is_some_and(|m| args.len() > m) {
-                    return Err(format!(
-                        "wrong number of arguments ({}) for function \"{name}\"",
-                        args.len()
-                    ));
-                }
-                Ok(Expr::Call(f, args))
-            }
+            Some(Tok::Ident(name)) => self.ident(&name),
             Some(t) => Err(format!("syntax error at {t:?}")),
             None => Err("unexpected end of expression".into()),
         }
+    }
+
+    /// `true`, `false` or a function call: out of [`Parser::primary`], so that the frames of
+    /// the parenthesis recursion stay small (unoptimised builds give every temporary its own
+    /// stack slot).
+    #[inline(never)]
+    fn ident(&mut self, name: &str) -> Result<Parsed, String> {
+        if name.eq_ignore_ascii_case("true") {
+            return Ok((Expr::Const(Value::Bool(true)), 1));
+        }
+        if name.eq_ignore_ascii_case("false") {
+            return Ok((Expr::Const(Value::Bool(false)), 1));
+        }
+        let (f, min, max) =
+            Func::lookup(name).ok_or_else(|| format!("unexpected function name \"{name}\""))?;
+        if self.next() != Some(Tok::LParen) {
+            return Err(format!("expected '(' after function name \"{name}\""));
+        }
+        let mut args = Vec::new();
+        let mut depth = 0;
+        if self.peek() == Some(&Tok::RParen) {
+            self.pos += 1;
+        } else {
+            loop {
+                let (a, d) = self.expr(0)?;
+                args.push(a);
+                depth = depth.max(d);
+                match self.next() {
+                    Some(Tok::Comma) => continue,
+                    Some(Tok::RParen) => break,
+                    _ => return Err(format!("expected ',' or ')' in call of \"{name}\"")),
+                }
+            }
+        }
+        if args.len() < min || max.is_some_and(|m| args.len() > m) {
+            return Err(format!("wrong number of arguments ({}) for function \"{name}\"", args.len()));
+        }
+        Self::node(Expr::Call(f, args), depth)
     }
 }
 
 /// Parses one expression.
 ///
 /// # Errors
-/// A message naming what was wrong (unknown function, bad token, wrong argument count).
+/// A message naming what was wrong (unknown function, bad token, wrong argument count, an
+/// expression longer than [`MAX_EXPR_LEN`] bytes or deeper than [`MAX_EXPR_DEPTH`] levels).
 pub fn parse(text: &str) -> Result<Expr, String> {
+    if text.len() > MAX_EXPR_LEN {
+        return Err(format!("expression is too long ({} bytes, at most {MAX_EXPR_LEN})", text.len()));
+    }
     let toks = tokenize(text)?;
     if toks.is_empty() {
         return Err("missing expression".into());
     }
-    let mut p = Parser { toks, pos: 0 };
-    let e = p.expr(0)?;
+    let mut p = Parser { toks, pos: 0, nesting: 0 };
+    let (e, _) = p.expr(0)?;
     if p.pos != p.toks.len() {
         return Err(format!("unexpected {:?} after expression", p.toks[p.pos]));
     }
@@ -836,6 +897,34 @@ mod tests {
         assert!(ev("random_gaussian(1, 10, 1.0)").unwrap_err().contains("at least"));
         assert!(ev("random_zipfian(1, 10, 0.5)").unwrap_err().contains("zipfian parameter"));
         assert!(ev("random_exponential(1, 10, 0)").unwrap_err().contains("greater than zero"));
+    }
+
+    #[test]
+    fn deep_and_long_expressions_are_refused_not_a_stack_overflow() {
+        let nested = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        let sum = |n: usize| vec!["1"; n].join(" + ");
+        let negs = |n: usize| format!("{}1", "-".repeat(n));
+        let nots = |n: usize| format!("{}true", "not ".repeat(n));
+        let calls = |n: usize| format!("{}1{}", "abs(".repeat(n), ")".repeat(n));
+        for deep in
+            [nested(20_000), sum(20_000), negs(20_000), nots(20_000), calls(5_000), sum(MAX_EXPR_DEPTH + 1)]
+        {
+            let e = parse(&deep).unwrap_err();
+            assert!(e.contains("too deeply nested"), "{e}");
+        }
+        assert!(parse(&"1".repeat(MAX_EXPR_LEN + 1)).unwrap_err().contains("too long"));
+        // The deepest accepted trees evaluate (and fold, resolve and drop) on a test
+        // thread's stack.
+        assert_eq!(ev(&sum(MAX_EXPR_DEPTH)).unwrap(), Value::Int(MAX_EXPR_DEPTH as i64));
+        assert_eq!(ev(&nested(MAX_EXPR_DEPTH - 1)).unwrap(), Value::Int(1));
+        assert_eq!(ev(&negs(MAX_EXPR_DEPTH - 2)).unwrap(), Value::Int(1));
+        assert_eq!(ev(&calls(MAX_EXPR_DEPTH - 1)).unwrap(), Value::Int(1));
+        let deep_var = vec![":scale"; MAX_EXPR_DEPTH].join(" + ");
+        let e = parse(&deep_var).unwrap();
+        let folded = e.resolve(&mut |n| Expr::Var(n.into())).fold_constants();
+        let mut vars = HashMap::new();
+        vars.insert("scale".to_string(), Value::Int(1));
+        assert_eq!(eval(&folded, &vars, &mut client_rng(1, 0)).unwrap(), Value::Int(MAX_EXPR_DEPTH as i64));
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! Bad input gets one line on stderr naming the input and exit code 1 (never a panic, a hang
+//! or exit code 2, which is kept for failed consistency checks); a closed stdout never panics;
+//! `--json` is written whole or not at all.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn lockstack(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run lockstack")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `args`, expecting exit code 1 and exactly one stderr line containing `want`.
+fn bad(args: &[&str], want: &str) {
+    let o = lockstack(args);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: want {want:?} in: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_flags_are_one_line_and_exit_1() {
+    for (args, want) in [
+        // A1: validated before anything starts (it used to panic in the sampler and hang).
+        (
+            &["pgbench", "--wait-sampling-hz", "100001", "-t", "1"][..],
+            "--wait-sampling-hz must be at most 100000",
+        ),
+        // B13
+        (&["pgbench", "-P", "0", "-t", "1"], "invalid thread progress delay: \"0\""),
+        // C15: name the flag, exit 1 (was exit 2 from the engine).
+        (&["pgbench", "--set", "lmgr.fast_path=1000", "-t", "1"], "--set lmgr.fast_path"),
+        (&["pgbench", "--set", "clog.buffers=17", "-t", "1"], "--set clog.buffers=17: "),
+        (&["pgbench", "--set", "clog.buffers=1", "-t", "1"], "--set clog.buffers (valid: 2..=65536)"),
+        (
+            &["pgbench", "-s", "946", "-t", "1"],
+            "-s 946: buffer pool would need 2097584 buffers (max 2097152)",
+        ),
+        (&["experiment", "fastpath", "-s", "100000"], "-s 100000: buffer pool would need"),
+        // C16: the missing argument is named.
+        (&["isolation"], "<FILE.spec>"),
+        (&["experiment"], "<NAME>"),
+        // C17
+        (&["pgbench", "-T", "0"], "-T/--time must be above 0"),
+        (&["pgbench", "-T", "NaN"], "-T/--time must be above 0"),
+        // C18: negative numbers reach the range checks.
+        (&["pgbench", "-c", "-1", "-t", "1"], "invalid number of clients: \"-1\""),
+        (&["pgbench", "-t", "-3"], "invalid number of transactions: \"-3\""),
+        (&["lwlock", "--shared-ratio", "-0.1"], "--shared-ratio"),
+        // C21: flags, not field names.
+        (&["snapshot", "--threads", "0"], "--threads must be at least 1"),
+        (&["snapshot", "--backends", "100000000"], "--backends must be"),
+        (&["wal", "--wal-buffers", "1"], "--wal-buffers must be"),
+        // D24: run-only options with -i.
+        (&["pgbench", "-i", "-c", "2", "-T", "1"], "cannot be used in initialization (-i) mode: -c -T"),
+        // D26: options that would be ignored.
+        (&["snapshot", "--fixed", "10", "--threads", "2"], "--fixed"),
+        (&["buffers", "--scenario", "hot-pin", "--vm-check", "always-vm"], "--vm-check"),
+    ] {
+        bad(args, want);
+    }
+}
+
+#[test]
+fn bad_scripts_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // C20: the file opens; its contents are not text.
+    std::fs::write(p("garbage.sql"), b"\xff\xfe\\set a 1\n").unwrap();
+    bad(&["pgbench", "-f", &p("garbage.sql"), "-t", "1"], "garbage.sql: not valid UTF-8");
+    // A5: deep or long expressions are refused with file:line, not a stack overflow.
+    let deep = format!("\\set a {}1{}\n", "(".repeat(20_000), ")".repeat(20_000));
+    std::fs::write(p("deep.sql"), deep).unwrap();
+    bad(
+        &["pgbench", "-f", &p("deep.sql"), "-t", "1"],
+        "deep.sql:1: \\set a: expression is too deeply nested",
+    );
+    let sum = format!("\n\\set a {}\n", vec!["1"; 20_000].join(" + "));
+    std::fs::write(p("sum.sql"), sum).unwrap();
+    bad(&["pgbench", "-f", &p("sum.sql"), "-t", "1"], "sum.sql:2: \\set a: expression is too deeply nested");
+    let negs = format!("\\set a {}1\n", "-".repeat(20_000));
+    std::fs::write(p("negs.sql"), negs).unwrap();
+    bad(
+        &["pgbench", "-f", &p("negs.sql"), "-t", "1"],
+        "negs.sql:1: \\set a: expression is too deeply nested",
+    );
+    // C19: a runtime error says where.
+    std::fs::write(
+        p("unkvar.sql"),
+        "SELECT abalance FROM pgbench_accounts WHERE aid = 1;\n\\set a :nosuch + 1\n",
+    )
+    .unwrap();
+    bad(
+        &["pgbench", "-f", &p("unkvar.sql"), "-t", "1"],
+        "unkvar.sql:2: \\set a: undefined variable \"nosuch\"",
+    );
+}
+
+/// A7: a failed run leaves an existing --json file alone; -i refuses --json; a good run writes
+/// complete JSON with its configuration (E34) and leaves no temporary file behind.
+#[test]
+fn json_is_whole_or_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("keep.json");
+    std::fs::write(&keep, "{\"old\":1}\n").unwrap();
+    let script = dir.path().join("unkvar.sql");
+    std::fs::write(&script, "SELECT abalance FROM pgbench_accounts WHERE aid = :nosuch;\n").unwrap();
+    let o =
+        lockstack(&["pgbench", "-t", "3", "-f", script.to_str().unwrap(), "--json", keep.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "{\"old\":1}\n");
+
+    let y = dir.path().join("y.json");
+    bad(
+        &["pgbench", "-i", "--json", y.to_str().unwrap()],
+        "cannot be used in initialization (-i) mode: --json",
+    );
+    assert!(!y.exists());
+
+    let o = lockstack(&[
+        "pgbench",
+        "-c",
+        "2",
+        "-t",
+        "5",
+        "--set",
+        "lmgr.partitions=16",
+        "--json",
+        keep.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&keep).unwrap()).unwrap();
+    assert_eq!(v["transactions"], 10);
+    let c = &v["config"];
+    assert_eq!((c["scale"].as_i64(), c["clients"].as_u64()), (Some(1), Some(2)), "{c}");
+    assert_eq!(c["preset"], "pg17");
+    assert_eq!(c["set"][0], "lmgr.partitions=16");
+    assert_eq!(c["scripts"][0]["name"], "<builtin: TPC-B (sort of)>");
+    assert!(c["tps"].as_f64().unwrap() > 0.0);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
+/// Runs `args` with stdout a pipe whose reading end is already closed.
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lockstack");
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    Output { status, stdout: Vec::new(), stderr: err.into_bytes() }
+}
+
+/// A6: a closed stdout (`| head`, `| true`) is not a panic; a --data-dir run still shuts its
+/// directory down cleanly, so the next run opens it.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    for args in [&["pgbench", "--set", "help"][..], &["experiment", "list"], &["pgbench", "-t", "20"]] {
+        let o = with_closed_stdout(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        assert!(!text(&o.stderr).contains("panicked"), "{args:?}: {}", text(&o.stderr));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("data");
+    let d = d.to_str().unwrap();
+    let o = lockstack(&["pgbench", "-i", "-s", "1", "--data-dir", d]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = with_closed_stdout(&["pgbench", "-c", "2", "-t", "50", "--data-dir", d]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // D25: -F without -i is ignored, and says so.
+    let o = lockstack(&["pgbench", "-S", "-t", "10", "-F", "50", "--check-total", "--data-dir", d]);
+    assert!(o.status.success(), "the directory was not shut down cleanly: {}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("fillfactor option ignored"), "{}", text(&o.stderr));
+    assert!(Path::new(d).join("base").exists());
+}
+
+/// E36: no colour codes in a log that is not a terminal.
+#[test]
+fn no_ansi_colours_when_stderr_is_not_a_terminal() {
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["pgbench", "-t", "1"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.lines().count() > 1, "expected some log lines: {err}");
+    assert!(!err.contains('\u{1b}'), "{err}");
+}
