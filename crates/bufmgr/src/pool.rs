@@ -25,7 +25,7 @@ use crate::desc::{
     HeaderCost, HeaderKind,
 };
 use crate::freelist::{Strategy, Victim, VictimKind};
-use crate::page::{self, BLCKSZ};
+use crate::page::{self, BLCKSZ, PageVerifier};
 use crate::private_ref::{HeldLocks, PrivateRefCount};
 use crate::smgr::{MemorySmgr, Smgr, SmgrError};
 use crate::stats::{BackendCounters, BufferStats};
@@ -80,6 +80,16 @@ pub enum BufferError {
     },
     /// A bad [`BufferPoolConfig`].
     Config(String),
+    /// A page read from storage failed verification ([`crate::page::verify`], then the
+    /// pool's page verifier, see [`BufferPool::set_page_verifier`]): PostgreSQL's `ERROR:
+    /// invalid page in block 5 of relation base/16384/16385` from `ReadBuffer`. The buffer is
+    /// left invalid, so the next read tries the file again.
+    InvalidPage {
+        /// The page.
+        tag: BufferTag,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl fmt::Display for BufferError {
@@ -100,6 +110,13 @@ impl fmt::Display for BufferError {
                 write!(f, "multiple backends attempting to wait for pincount 1 on buffer {}", buffer.id())
             }
             BufferError::Config(m) => f.write_str(m),
+            BufferError::InvalidPage { tag, reason } => {
+                write!(f, "invalid page in block {} of relation base/{}", tag.block, tag.rel)?;
+                if tag.fork != ForkNumber::Main {
+                    write!(f, "_{}", tag.fork.name())?;
+                }
+                write!(f, ": {reason}")
+            }
         }
     }
 }
@@ -215,6 +232,7 @@ pub struct BufferPool {
     strategy: Strategy,
     smgr: Arc<dyn Smgr>,
     wal_flush: parking_lot::RwLock<Option<WalFlushHook>>,
+    page_verifier: parking_lot::RwLock<Option<PageVerifier>>,
     flushed_lsn: std::sync::atomic::AtomicU64,
     extension_locks: Box<[CachePadded<parking_lot::Mutex<()>>]>,
     stats: StatsRegistry<BackendCounters>,
@@ -251,6 +269,7 @@ impl BufferPool {
             strategy,
             smgr,
             wal_flush: parking_lot::RwLock::new(None),
+            page_verifier: parking_lot::RwLock::new(None),
             flushed_lsn: std::sync::atomic::AtomicU64::new(0),
             extension_locks: (0..EXTENSION_LOCKS)
                 .map(|_| CachePadded::new(parking_lot::Mutex::new(())))
@@ -295,6 +314,23 @@ impl BufferPool {
     /// without flushing anything first.
     pub fn set_wal_flush_hook(&self, hook: WalFlushHook) {
         *self.wal_flush.write() = Some(hook);
+    }
+
+    /// Installs (or replaces) a check run on every page read from storage after
+    /// [`crate::page::verify`]; a page it rejects fails the read with
+    /// [`BufferError::InvalidPage`].
+    /// The verifier is not called for new (all-zero) pages.
+    pub fn set_page_verifier(&self, verifier: PageVerifier) {
+        *self.page_verifier.write() = Some(verifier);
+    }
+
+    /// `PageIsVerified` on a page just read: [`crate::page::verify`], then the verifier.
+    fn verify_read(&self, tag: BufferTag, p: &[u8]) -> Result<(), BufferError> {
+        let r = crate::page::verify(p).and_then(|()| match &*self.page_verifier.read() {
+            Some(v) if !crate::page::is_new(p) => v(tag, p),
+            _ => Ok(()),
+        });
+        r.map_err(|reason| BufferError::InvalidPage { tag, reason })
     }
 
     /// Tells the pool that WAL is durable up to `lsn`, so pages with older LSNs are written
@@ -827,7 +863,10 @@ impl BackendBuffers {
                     // other backend pinning it waits on the I/O lock before touching the page,
                     // and content locks are only taken on valid buffers.
                     let p = unsafe { pool.page_mut(id) };
-                    pool.smgr.read(tag.rel, tag.fork, tag.block, p)
+                    match pool.smgr.read(tag.rel, tag.fork, tag.block, p) {
+                        Ok(()) => pool.verify_read(tag, p),
+                        Err(e) => Err(BufferError::from(e)),
+                    }
                 }
                 ReadMode::Zero => {
                     // SAFETY: as above.
@@ -847,7 +886,7 @@ impl BackendBuffers {
                 Err(e) => {
                     self.terminate_io(id, held, false, BM_IO_ERROR);
                     self.unpin(id);
-                    return Err(e.into());
+                    return Err(e);
                 }
             }
         }

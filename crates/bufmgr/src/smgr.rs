@@ -322,6 +322,22 @@ impl FileSmgr {
             Err(e) => return Err(self.err(SmgrOp::Open, rel, fork, None, e)),
         };
         let len = file.metadata().map_err(|e| self.err(SmgrOp::Size, rel, fork, None, e))?.len();
+        if !len.is_multiple_of(BLCKSZ as u64) {
+            // Every extension writes a whole block, so a partial one means the file was cut
+            // short (or written by something else).
+            return Err(self.err(
+                SmgrOp::Size,
+                rel,
+                fork,
+                None,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "file is truncated or damaged: {len} bytes is not a whole number of {BLCKSZ}-byte blocks"
+                    ),
+                ),
+            ));
+        }
         let of = Arc::new(OpenFork { file, path, nblocks: AtomicU32::new((len / BLCKSZ as u64) as u32) });
         self.open.write().insert((rel, fork), Arc::clone(&of));
         Ok(Some(of))
@@ -505,5 +521,14 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.starts_with("could not read block 3 in file"), "{msg}");
         assert!(msg.contains("42_vm"), "{msg}");
+    }
+
+    #[test]
+    fn a_partial_last_block_is_reported_as_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("16384"), vec![0u8; 8000]).unwrap();
+        let s = FileSmgr::new(dir.path(), false).unwrap();
+        let msg = s.nblocks(Oid(16384), ForkNumber::Main).unwrap_err().to_string();
+        assert!(msg.contains("\"") && msg.contains("16384") && msg.contains("truncated"), "{msg}");
     }
 }

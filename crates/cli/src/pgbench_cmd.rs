@@ -236,6 +236,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     let scale = match (&args.data_dir, args.initialize) {
         (Some(dir), false) => {
             let control = datadir::read_control(dir).map_err(|e| Failure::input(e.to_string()))?;
+            datadir::check_control(dir, &control).map_err(|e| Failure::input(e.to_string()))?;
             if args.scale != 1 && args.scale != control.scale {
                 errln!("scale option ignored, using the data directory's scale {}", control.scale);
             }
@@ -277,7 +278,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         let place = match &args.data_dir {
             Some(dir) => {
                 datadir::initialize(cfg.engine.clone(), dir, cfg.scale, cfg.fillfactor)
-                    .map_err(|e| Failure::run(e.to_string()))?;
+                    .map_err(run_failure)?;
                 format!("files in {}", dir.display())
             }
             None => {

@@ -108,6 +108,15 @@ impl fmt::Display for XidStatus {
 pub enum ClogError {
     /// Reading or writing a page failed.
     Slru(SlruError),
+    /// [`Clog::get_status`] could not read the page holding `xid`'s status: PostgreSQL's
+    /// `SlruReportIOError` ("could not access status of transaction"), e.g. a missing or
+    /// short `pg_xact` segment when missing pages are not read as zeros.
+    Access {
+        /// The transaction whose status was asked for.
+        xid: TransactionId,
+        /// Why the page could not be read.
+        source: SlruError,
+    },
     /// `set_tree_status` accepts only [`XidStatus::Committed`] and [`XidStatus::Aborted`].
     InvalidStatus {
         /// The top-level xid of the request.
@@ -139,6 +148,9 @@ impl fmt::Display for ClogError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClogError::Slru(e) => write!(f, "{e}"),
+            ClogError::Access { xid, source } => {
+                write!(f, "could not access status of transaction {xid}: {source}")
+            }
             ClogError::InvalidStatus { xid, status } => {
                 write!(f, "cannot set transaction {xid} to {status}: only committed or aborted")
             }
@@ -155,7 +167,7 @@ impl fmt::Display for ClogError {
 impl std::error::Error for ClogError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClogError::Slru(e) => Some(e),
+            ClogError::Slru(e) | ClogError::Access { source: e, .. } => Some(e),
             _ => None,
         }
     }
@@ -378,12 +390,13 @@ impl Clog {
     /// Takes the page's lock shared when the page is resident.
     ///
     /// # Errors
-    /// I/O errors reading the page ([`ClogError::Slru`]).
+    /// [`ClogError::Access`] when the page cannot be read (I/O errors; a page missing from
+    /// storage unless [`ClogConfig::zero_missing`]).
     pub fn get_status(&self, xid: TransactionId) -> Result<(XidStatus, u64), ClogError> {
         let (w, shift) = bit_position(xid);
-        Ok(self
-            .slru
-            .read_page(clog_page(xid), |p| (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w)))?)
+        self.slru
+            .read_page(clog_page(xid), |p| (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w)))
+            .map_err(|source| ClogError::Access { xid, source })
     }
 
     /// `TransactionIdSetTreeStatus`: records `status` (committed or aborted) for `xid` and its

@@ -250,7 +250,10 @@ impl fmt::Display for SlruError {
                 path.display()
             ),
             SlruError::PageNotFound { slru, page } => {
-                write!(f, "SLRU {slru}: page {page} does not exist")
+                write!(
+                    f,
+                    "SLRU {slru}: page {page} does not exist (its segment file is missing or too short)"
+                )
             }
             SlruError::NoFreeBuffer { slru, page } => {
                 write!(f, "SLRU {slru}: no buffer can be evicted for page {page}")

@@ -207,6 +207,41 @@ fn status_survives_closing_and_reopening_segment_files() {
     assert!(e.to_string().contains("does not exist"), "{e}");
 }
 
+/// A strict CLOG over files reports a missing or short segment as an error naming the
+/// transaction (PostgreSQL's "could not access status of transaction"), never as zeros
+/// ("in progress").
+#[test]
+fn missing_or_truncated_segments_are_errors_in_strict_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pg_xact");
+    let cfg = |zero_missing| ClogConfig {
+        buffers: 4,
+        storage: SlruStorage::Directory { path: path.clone(), fsync: false },
+        zero_missing,
+        ..ClogConfig::default()
+    };
+    {
+        let clog = Clog::new(cfg(true)).unwrap();
+        for p in 0..3 {
+            clog.set_tree_status(x(p * PAGE + 5), &[], XidStatus::Committed, 0).unwrap();
+        }
+        clog.flush().unwrap();
+    }
+    let seg = path.join(segment_file_name(0));
+    // Cut inside page 2, then before it: a short read, then a page past the end.
+    for len in [2 * SLRU_PAGE_SIZE as u64 + 100, 2 * SLRU_PAGE_SIZE as u64] {
+        std::fs::OpenOptions::new().write(true).open(&seg).unwrap().set_len(len).unwrap();
+        let clog = Clog::new(cfg(false)).unwrap();
+        assert_eq!(status(&clog, 5), XidStatus::Committed);
+        let e = clog.get_status(x(2 * PAGE + 5)).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("could not access status of transaction {}", 2 * PAGE + 5)), "{e}");
+    }
+    std::fs::remove_file(&seg).unwrap();
+    let clog = Clog::new(cfg(false)).unwrap();
+    let e = clog.get_status(x(5)).unwrap_err().to_string();
+    assert!(e.contains("could not access status of transaction 5"), "{e}");
+}
+
 #[test]
 fn io_errors_name_the_file() {
     let dir = tempfile::tempdir().unwrap();

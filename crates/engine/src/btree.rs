@@ -201,6 +201,44 @@ fn init_page(p: &mut [u8], o: Opaque) {
     set_opaque(p, o);
 }
 
+/// Checks the shape of index block `block` just read from its file (after
+/// `lockstack_bufmgr::page::verify` passed): the metapage's special space, and on other pages
+/// the opaque data's size, leaf flag against level, and every item normal and of its level's
+/// length, at least one on an internal page. This is what the code reading index pages relies on
+/// to be free of out-of-range accesses (PostgreSQL's `_bt_checkpage`, extended to the items).
+///
+/// # Errors
+/// A one-line reason.
+pub(crate) fn verify_page(block: u32, p: &[u8]) -> Result<(), String> {
+    let special = BLCKSZ - page::special_offset(p);
+    if block == META_BLOCK {
+        return if special == 16 {
+            Ok(())
+        } else {
+            Err(format!("B-tree metapage has {special} bytes of special space, not 16"))
+        };
+    }
+    if special != PAGE_OPAQUE_SIZE {
+        return Err(format!("B-tree page has {special} bytes of special space, not {PAGE_OPAQUE_SIZE}"));
+    }
+    let o = opaque(p);
+    let leaf = o.flags & F_LEAF != 0;
+    if leaf != (o.level == 0) {
+        return Err(format!("B-tree page at level {} has leaf flag {leaf}", o.level));
+    }
+    if !leaf && nitems(p) == 0 {
+        return Err("internal B-tree page has no items".into());
+    }
+    let want = if leaf { LEAF_ITEM } else { INTERNAL_ITEM };
+    for off in 1..=nitems(p) {
+        match page::get_item(p, off) {
+            Some(b) if b.len() == want => {}
+            _ => return Err(format!("B-tree item {off} is not a normal item of {want} bytes")),
+        }
+    }
+    Ok(())
+}
+
 /// Errors of index operations.
 #[derive(Debug)]
 pub enum BTreeError {
@@ -400,7 +438,9 @@ impl BTree {
     ) -> Result<(Buffer, ContentGuard<'a>), BufferError> {
         let mut blk = self.root_block();
         let mut to_leaf = false;
+        let mut steps = 0;
         loop {
+            self.check_steps(bb, &mut steps, blk)?;
             let buf = bb.read_block(self.rel, BlockNumber(blk))?;
             if to_leaf {
                 // A leaf is seldom in cache (the upper levels are): start loading all of it, so
@@ -440,7 +480,9 @@ impl BTree {
         mut buf: Buffer,
         target: (i64, u64),
     ) -> Result<(Buffer, ContentGuard<'a>), BufferError> {
+        let (mut steps, mut blk) = (0, u32::MAX);
         loop {
+            self.check_steps(bb, &mut steps, blk)?;
             let g = bb.lock(buf, LwLockMode::Exclusive);
             let o = opaque(g.page());
             if !must_move_right(&o, target) {
@@ -448,7 +490,8 @@ impl BTree {
             }
             drop(g);
             bb.release(buf);
-            buf = bb.read_block(self.rel, BlockNumber(o.right))?;
+            blk = o.right;
+            buf = bb.read_block(self.rel, BlockNumber(blk))?;
         }
     }
 
@@ -459,7 +502,9 @@ impl BTree {
     pub fn lookup(&self, bb: &BackendBuffers, key: i64, out: &mut Vec<Tid>) -> Result<(), BufferError> {
         let (mut buf, mut g) = self.descend(bb, (key, 0), LwLockMode::Shared, None)?;
         let mut off = lower_bound(g.page(), (key, 0));
+        let (mut steps, mut blk) = (0, u32::MAX);
         loop {
+            self.check_steps(bb, &mut steps, blk)?;
             let n = nitems(g.page());
             while off <= n {
                 let (k, tie) = pos_at(g.page(), off);
@@ -477,13 +522,30 @@ impl BTree {
             bb.release(buf);
             match o.high {
                 Some((hk, _)) if hk == key && o.right != NO_RIGHT => {
-                    buf = bb.read_block(self.rel, BlockNumber(o.right))?;
+                    blk = o.right;
+                    buf = bb.read_block(self.rel, BlockNumber(blk))?;
                     g = bb.lock(buf, LwLockMode::Shared);
                     off = 1;
                 }
                 _ => return Ok(()),
             }
         }
+    }
+
+    /// Counts one more page visited by a walk (descent or right-links); a walk that visits
+    /// more pages than the index has is going round a cycle that only a damaged file can
+    /// hold, and fails with [`BufferError::InvalidPage`] instead of looping forever.
+    fn check_steps(&self, bb: &BackendBuffers, steps: &mut u32, blk: u32) -> Result<(), BufferError> {
+        *steps += 1;
+        if *steps > 64 && *steps > bb.pool().nblocks(self.rel, ForkNumber::Main)? {
+            return Err(BufferError::InvalidPage {
+                tag: lockstack_bufmgr::BufferTag::new(self.rel, ForkNumber::Main, BlockNumber(blk)),
+                reason: format!(
+                    "a B-tree walk visited {steps} pages, more than the index has (a cycle of links)"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Removes the entry (`key`, `tid`) if present (the effect of `_bt_killitems` followed by
@@ -732,6 +794,34 @@ mod tests {
 
     fn pool(nbuffers: usize) -> Arc<BufferPool> {
         BufferPool::in_memory(BufferPoolConfig::pg96(nbuffers)).unwrap()
+    }
+
+    /// A damaged right link that leads back up the tree makes the walks fail rather than
+    /// loop forever; pages read from a file can hold any links.
+    #[test]
+    fn a_cycle_of_links_is_an_error_not_a_hang() {
+        let p = pool(128);
+        let bb = p.backend();
+        let t = BTree::build(
+            &bb,
+            Oid(20000),
+            (1..=20_000i64).map(|k| (k, Tid { block: (k / 61) as u32, offset: (k % 61 + 1) as u16 })),
+            90,
+            LwLockKind::Atomic,
+        )
+        .unwrap();
+        let (buf, g) = t.descend(&bb, (5000, 0), LwLockMode::Shared, None).unwrap();
+        drop(g);
+        let mut g = bb.lock(buf, LwLockMode::Exclusive);
+        let o = opaque(g.page());
+        set_opaque(g.page_mut(), Opaque { right: t.root_block(), high: Some((1, 0)), ..o });
+        g.mark_dirty();
+        drop(g);
+        bb.release(buf);
+        let e = t.lookup(&bb, 5000, &mut Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("a cycle of links"), "{e}");
+        let e = t.delete(&bb, 5000, Tid { block: 81, offset: 60 }).unwrap_err().to_string();
+        assert!(e.contains("a cycle of links"), "{e}");
     }
 
     #[test]

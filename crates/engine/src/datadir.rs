@@ -5,6 +5,7 @@
 //! | path | holds |
 //! |---|---|
 //! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state; stands for `global/pg_control` |
+//! | `lockstack.pid` | the lock file: pid of the process using the directory, locked while it is open ([`lock`]); stands for `postmaster.pid` |
 //! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`] |
 //! | `pg_xact/` | CLOG segment files (32 pages of 8 KiB each) |
 //! | `pg_wal/` | WAL segment files (16 MiB each) |
@@ -16,17 +17,19 @@
 //! `CHECKPOINT_IS_SHUTDOWN`): WAL flushed, every dirty buffer written and synced, CLOG written,
 //! then the control file replaced atomically with state "shut down". [`open`] accepts only a
 //! cleanly shut down directory (there is no crash recovery: replaying WAL into pages is not
-//! built), marks it "in production", and continues the xid counter and the WAL after what the
+//! built) that no other process holds and that passes its checks (control file fields, pg_xact,
+//! relations against the control file; every relation page is verified when read), marks it
+//! "in production", and continues the xid counter and the WAL after what the
 //! control file records, the WAL in the next segment so that every new record's LSN is above
 //! every page LSN already on disk.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lockstack_bufmgr::{FileSmgr, ForkNumber};
-use lockstack_clog::SlruStorage;
+use lockstack_clog::{SLRU_PAGE_SIZE, SLRU_PAGES_PER_SEGMENT, SlruStorage, clog_page, segment_file_name};
 use lockstack_common::TransactionId;
 use lockstack_xlog::{Wal, WalSink};
 use serde::{Deserialize, Serialize};
@@ -36,6 +39,15 @@ use crate::pgbench::script::Table;
 
 /// The control file's name inside a data directory.
 pub const CONTROL_FILE: &str = "lockstack.control";
+
+/// The lock file's name inside a data directory (PostgreSQL's `postmaster.pid`): it holds the
+/// process id of the process using the directory, which keeps an exclusive advisory lock on
+/// it (`flock`) for as long as the directory is open. The kernel drops the lock when the
+/// process exits, so a crash leaves no stale lock; the file itself stays.
+pub const LOCK_FILE: &str = "lockstack.pid";
+
+/// Lowest fillfactor a load accepts, percent (pgbench's `-F` range is 10..=100).
+pub const MIN_FILLFACTOR: u8 = 10;
 
 /// Version of the control file's format this build reads and writes.
 pub const CONTROL_VERSION: u32 = 1;
@@ -67,6 +79,57 @@ pub struct ControlFile {
     pub next_wal_segment: u64,
     /// State.
     pub state: ClusterState,
+}
+
+/// A data directory's lock (see [`LOCK_FILE`]), held by an [`Engine`] built over the directory
+/// and released when it is dropped.
+#[derive(Debug)]
+pub struct DirLock {
+    path: PathBuf,
+    _file: fs::File,
+}
+
+impl DirLock {
+    /// The locked data directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Takes `dir`'s lock: creates [`LOCK_FILE`] if needed, locks it exclusively without waiting
+/// (`File::try_lock`, `flock(LOCK_EX | LOCK_NB)` on Unix), and writes this process's id into
+/// it. Two opens in one process conflict too (each has its own open file description).
+///
+/// # Errors
+/// [`EngineError::Usage`] "data directory "d" is in use by process N" when another holder has
+/// it (the pid read from the file; "by another process" if it cannot be read), or an I/O error
+/// naming the file.
+pub fn lock(dir: &Path) -> Result<DirLock, EngineError> {
+    let path = dir.join(LOCK_FILE);
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| io(&path, "could not open lock file", e))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let holder = match f.read_to_string(&mut text).ok().and_then(|_| text.trim().parse::<u32>().ok())
+            {
+                Some(pid) => format!("process {pid}"),
+                None => "another process".to_string(),
+            };
+            return Err(usage(format!("data directory \"{}\" is in use by {holder}", dir.display())));
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(io(&path, "could not lock", e)),
+    }
+    f.set_len(0)
+        .and_then(|()| f.write_all(format!("{}\n", std::process::id()).as_bytes()))
+        .map_err(|e| io(&path, "could not write", e))?;
+    Ok(DirLock { path: dir.to_path_buf(), _file: f })
 }
 
 fn usage(msg: String) -> EngineError {
@@ -125,6 +188,9 @@ pub fn write_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
 /// `cfg` with CLOG and WAL in `dir` (relations go through the [`FileSmgr`] the caller builds).
 fn file_config(mut cfg: EngineConfig, dir: &Path) -> EngineConfig {
     cfg.clog.storage = SlruStorage::Directory { path: dir.join("pg_xact"), fsync: false };
+    // A page that should be in pg_xact and is not is an error, not "in progress" (PostgreSQL
+    // never reads a missing CLOG page as zeros); new pages are zeroed by `Clog::extend`.
+    cfg.clog.zero_missing = false;
     cfg.wal.sink = WalSink::Files { dir: dir.join("pg_wal") };
     cfg
 }
@@ -139,33 +205,47 @@ fn smgr(dir: &Path) -> Result<Arc<FileSmgr>, EngineError> {
 /// `pgbench -i` drops and recreates its tables), loads the tables at `scale` and `fillfactor`,
 /// and shuts down cleanly.
 ///
+/// The directory is locked ([`lock`]) from before anything in it is removed until the load
+/// has been shut down.
+///
 /// # Errors
-/// `dir` exists, is not empty and is not a lockstack data directory; I/O and engine errors.
+/// `scale` below 1 or `fillfactor` outside 10..=100; `dir` exists, is not empty and is not a
+/// lockstack data directory; `dir` is in use ([`lock`]); I/O and engine errors.
 pub fn initialize(
     cfg: EngineConfig,
     dir: &Path,
     scale: i64,
     fillfactor: u8,
 ) -> Result<ControlFile, EngineError> {
-    if dir.exists() {
-        let mut entries = fs::read_dir(dir).map_err(|e| io(dir, "could not read directory", e))?;
-        let non_empty = entries.next().is_some();
+    if !(MIN_FILLFACTOR..=100).contains(&fillfactor) {
+        return Err(usage(format!("fillfactor must be {MIN_FILLFACTOR}..=100, got {fillfactor}")));
+    }
+    if scale < 1 {
+        return Err(usage(format!("scale must be at least 1, got {scale}")));
+    }
+    let lock = if dir.exists() {
+        let entries = fs::read_dir(dir).map_err(|e| io(dir, "could not read directory", e))?;
+        let non_empty = entries.flatten().any(|e| e.file_name() != LOCK_FILE);
         if non_empty && !dir.join(CONTROL_FILE).exists() {
             return Err(usage(format!(
                 "directory \"{}\" exists, is not empty and is not a lockstack data directory",
                 dir.display()
             )));
         }
+        let lock = lock(dir)?;
         for sub in ["base", "pg_xact", "pg_wal"] {
             let p = dir.join(sub);
             if p.exists() {
                 fs::remove_dir_all(&p).map_err(|e| io(&p, "could not remove", e))?;
             }
         }
-    }
-    fs::create_dir_all(dir).map_err(|e| io(dir, "could not create directory", e))?;
+        lock
+    } else {
+        fs::create_dir_all(dir).map_err(|e| io(dir, "could not create directory", e))?;
+        lock(dir)?
+    };
     let cfg = file_config(cfg, dir);
-    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Load { scale, fillfactor }, Some(dir.into()))?;
+    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Load { scale, fillfactor }, Some(lock))?;
     shutdown_with(&engine, scale, fillfactor)
 }
 
@@ -173,26 +253,156 @@ pub fn initialize(
 /// The control file is rewritten as "in production" before this returns, so a run that dies
 /// before [`shutdown`] leaves a directory that [`open`] refuses.
 ///
+/// The directory stays locked ([`lock`]) until the engine is dropped. Before anything is
+/// changed, the directory is checked: the control file's fields ([`check_control`]), pg_xact
+/// against `next_xid` ([`check_pg_xact`]), every relation page read while opening (each
+/// verified as it is read, see `lockstack_bufmgr::page::verify`), and the scale and `next_xid`
+/// against the rows of pgbench_branches and pgbench_tellers.
+///
 /// # Errors
-/// No or invalid control file; a directory not shut down cleanly (no crash recovery here);
-/// I/O and engine errors.
+/// Another process uses the directory; no or invalid control file; a control file field that
+/// is out of range or does not match the relations; pg_xact missing or truncated; an invalid
+/// or truncated relation file; a directory not shut down cleanly (no crash recovery here); I/O
+/// and engine errors. Each is one line naming the directory, file or field.
 pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile), EngineError> {
+    if !dir.join(CONTROL_FILE).exists() {
+        // No lock file is created in a directory that is not a data directory.
+        read_control(dir)?;
+    }
+    let lock = lock(dir)?;
     let mut control = read_control(dir)?;
     if control.state != ClusterState::ShutDown {
         return Err(usage(format!(
-            "data directory \"{}\" was not shut down cleanly and crash recovery is not implemented; \
-             reinitialize it with -i",
+            "data directory \"{}\" was not shut down cleanly (a run crashed or was killed) and crash \
+             recovery is not implemented; reinitialize it with -i",
             dir.display()
         )));
     }
+    check_control(dir, &control)?;
+    check_pg_xact(dir, TransactionId(control.next_xid))?;
     cfg.procarray.first_xid = TransactionId(control.next_xid);
     cfg.wal.start_segment = control.next_wal_segment;
     let cfg = file_config(cfg, dir);
-    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Open, Some(dir.into()))?;
+    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Open, Some(lock))?;
+    check_relations(&engine, dir, &control)?;
     let read = control.clone();
     control.state = ClusterState::InProduction;
     write_control(dir, &control)?;
     Ok((engine, read))
+}
+
+/// Range checks of a control file's fields (before the relations are looked at): scale at
+/// least 1, fillfactor 10..=100, `next_xid` normal, the next WAL segment after the end of WAL.
+///
+/// # Errors
+/// [`EngineError::Usage`] naming the file and the field.
+pub fn check_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
+    let bad = |field: &str, why: String| {
+        Err(usage(format!("control file \"{}\": {field} {why}", dir.join(CONTROL_FILE).display())))
+    };
+    if c.scale < 1 {
+        return bad("scale", format!("must be at least 1, got {}", c.scale));
+    }
+    if !(MIN_FILLFACTOR..=100).contains(&c.fillfactor) {
+        return bad("fillfactor", format!("must be {MIN_FILLFACTOR}..=100, got {}", c.fillfactor));
+    }
+    if !TransactionId(c.next_xid).is_normal() {
+        return bad(
+            "next_xid",
+            format!("must be at least {}, got {}", TransactionId::FIRST_NORMAL.0, c.next_xid),
+        );
+    }
+    if c.next_wal_segment < Wal::start_segment_after(lockstack_xlog::XLogRecPtr(c.end_of_wal)) {
+        return bad(
+            "next_wal_segment",
+            format!("{} is not after end_of_wal {:#X}", c.next_wal_segment, c.end_of_wal),
+        );
+    }
+    Ok(())
+}
+
+/// Checks that pg_xact holds the status of every transaction that may be looked up: xids from
+/// `FirstNormalTransactionId` (nothing is ever truncated or frozen away here) up to
+/// `next_xid - 1`, i.e. every segment file up to that xid's page exists and is long enough.
+/// PostgreSQL finds this out only when a lookup fails ("could not access status of
+/// transaction"); checking at open refuses the directory before a run reads wrong visibility.
+///
+/// # Errors
+/// [`EngineError::Usage`] "pg_xact is missing or truncated: ..." naming the segment file.
+pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineError> {
+    if next_xid.0 <= TransactionId::FIRST_NORMAL.0 {
+        return Ok(());
+    }
+    let last_xid = next_xid.0 - 1;
+    let last_page = clog_page(TransactionId(last_xid));
+    let last_segment = last_page / SLRU_PAGES_PER_SEGMENT;
+    for seg in clog_page(TransactionId::FIRST_NORMAL) / SLRU_PAGES_PER_SEGMENT..=last_segment {
+        let pages =
+            if seg == last_segment { last_page % SLRU_PAGES_PER_SEGMENT + 1 } else { SLRU_PAGES_PER_SEGMENT };
+        let need = u64::from(pages) * SLRU_PAGE_SIZE as u64;
+        let path = dir.join("pg_xact").join(segment_file_name(seg));
+        let have = match fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(usage(format!(
+                    "pg_xact is missing or truncated: segment file \"{}\" does not exist; \
+                     transactions up to {last_xid} need it",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(io(&path, "could not stat", e)),
+        };
+        if have < need {
+            return Err(usage(format!(
+                "pg_xact is missing or truncated: segment file \"{}\" has {have} bytes, \
+                 transactions up to {last_xid} need {need}",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The control file's scale and `next_xid` against the relations: pgbench_branches' highest
+/// `bid` and pgbench_tellers' highest `tid` (over every row version; rows are never deleted)
+/// are the scale's, pgbench_accounts has at least the pages 100000 x scale rows fill at the
+/// densest (61 rows of 128 bytes per page), and no row version carries an xid at or after
+/// `next_xid`.
+fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
+    let field =
+        |what: String| usage(format!("control file \"{}\": {what}", dir.join(CONTROL_FILE).display()));
+    let bb = engine.pool.backend();
+    let next = TransactionId(c.next_xid);
+    for t in [Table::Branches, Table::Tellers] {
+        let (max_key, future) = crate::tables::max_key_and_future_xid(&bb, t, next)?;
+        if max_key != t.rows(c.scale) {
+            return Err(field(format!(
+                "scale {} does not match the data: {} has keys up to {max_key}, scale {} has {}",
+                c.scale,
+                t.name(),
+                c.scale,
+                t.rows(c.scale)
+            )));
+        }
+        if let Some(x) = future {
+            return Err(field(format!(
+                "next_xid {} is not above transaction {x}, found in {}",
+                c.next_xid,
+                t.name()
+            )));
+        }
+    }
+    let accounts = bb.pool().nblocks(Table::Accounts.heap_oid(), ForkNumber::Main)?;
+    let rows_per_page = ((lockstack_bufmgr::page::BLCKSZ - lockstack_bufmgr::page::SIZE_OF_PAGE_HEADER)
+        / (128 + lockstack_bufmgr::page::SIZE_OF_ITEM_ID)) as i64;
+    let need = (Table::Accounts.rows(c.scale) + rows_per_page - 1) / rows_per_page;
+    if i64::from(accounts) < need {
+        return Err(field(format!(
+            "scale {} does not match the data: pgbench_accounts has {accounts} pages, scale {} needs at least {need}",
+            c.scale, c.scale
+        )));
+    }
+    Ok(())
 }
 
 /// A shutdown checkpoint of an engine opened with [`open`] or built by [`initialize`]: call it

@@ -169,8 +169,9 @@ pub struct Engine {
     /// before extending the relation. It stands in for PostgreSQL's free space map plus the
     /// pages autovacuum would visit: without it such pages were never visited again.
     free_pages: [parking_lot::Mutex<Vec<u32>>; 4],
-    /// Where relations, CLOG and WAL live (`None`: in memory).
-    data_dir: Option<std::path::PathBuf>,
+    /// Where relations, CLOG and WAL live (`None`: in memory), with the directory's lock,
+    /// held as long as the engine lives.
+    data_dir: Option<crate::datadir::DirLock>,
 }
 
 /// Where [`Engine::build`] gets the tables from.
@@ -324,12 +325,13 @@ impl Engine {
     /// Builds every subsystem over `smgr` and either loads the tables or opens them from their
     /// relation files (metapages give the index roots). With `data_dir`, the pool gets a
     /// WAL-before-data hook (PostgreSQL's `FlushBuffer` calls `XLogFlush(page LSN)`), so no page
-    /// reaches its file ahead of the WAL that describes it.
+    /// reaches its file ahead of the WAL that describes it, and a page verifier
+    /// ([`tables::verify_page`]) so that a damaged page read from a file is an error.
     pub(crate) fn build(
         cfg: EngineConfig,
         smgr: Arc<dyn Smgr>,
         source: TableSource,
-        data_dir: Option<std::path::PathBuf>,
+        data_dir: Option<crate::datadir::DirLock>,
     ) -> Result<Arc<Engine>, EngineError> {
         let procarray = ProcArray::new(cfg.procarray).map_err(|e| EngineError::Usage(e.to_string()))?;
         let clog = Arc::new(Clog::new(cfg.clog.clone())?);
@@ -342,6 +344,7 @@ impl Engine {
             pool.set_wal_flush_hook(Arc::new(move |lsn: u64| {
                 flusher.lock().flush(lockstack_xlog::XLogRecPtr(lsn)).map_err(|e| e.to_string())
             }));
+            pool.set_page_verifier(Arc::new(tables::verify_page));
         }
         let backends = BackendStatusArray::new(cfg.max_backends);
         let bb = pool.backend();
@@ -373,7 +376,7 @@ impl Engine {
 
     /// The data directory the engine's files live in (`None` in memory).
     pub fn data_dir(&self) -> Option<&std::path::Path> {
-        self.data_dir.as_deref()
+        self.data_dir.as_ref().map(|l| l.path())
     }
 
     fn free_pages(&self, t: Table) -> &parking_lot::Mutex<Vec<u32>> {
@@ -699,14 +702,18 @@ impl Session {
             } else {
                 visibility::XMAX_SHR_LOCK
             };
-            s.modify_row(t, key, |_| None, Some(bits))
+            s.modify_row(t, key, |_| Ok(None), Some(bits))
         })
     }
 
     /// `UPDATE t SET col = col + delta WHERE key = k`: true if a row was updated.
     ///
+    /// Every pgbench column is `int4`, so, as in PostgreSQL (`int4pl`), a sum outside
+    /// `i32::MIN..=i32::MAX` is an error and the row is left unchanged.
+    ///
     /// # Errors
-    /// Lock errors while waiting for the row; buffer, WAL and CLOG errors.
+    /// [`EngineError::Usage`] "integer out of range" for such a sum; lock errors while waiting
+    /// for the row; buffer, WAL and CLOG errors.
     pub fn update_add(&mut self, t: Table, key: i64, col: usize, delta: i64) -> Result<bool, EngineError> {
         self.statement(|s| {
             s.lock_table(t, LockMode::RowExclusive)?;
@@ -715,8 +722,11 @@ impl Session {
                 key,
                 |cols| {
                     let mut c = cols.to_vec();
-                    c[col] = c[col].wrapping_add(delta);
-                    Some(c)
+                    c[col] = c[col]
+                        .checked_add(delta)
+                        .filter(|v| i32::try_from(*v).is_ok())
+                        .ok_or_else(|| EngineError::Usage("integer out of range".into()))?;
+                    Ok(Some(c))
                 },
                 None,
             )?;
@@ -731,7 +741,7 @@ impl Session {
         &mut self,
         t: Table,
         key: i64,
-        new_cols: impl Fn(&[i64]) -> Option<Vec<i64>>,
+        new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
     ) -> Result<Option<Row>, EngineError> {
         let xid = self.ensure_xid()?;
@@ -806,7 +816,15 @@ impl Session {
                 self.bb.release(buf);
                 return Ok(Some(cols));
             }
-            let values = new_cols(&cols).expect("update builds a row");
+            let values = match new_cols(&cols) {
+                Ok(v) => v.expect("update builds a row"),
+                Err(e) => {
+                    // Nothing is changed yet: give the page and the pin back and fail.
+                    drop(g);
+                    self.bb.release(buf);
+                    return Err(e);
+                }
+            };
             // HOT if the new version fits on this page.
             let mut newtup = tuple::form_tuple(xid, self.cid, &values, t.filler(), HEAP_ONLY_TUPLE);
             let fits = page::free_space(g.page()) >= page::maxalign(newtup.len());
@@ -1176,6 +1194,28 @@ mod tests {
 
     fn engine(backends: usize, scale: i64) -> Arc<Engine> {
         Engine::new(EngineConfig::new(backends, 8192), scale, 100).unwrap()
+    }
+
+    #[test]
+    fn an_int4_overflow_is_an_error_and_leaves_the_row_alone() {
+        let e = engine(1, 1);
+        let mut a = e.session(BackendId(0)).unwrap();
+        a.begin();
+        assert!(a.update_add(Table::Branches, 1, 1, i64::from(i32::MAX)).unwrap());
+        a.commit().unwrap();
+        a.begin();
+        let err = a.update_add(Table::Branches, 1, 1, 1).unwrap_err();
+        assert_eq!(err.to_string(), "integer out of range");
+        a.rollback().unwrap();
+        a.begin();
+        assert!(matches!(a.update_add(Table::Branches, 1, 1, i64::MAX), Err(EngineError::Usage(_))));
+        a.rollback().unwrap();
+        let row = a.select(Table::Branches, 1, RowLockClause::None).unwrap().map(|r| r.to_vec());
+        assert_eq!(row.map(|r| r[1]), Some(i64::from(i32::MAX)), "the failed updates changed nothing");
+        // The row is still updatable: no pin or page lock was left behind.
+        a.begin();
+        assert!(a.update_add(Table::Branches, 1, 1, -1).unwrap());
+        a.commit().unwrap();
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub enum TableError {
     Index(BTreeError),
     /// A table to open has no relation file (the data directory was not initialised with -i).
     Missing(Table),
+    /// A row's contents are impossible (a damaged page that still passed verification).
+    Corrupt(String),
 }
 
 impl std::fmt::Display for TableError {
@@ -105,7 +107,10 @@ impl std::fmt::Display for TableError {
         match self {
             TableError::Buffer(e) => write!(f, "{e}"),
             TableError::Index(e) => write!(f, "{e}"),
-            TableError::Missing(t) => write!(f, "relation \"{}\" does not exist", t.name()),
+            TableError::Corrupt(m) => f.write_str(m),
+            TableError::Missing(t) => {
+                write!(f, "relation \"{}\" does not exist or is empty (file base/{})", t.name(), t.heap_oid())
+            }
         }
     }
 }
@@ -210,6 +215,76 @@ pub fn open_table(
     Ok(TableRel { table, index, vm: VisibilityMap::new(rel) })
 }
 
+/// The engine's check of a relation page read from a data directory, installed as the buffer
+/// pool's page verifier (it runs after `lockstack_bufmgr::page::verify` passed, on pages that
+/// are not new): heap pages have no special space and every normal item is a heap tuple of
+/// the table's column count; index pages are checked by the B-tree. Other forks and relations
+/// pass. Together with the line-pointer checks this is what lets the heap and index code read
+/// any page from disk without an out-of-range access.
+///
+/// # Errors
+/// A one-line reason.
+pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<(), String> {
+    if tag.fork != ForkNumber::Main {
+        return Ok(());
+    }
+    for t in Table::ALL {
+        if tag.rel == t.heap_oid() {
+            if page::special_offset(p) != page::BLCKSZ {
+                return Err("heap page has special space".into());
+            }
+            let natts = t.int_columns().len();
+            for off in 1..=page::max_offset_number(p) {
+                if let Some(tup) = page::get_item(p, off) {
+                    let n = tup.get(26..28).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+                    if n != Some(natts) || tup.len() < tuple::HEAP_TUPLE_HEADER_SIZE + 8 * natts {
+                        return Err(format!("tuple {off} ({} bytes) is not a {} row", tup.len(), t.name()));
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if Some(tag.rel) == t.index_oid() {
+            return crate::btree::verify_page(tag.block.0, p);
+        }
+    }
+    Ok(())
+}
+
+/// Over every row version in `table`'s heap, live or dead: the highest key (column 0), and
+/// an xmin or xmax that is normal and not before `next_xid` (the first found), which no
+/// version may carry. Used to check a control file against the relations.
+///
+/// # Errors
+/// Buffer pool errors (among them invalid pages).
+pub(crate) fn max_key_and_future_xid(
+    bb: &BackendBuffers,
+    table: Table,
+    next_xid: TransactionId,
+) -> Result<(i64, Option<TransactionId>), TableError> {
+    let rel = table.heap_oid();
+    let mut max_key = 0;
+    let mut future = None;
+    for blk in 0..bb.pool().nblocks(rel, ForkNumber::Main)? {
+        let buf = bb.read_block(rel, BlockNumber(blk))?;
+        let g = bb.lock(buf, LwLockMode::Shared);
+        let p = g.page();
+        for off in 1..=page::max_offset_number(p) {
+            let Some(t) = page::get_item(p, off) else { continue };
+            max_key = max_key.max(tuple::column(t, 0));
+            let h = tuple::header(t).xact;
+            for x in [h.xmin, h.xmax] {
+                if x.is_normal() && !x.precedes(next_xid) && future.is_none() {
+                    future = Some(x);
+                }
+            }
+        }
+        drop(g);
+        bb.release(buf);
+    }
+    Ok((max_key, future))
+}
+
 /// Sums of one table's live rows under a visibility test: row count and balance sum, plus the
 /// number of live versions per key (to check that every key has exactly one).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -252,6 +327,12 @@ pub fn scan_sums(
             sums.balance += tuple::column(t, table.balance_column());
             if table.key_column().is_some() {
                 let key = tuple::column(t, 0);
+                if !(1..=i64::from(u32::MAX)).contains(&key) {
+                    return Err(TableError::Corrupt(format!(
+                        "relation \"{}\" block {blk} item {off}: key {key} is out of range",
+                        table.name()
+                    )));
+                }
                 let i = key as usize;
                 if seen.len() <= i / 64 {
                     seen.resize(i / 64 + 1, 0);

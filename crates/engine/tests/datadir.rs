@@ -104,3 +104,199 @@ fn unusable_directories_are_refused_with_a_message() {
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
     datadir::shutdown(&engine, &control).unwrap();
 }
+
+/// A loaded scale-1 directory in a temporary directory.
+fn loaded() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
+    (tmp, dir)
+}
+
+/// A run of `n` tpcb-like transactions per client on the directory, shut down cleanly.
+fn run_and_shut_down(dir: &std::path::Path, n: u64) -> datadir::ControlFile {
+    let (engine, control) = datadir::open(engine_cfg(), dir).unwrap();
+    runner::run_on(&engine, 0.0, &pgbench(n), &|_| {}).unwrap();
+    datadir::shutdown(&engine, &control).unwrap()
+}
+
+#[test]
+fn a_directory_in_use_is_refused_naming_the_holder() {
+    let (_tmp, dir) = loaded();
+    let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
+    let pid = std::process::id();
+    assert_eq!(fs::read_to_string(dir.join(datadir::LOCK_FILE)).unwrap().trim(), pid.to_string());
+    let in_use = format!("data directory \"{}\" is in use by process {pid}", dir.display());
+    // A second open and a re-initialisation while the first is open.
+    let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+    assert_eq!(e, in_use, "no advice about unclean shutdowns");
+    let e = datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap_err().to_string();
+    assert_eq!(e, in_use);
+    // The first user's work is intact.
+    let r = runner::run_on(&engine, 0.0, &pgbench(10), &|_| {}).unwrap();
+    assert!(r.checks.iter().all(|c| c.ok));
+    datadir::shutdown(&engine, &control).unwrap();
+    // Still held until the engine is dropped, then free.
+    assert!(datadir::open(engine_cfg(), &dir).unwrap_err().to_string().contains("is in use"));
+    drop(engine);
+    let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
+    let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
+    assert_eq!(s.table_sums(Table::History).unwrap().rows, 20);
+    drop(s);
+    datadir::shutdown(&engine, &control).unwrap();
+    drop(engine);
+    // -i holds the lock while it loads, and releases it.
+    datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
+    let _held = datadir::lock(&dir).unwrap();
+    assert!(datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap_err().to_string().contains("is in use"));
+}
+
+const BLOCK: usize = 8192;
+
+fn patch_block(file: &std::path::Path, block: usize, f: impl FnOnce(&mut [u8])) {
+    let mut bytes = fs::read(file).unwrap();
+    f(&mut bytes[block * BLOCK..(block + 1) * BLOCK]);
+    fs::write(file, bytes).unwrap();
+}
+
+fn xorshift(seed: u64) -> impl FnMut() -> u8 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 24) as u8
+    }
+}
+
+/// Opens `dir` and reads every table through its heap and (for block `key_block`'s keys)
+/// through its index; returns the first error. Never shuts down: nothing is written back.
+fn read_everything(dir: &std::path::Path, keys: std::ops::Range<i64>) -> Result<(), String> {
+    let (engine, _) = datadir::open(engine_cfg(), dir).map_err(|e| e.to_string())?;
+    let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
+    for t in [Table::Branches, Table::Tellers, Table::History, Table::Accounts] {
+        s.table_sums(t).map_err(|e| e.to_string())?;
+    }
+    for k in keys {
+        s.begin();
+        let r = s.select(Table::Accounts, k, lockstack_engine::pgbench::script::RowLockClause::None);
+        s.rollback().map_err(|e| e.to_string())?;
+        r.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_corrupted_page_is_an_error_naming_block_and_relation_never_a_panic() {
+    let (_tmp, dir) = loaded();
+    let control = fs::read(dir.join(CONTROL_FILE)).unwrap();
+    let heap = dir.join("base").join(Table::Accounts.heap_oid().0.to_string());
+    let index = dir.join("base").join(Table::Accounts.index_oid().unwrap().0.to_string());
+    let heap_clean = fs::read(&heap).unwrap();
+    let index_clean = fs::read(&index).unwrap();
+    // Block 5 holds aids 306..=366 (61 rows per page).
+    let keys = 300..370;
+    let restore = || {
+        fs::write(&heap, &heap_clean).unwrap();
+        fs::write(&index, &index_clean).unwrap();
+        fs::write(dir.join(CONTROL_FILE), &control).unwrap();
+    };
+    assert_eq!(read_everything(&dir, keys.clone()), Ok(()));
+    restore();
+
+    // A whole block of random bytes, in the heap and in the index.
+    let mut rnd = xorshift(7);
+    patch_block(&heap, 5, |b| b.iter_mut().for_each(|x| *x = rnd()));
+    let e = read_everything(&dir, keys.clone()).unwrap_err();
+    assert!(e.starts_with("invalid page in block 5 of relation base/16384:"), "{e}");
+    restore();
+    patch_block(&index, 1, |b| b.iter_mut().for_each(|x| *x = rnd()));
+    let e = read_everything(&dir, 1..100_001).unwrap_err();
+    assert!(e.starts_with("invalid page in block 1 of relation base/16385:"), "{e}");
+    restore();
+
+    // Header fields: each damage is caught by verification.
+    for (at, bytes) in
+        [(10, [0xFF, 0xFF]), (12, [0x10, 0x00]), (14, [0xFF, 0x7F]), (16, [0x01, 0x20]), (18, [0, 0])]
+    {
+        patch_block(&heap, 5, |b| b[at..at + 2].copy_from_slice(&bytes));
+        let e = read_everything(&dir, keys.clone()).unwrap_err();
+        assert!(e.starts_with("invalid page in block 5 of relation base/16384"), "offset {at}: {e}");
+        restore();
+    }
+    // Garbage at many offsets (line pointers, tuple headers, columns, free space): an error or
+    // a successful read, never a panic. Line pointers and tuple headers are always caught.
+    let mut caught = 0;
+    for at in (24..BLOCK - 8).step_by(197).chain([24, 28, 32, 200, 280]) {
+        let mut rnd = xorshift(at as u64);
+        patch_block(&heap, 5, |b| b[at..at + 8].iter_mut().for_each(|x| *x = rnd()));
+        let r = std::panic::catch_unwind(|| read_everything(&dir, keys.clone()));
+        let r = r.unwrap_or_else(|_| panic!("garbage at offset {at} caused a panic"));
+        if let Err(e) = r {
+            assert!(e.contains("block 5") || e.contains("out of range"), "offset {at}: {e}");
+            caught += 1;
+        }
+        restore();
+    }
+    assert!(caught > 0);
+    assert_eq!(read_everything(&dir, keys), Ok(()), "the clean page reads again");
+}
+
+#[test]
+fn a_truncated_relation_file_says_so() {
+    let (_tmp, dir) = loaded();
+    let heap = dir.join("base").join(Table::Accounts.heap_oid().0.to_string());
+    fs::OpenOptions::new().write(true).open(&heap).unwrap().set_len(8000).unwrap();
+    let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+    assert!(e.contains("16384") && e.contains("truncated"), "{e}");
+    assert!(!e.contains("does not exist"), "{e}");
+    // Cut at a block boundary: the scale check notices the missing pages.
+    fs::OpenOptions::new().write(true).open(&heap).unwrap().set_len(8192 * 100).unwrap();
+    let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+    assert!(e.contains("pgbench_accounts has 100 pages"), "{e}");
+}
+
+#[test]
+fn missing_or_truncated_pg_xact_is_refused() {
+    let (tmp, dir) = loaded();
+    let c = run_and_shut_down(&dir, 40);
+    assert!(c.next_xid > 80);
+    let seg = dir.join("pg_xact").join("0000");
+    let clean = fs::read(&seg).unwrap();
+    fs::OpenOptions::new().write(true).open(&seg).unwrap().set_len(100).unwrap();
+    let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+    assert!(e.starts_with("pg_xact is missing or truncated:") && e.contains("0000"), "{e}");
+    fs::remove_dir_all(dir.join("pg_xact")).unwrap();
+    let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+    assert!(e.starts_with("pg_xact is missing or truncated:") && e.contains("does not exist"), "{e}");
+    fs::create_dir(dir.join("pg_xact")).unwrap();
+    fs::write(&seg, &clean).unwrap();
+    run_and_shut_down(&dir, 5);
+    drop(tmp);
+}
+
+#[test]
+fn control_file_fields_are_checked_against_the_data() {
+    let (_tmp, dir) = loaded();
+    let good = run_and_shut_down(&dir, 20);
+    let cases: Vec<(datadir::ControlFile, &str)> = vec![
+        (datadir::ControlFile { scale: 5, ..good.clone() }, "scale 5 does not match the data"),
+        (datadir::ControlFile { scale: 0, ..good.clone() }, "scale must be at least 1, got 0"),
+        (datadir::ControlFile { fillfactor: 5, ..good.clone() }, "fillfactor must be 10..=100, got 5"),
+        (datadir::ControlFile { fillfactor: 101, ..good.clone() }, "fillfactor must be 10..=100, got 101"),
+        (datadir::ControlFile { next_xid: 1, ..good.clone() }, "next_xid must be at least 3, got 1"),
+        (datadir::ControlFile { next_xid: 10, ..good.clone() }, "next_xid 10 is not above transaction"),
+        (datadir::ControlFile { next_wal_segment: 0, ..good.clone() }, "next_wal_segment 0 is not after"),
+    ];
+    for (c, want) in cases {
+        datadir::write_control(&dir, &c).unwrap();
+        let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+        assert!(e.starts_with("control file \"") && e.contains(want), "want {want:?}, got {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    datadir::write_control(&dir, &good).unwrap();
+    run_and_shut_down(&dir, 5);
+    // -i checks its arguments the same way.
+    let e = datadir::initialize(engine_cfg(), &dir, 1, 5).unwrap_err().to_string();
+    assert!(e.contains("fillfactor must be 10..=100"), "{e}");
+}
