@@ -269,8 +269,9 @@ impl P {
         match self.t.get(self.i).cloned() {
             Some(T::Num(n)) => {
                 self.i += 1;
-                let v: i64 = n.parse().map_err(|_| format!("integer out of range: {n}"))?;
-                Ok(if neg { -v } else { v })
+                // Parse with the sign so that i64::MIN (whose magnitude is no i64) is accepted.
+                let text = if neg { format!("-{n}") } else { n.clone() };
+                text.parse().map_err(|_| format!("integer out of range: {text}"))
             }
             _ => Err("expected an integer argument".into()),
         }
@@ -545,6 +546,26 @@ mod tests {
             parse_statement("drop table if exists a, b").unwrap(),
             Statement::DropTable { tables: vec!["a".into(), "b".into()], if_exists: true }
         );
+    }
+
+    #[test]
+    fn bigint_keys_cover_the_whole_range() {
+        for (text, key) in [("-9223372036854775808", i64::MIN), ("9223372036854775807", i64::MAX), ("-1", -1)]
+        {
+            let Statement::Select(c) = parse_statement(&format!("SELECT pg_advisory_lock({text})")).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(
+                c[0].1,
+                Call::Advisory(
+                    AdvisoryFn { op: AdvisoryOp::Lock, xact: false, shared: false },
+                    AdvisoryKey::Int8(key)
+                )
+            );
+        }
+        let e = parse_statement("SELECT pg_advisory_lock(-9223372036854775809)").unwrap_err();
+        assert_eq!(e, "integer out of range: -9223372036854775809");
     }
 
     #[test]
