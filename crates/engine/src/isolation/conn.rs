@@ -100,6 +100,14 @@ const ABORTED: &str = "current transaction is aborted, commands ignored until en
 fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, String> {
     let bad = || format!("invalid value for parameter \"{}\": \"{v}\"", guc.name());
     let t = v.trim();
+    if let Some(rest) = t.strip_prefix('-')
+        && rest.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "{t} is outside the valid range for parameter \"{}\" (0 .. 2147483647)",
+            guc.name()
+        ));
+    }
     let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
     if digits.is_empty() {
         return Err(bad());
@@ -340,5 +348,23 @@ impl Conn {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_follow_the_server_rules() {
+        assert_eq!(parse_duration(Guc::LockTimeout, "10").unwrap(), Some(Duration::from_millis(10)));
+        assert_eq!(parse_duration(Guc::LockTimeout, "2s").unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration(Guc::LockTimeout, "0").unwrap(), None);
+        assert_eq!(
+            parse_duration(Guc::LockTimeout, "-1").unwrap_err(),
+            "-1 is outside the valid range for parameter \"lock_timeout\" (0 .. 2147483647)"
+        );
+        assert!(parse_duration(Guc::DeadlockTimeout, "0").is_err());
+        assert!(parse_duration(Guc::LockTimeout, "soon").unwrap_err().starts_with("invalid value"));
     }
 }

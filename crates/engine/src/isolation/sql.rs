@@ -380,6 +380,9 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                 if !(p.eat_p('=') || p.eat("to")) {
                     return Err(format!("expected = or TO after SET {name}"));
                 }
+                // A negative number is valid syntax; the range check is the server's (an ERROR
+                // when the step runs, not a bad spec).
+                let sign = if p.eat_p('-') { "-" } else { "" };
                 match p.t.get(p.i).cloned() {
                     Some(T::Word(w)) if w == "default" => {
                         p.i += 1;
@@ -394,9 +397,9 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                         match p.word().map(str::to_string) {
                             Some(u) => {
                                 p.i += 1;
-                                Some(format!("{n}{u}"))
+                                Some(format!("{sign}{n}{u}"))
                             }
-                            None => Some(n),
+                            None => Some(format!("{sign}{n}")),
                         }
                     }
                     _ => return Err(format!("expected a value for {name}")),
@@ -575,5 +578,10 @@ mod tests {
         assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
         assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
         assert!(parse_statement("SELECT pg_advisory_lock(1, 2, 3)").is_err());
+        assert_eq!(
+            parse_statement("SET lock_timeout = -1").unwrap(),
+            Statement::Set { guc: Guc::LockTimeout, value: Some("-1".into()) },
+            "a negative value parses; the range check happens when the step runs"
+        );
     }
 }
