@@ -496,10 +496,10 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("WAL");
     row("records", w.records);
     row("bytes", w.bytes);
-    row("insert-lock waits", w.insert_lock_waits);
+    row("insertion locks waited for", w.insert_lock_waits);
     row("flush requests", w.flush_requests);
-    row("flushes", w.flushes);
-    row("flushed by another backend", w.flushed_by_others);
+    row("flushes (none in memory)", w.flushes);
+    row("flushes covered by others", w.flushed_by_others);
     row("asynchronous commits", w.async_commits);
     outln!("CLOG");
     row("hits", ls.clog.hits);

@@ -112,7 +112,7 @@ fn print_report(rep: &WalBenchReport) {
     );
     let w = &rep.wal;
     outln!(
-        "  WAL: {} insert-lock waits, {} writes ({} forced by full buffers), {} flushes, {} flush requests served by others, {} commit_delay sleeps",
+        "  WAL: {} insertion-lock acquisitions that waited, {} writes ({} forced by full buffers), {} flushes, {} flush requests served by others, {} commit_delay sleeps",
         w.insert_lock_waits,
         w.writes,
         w.buffers_full,
