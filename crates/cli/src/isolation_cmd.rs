@@ -73,6 +73,11 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         for w in &r.warnings {
             errln!("{w}");
         }
+        if let Some(e) = r.aborted {
+            // Show what ran before the stuck step, then stop with its error.
+            out!("{}", r.output);
+            return Err(Failure { message: e.0, code: 2 });
+        }
         match &args.expected {
             None => out!("{}", r.output),
             Some(exp) => {

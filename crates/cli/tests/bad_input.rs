@@ -205,3 +205,25 @@ fn no_ansi_colours_when_stderr_is_not_a_terminal() {
     assert!(err.lines().count() > 1, "expected some log lines: {err}");
     assert!(!err.contains('\u{1b}'), "{err}");
 }
+
+#[test]
+fn a_stuck_isolation_step_prints_what_ran_before_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("stuck.spec");
+    // s2's lock waits for s1's, and no later step of s1 ever releases it.
+    std::fs::write(
+        &spec,
+        "setup { CREATE TABLE t (id int); }\n\
+         session s1\nstep b1 { BEGIN; }\nstep a1 { LOCK TABLE t IN ACCESS EXCLUSIVE MODE; }\n\
+         session s2\nstep b2 { BEGIN; }\nstep a2 { LOCK TABLE t IN ACCESS EXCLUSIVE MODE; }\nstep c2 { COMMIT; }\n\
+         permutation b1 a1 b2 a2 c2\n",
+    )
+    .unwrap();
+    let o = lockstack(&["isolation", spec.to_str().unwrap(), "--step-timeout", "0.2"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(out.contains("starting permutation: b1 a1 b2 a2 c2"), "{out}");
+    assert!(out.contains("step a2: LOCK TABLE t IN ACCESS EXCLUSIVE MODE; <waiting ...>"), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("stuck.spec: step a2 timed out after 0."), "{err}");
+}

@@ -154,10 +154,10 @@ impl<'a> Runner<'a> {
         while !s.wait(Duration::from_millis(5)) {
             if start.elapsed() > self.cfg.step_timeout {
                 return Err(IsolationError(format!(
-                    "{}: setup or teardown of session {} timed out after {} seconds",
+                    "{}: setup or teardown of session {} timed out after {:.3} s",
                     self.spec.spec.file,
                     s.name,
-                    self.cfg.step_timeout.as_secs()
+                    self.cfg.step_timeout.as_secs_f64()
                 )));
             }
         }
@@ -228,9 +228,9 @@ impl<'a> Runner<'a> {
                     self.try_complete_steps(&steps, &mut waiting, NONBLOCK | RETRY)?;
                     if self.active[sess].is_some() && start.elapsed() > 2 * self.cfg.step_timeout {
                         return Err(IsolationError(format!(
-                            "{file}: step {} timed out after {} seconds",
+                            "{file}: step {} timed out after {:.3} s",
                             steps[old].name,
-                            start.elapsed().as_secs()
+                            start.elapsed().as_secs_f64()
                         )));
                     }
                 }
@@ -329,10 +329,10 @@ impl<'a> Runner<'a> {
             }
             if start.elapsed() > self.cfg.step_timeout {
                 return Err(IsolationError(format!(
-                    "{}: step {} timed out after {} seconds",
+                    "{}: step {} timed out after {:.3} s",
                     self.spec.spec.file,
                     st.name,
-                    self.cfg.step_timeout.as_secs()
+                    self.cfg.step_timeout.as_secs_f64()
                 )));
             }
             s.wait(Duration::from_micros(200));
