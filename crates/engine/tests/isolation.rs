@@ -95,8 +95,15 @@ fn invalid_permutations_fail_with_a_message_instead_of_hanging() {
                 permutation l1 l2 c2 c1\n";
     let spec = isolation::load_spec_text("inv.spec", text).unwrap();
     let cfg = IsolationConfig { step_timeout: std::time::Duration::from_millis(300), ..Default::default() };
-    let e = isolation::run(&spec, &cfg).unwrap_err();
+    let run = isolation::run(&spec, &cfg).unwrap();
+    let e = run.aborted.expect("the run stops at the stuck step");
     assert!(e.to_string().starts_with("inv.spec: step l2 timed out"), "{e}");
+    // What ran before the stuck step is kept for printing.
+    assert!(
+        run.output.contains("starting permutation: l1 l2 c2 c1\nstep l1: BEGIN; LOCK t;\n"),
+        "{}",
+        run.output
+    );
 }
 
 #[test]
