@@ -39,7 +39,10 @@ use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE, 
 use lockstack_bufmgr::{
     BackendBuffers, BufferError, BufferPool, BufferPoolConfig, ForkNumber, LwLockMode, MemorySmgr, Smgr,
 };
-use lockstack_clog::{Clog, ClogConfig, ClogError, SubTrans, SubTransConfig, SubTransError, XidStatus};
+use lockstack_clog::{
+    CLOG_XACTS_PER_PAGE, Clog, ClogConfig, ClogError, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig,
+    SubTransError, XidStatus,
+};
 use lockstack_common::{AttachedBackend, BackendId, BackendStatusArray, BlockNumber, TransactionId};
 use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode};
 use lockstack_procarray::{ProcArray, ProcArrayConfig, ProcArrayError, Snapshot, xid_in_mvcc_snapshot};
@@ -164,6 +167,11 @@ pub struct Engine {
     tables: Vec<TableRel>,
     /// History's insertion target block (PostgreSQL's relcache `rd_targblock`, shared here).
     history_target: AtomicU32,
+    /// Where [`Engine::extend_xact_logs`] goes on: the CLOG and SUBTRANS pages of every older
+    /// xid exist (were zeroed when their first xid was assigned, or were there at start-up).
+    xact_logs_extended: AtomicU32,
+    /// Serialises the page zeroing of [`Engine::extend_xact_logs`].
+    xact_logs_extend_lock: parking_lot::Mutex<()>,
     /// Per table (in `Table::ALL` order): pages whose dead versions were cut off from the
     /// index, most recent last, at most [`FREE_PAGES_MAX`]; non-HOT updates prune and fill them
     /// before extending the relation. It stands in for PostgreSQL's free space map plus the
@@ -358,6 +366,7 @@ impl Engine {
             });
         }
         drop(bb);
+        let first_xid = procarray.next_xid();
         Ok(Arc::new(Engine {
             cfg,
             procarray,
@@ -369,6 +378,8 @@ impl Engine {
             backends,
             tables,
             history_target: AtomicU32::new(u32::MAX),
+            xact_logs_extended: AtomicU32::new(first_xid.0),
+            xact_logs_extend_lock: parking_lot::Mutex::new(()),
             free_pages: std::array::from_fn(|_| parking_lot::Mutex::new(Vec::new())),
             data_dir,
         }))
@@ -381,6 +392,43 @@ impl Engine {
 
     fn free_pages(&self, t: Table) -> &parking_lot::Mutex<Vec<u32>> {
         &self.free_pages[Table::ALL.iter().position(|x| *x == t).expect("known table")]
+    }
+
+    /// Makes sure the CLOG and SUBTRANS pages of `xid` (just assigned) exist before its
+    /// transaction can write a status there: `ExtendCLOG` / `ExtendSUBTRANS`, zeroing a page
+    /// when an xid is the first on it.
+    ///
+    /// PostgreSQL calls them in `GetNewTransactionId` under XidGenLock, before the xid is
+    /// published. Here the xid is assigned (and published) by the ProcArray first, so the
+    /// owner of a page's first xid could be overtaken by the owner of the next one, which
+    /// could commit, setting its status on the page, before the first zeroed it, wiping that
+    /// commit (its rows then read as never committed, old versions as live again). So pages
+    /// are zeroed in order, under a lock, by whichever backend first holds an xid at or past
+    /// the first xid not yet covered: every page up to the one of its xid is extended before
+    /// any xid on it can commit, and each page once. The common case (an xid on a page already
+    /// covered) is one atomic load; the lock is taken once per [`SUBTRANS_XACTS_PER_PAGE`]
+    /// xids.
+    ///
+    /// # Errors
+    /// CLOG and SUBTRANS (SLRU) errors; the pages not yet covered are retried by the next call.
+    fn extend_xact_logs(&self, xid: TransactionId) -> Result<(), EngineError> {
+        // A page boundary of CLOG is one of SUBTRANS too: stepping by SUBTRANS pages visits both.
+        const STEP: u32 = SUBTRANS_XACTS_PER_PAGE;
+        const _: () = assert!(CLOG_XACTS_PER_PAGE.is_multiple_of(SUBTRANS_XACTS_PER_PAGE));
+        if xid.precedes(TransactionId(self.xact_logs_extended.load(Ordering::Acquire))) {
+            return Ok(());
+        }
+        let _g = self.xact_logs_extend_lock.lock();
+        let mut x = TransactionId(self.xact_logs_extended.load(Ordering::Acquire));
+        while !xid.precedes(x) {
+            // Zeroes the page(s) only if `x` is the first xid on them (or the first normal xid).
+            self.clog.extend(x)?;
+            self.subtrans.extend(x)?;
+            // Every xid before the next SUBTRANS page start is on pages that now exist.
+            x = TransactionId((x.0 / STEP + 1).wrapping_mul(STEP));
+            self.xact_logs_extended.store(x.0, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Remembers `block` of `t` as worth revisiting (dead versions, or room after a prune).
@@ -592,8 +640,7 @@ impl Session {
         if !self.xid.is_valid() {
             let _s = tracing::trace_span!("assign_xid").entered();
             let xid = self.pa.assign_xid();
-            self.engine.clog.extend(xid)?;
-            self.engine.subtrans.extend(xid)?;
+            self.engine.extend_xact_logs(xid)?;
             self.lm.xact_lock_table_insert(xid)?;
             self.xid = xid;
         }
@@ -1027,49 +1074,58 @@ impl Session {
             let mut tup = tuple::form_tuple(xid, s.cid, &values, Table::History.filler(), 0);
             loop {
                 let target = s.engine.history_target.load(Ordering::Relaxed);
-                let (buf, fresh) = if target == u32::MAX {
-                    let (b, blk) = s.bb.extend(rel, ForkNumber::Main)?;
+                if target == u32::MAX {
+                    // No target: extend, fill our row in, and only then publish the block
+                    // (PostgreSQL's `RelationGetBufferForTuple` likewise initialises and uses
+                    // a new page under its lock before other backends can find it in the FSM).
+                    let (buf, blk) = s.bb.extend(rel, ForkNumber::Main)?;
+                    let placed = s.history_add(buf, xid, &mut tup)?;
+                    s.bb.release(buf);
                     s.engine.history_target.store(blk.0, Ordering::Relaxed);
-                    (b, true)
-                } else {
-                    (s.bb.read_block(rel, BlockNumber(target))?, false)
-                };
-                let mut g = s.bb.lock(buf, LwLockMode::Exclusive);
-                if fresh || page::is_new(g.page()) {
-                    page::init(g.page_mut(), 0);
-                }
-                let blk = s.bb.tag(buf).block.0;
-                match page::add_item(g.page_mut(), &tup, None) {
-                    Some(off) => {
-                        let tid = Tid { block: blk, offset: off };
-                        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
-                        tuple::set_ctid(&mut tup, tid);
-                        let lsn = s.wal.insert(&Record {
-                            rmid: RM_HEAP,
-                            info: XLOG_HEAP_INSERT,
-                            xid,
-                            data: &tup,
-                        })?;
-                        page::set_lsn(g.page_mut(), lsn.0);
-                        g.mark_dirty();
-                        drop(g);
-                        s.bb.release(buf);
+                    if placed {
                         return Ok(());
                     }
-                    None => {
-                        drop(g);
-                        s.bb.release(buf);
-                        // Page full: move the shared target on (if nobody did yet).
-                        let _ = s.engine.history_target.compare_exchange(
-                            blk,
-                            u32::MAX,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
-                    }
+                    continue;
                 }
+                let buf = s.bb.read_block(rel, BlockNumber(target))?;
+                let placed = s.history_add(buf, xid, &mut tup)?;
+                s.bb.release(buf);
+                if placed {
+                    return Ok(());
+                }
+                // Page full: move the shared target on (if nobody did yet).
+                let _ = s.engine.history_target.compare_exchange(
+                    target,
+                    u32::MAX,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
             }
         })
+    }
+
+    /// Adds history tuple `tup` (its ctid set here) to the pinned page `buf` under its exclusive
+    /// lock and WAL-logs it; false if the page is full. The page is initialised only if it is
+    /// still new (`PageIsNew`, as `RelationGetBufferForTuple` checks): another backend may
+    /// already have initialised it and put rows there, which initialising again would wipe.
+    fn history_add(
+        &mut self,
+        buf: lockstack_bufmgr::Buffer,
+        xid: TransactionId,
+        tup: &mut [u8],
+    ) -> Result<bool, EngineError> {
+        let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+        if page::is_new(g.page()) {
+            page::init(g.page_mut(), 0);
+        }
+        let Some(off) = page::add_item(g.page_mut(), tup, None) else { return Ok(false) };
+        let tid = Tid { block: self.bb.tag(buf).block.0, offset: off };
+        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(tup, tid);
+        let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_INSERT, xid, data: tup })?;
+        page::set_lsn(g.page_mut(), lsn.0);
+        g.mark_dirty();
+        Ok(true)
     }
 
     /// `COMMIT` / `END` (also ends an implicit single-statement transaction).
@@ -1306,5 +1362,102 @@ mod tests {
         );
         e.lmgr.check_invariants().unwrap();
         e.pool.check_invariants().unwrap();
+    }
+
+    /// Two backends holding the same new history page, one after the other, as when a backend
+    /// finds the shared target on a page that its extender has not yet filled in: whoever
+    /// locks it first initialises it, and the other adds its row next to the first one
+    /// instead of initialising the page again (which wiped committed history rows and made
+    /// the simple-update check fail: account balance change != history delta sum).
+    #[test]
+    fn a_new_history_page_is_initialised_once_by_whoever_locks_it_first() {
+        let e = engine(3, 1);
+        let rel = Table::History.heap_oid();
+        let mut x = e.session(BackendId(0)).unwrap();
+        let mut y = e.session(BackendId(1)).unwrap();
+        // x extends the relation; before it locks the new page, y finds and fills that page.
+        let (xbuf, blk) = x.bb.extend(rel, ForkNumber::Main).unwrap();
+        let ybuf = y.bb.read_block(rel, blk).unwrap();
+        for (s, buf, delta) in [(&mut y, ybuf, 7), (&mut x, xbuf, 5)] {
+            s.begin();
+            s.statement(|s| {
+                let xid = s.ensure_xid()?;
+                let mut tup = tuple::form_tuple(xid, s.cid, &[1, 1, 1, delta, 0], Table::History.filler(), 0);
+                assert!(s.history_add(buf, xid, &mut tup)?, "an empty page has room");
+                s.bb.release(buf);
+                Ok(())
+            })
+            .unwrap();
+            s.commit().unwrap();
+        }
+        let mut r = e.session(BackendId(2)).unwrap();
+        let h = r.table_sums(Table::History).unwrap();
+        assert_eq!((h.rows, h.balance), (2, 12), "both committed rows are on the page");
+        // And the ordinary path: more inserts go to the published target, none is lost.
+        for d in 0..300 {
+            r.insert_history([1, 1, 1, d, 0]).unwrap();
+        }
+        let h = r.table_sums(Table::History).unwrap();
+        assert_eq!((h.rows, h.balance), (302, 12 + (0..300).sum::<i64>()));
+        e.pool.check_invariants().unwrap();
+    }
+
+    /// The owner of the first xid of a CLOG page is overtaken between being assigned its xid
+    /// and extending CLOG: the next xid's transaction updates a row and commits first. Its
+    /// commit must survive the page's extension (zeroing it afterwards read the commit back as
+    /// "in progress": its new version was hidden and the old one live again, the rare
+    /// "exactly one live version per key" failures and balance mismatches of pgbench runs).
+    #[test]
+    fn commits_stay_committed_across_xid_wraparound() {
+        // Start 2,500 xids before 2^32: the CLOG/SUBTRANS extension must step over the wrap
+        // (to page 0, skipping the special xids) without zeroing a page holding live commits.
+        let mut cfg = EngineConfig::new(2, 8192);
+        cfg.procarray.first_xid = TransactionId(u32::MAX - 2_500);
+        let e = Engine::new(cfg, 1, 100).unwrap();
+        let mut a = e.session(BackendId(0)).unwrap();
+        let mut xids = Vec::new();
+        for _ in 0..5_000 {
+            a.begin();
+            assert!(a.update_add(Table::Branches, 1, 1, 1).unwrap());
+            xids.push(a.xid);
+            a.commit().unwrap();
+        }
+        assert!(xids.first().unwrap().0 > u32::MAX - 2_600 && xids.last().unwrap().0 < 3_000, "wrapped");
+        for x in &xids {
+            assert!(matches!(e.clog.get_status(*x), Ok((XidStatus::Committed, _))), "{x:?} committed");
+        }
+        let mut r = e.session(BackendId(1)).unwrap();
+        let b = r.table_sums(Table::Branches).unwrap();
+        assert_eq!((b.rows, b.balance, b.duplicate_keys.len()), (1, 5_000, 0));
+    }
+
+    #[test]
+    fn a_commit_on_a_new_clog_page_survives_the_late_extension_by_the_page_first_xid() {
+        let boundary = TransactionId(lockstack_clog::CLOG_XACTS_PER_PAGE);
+        let mut cfg = EngineConfig::new(3, 8192);
+        cfg.procarray.first_xid = boundary;
+        let e = Engine::new(cfg, 1, 100).unwrap();
+        let mut x = e.session(BackendId(0)).unwrap();
+        let mut y = e.session(BackendId(1)).unwrap();
+        // x gets the page's first xid (published in the ProcArray) and is preempted there.
+        x.begin();
+        assert_eq!(x.pa.assign_xid(), boundary);
+        // y gets the next xid, updates a row and commits.
+        y.begin();
+        assert!(y.update_add(Table::Branches, 1, 1, 5).unwrap());
+        let yxid = y.xid;
+        assert_eq!(yxid, boundary.next());
+        y.commit().unwrap();
+        // x resumes: the rest of its xid assignment, then an update of its own.
+        assert_eq!(x.ensure_xid().unwrap(), boundary);
+        assert!(x.update_add(Table::Tellers, 1, 2, 7).unwrap());
+        x.commit().unwrap();
+        assert!(matches!(e.clog.get_status(yxid), Ok((XidStatus::Committed, _))), "y's commit kept");
+        assert!(matches!(e.clog.get_status(boundary), Ok((XidStatus::Committed, _))), "x's commit kept");
+        let mut r = e.session(BackendId(2)).unwrap();
+        let b = r.table_sums(Table::Branches).unwrap();
+        assert_eq!((b.rows, b.balance, b.duplicate_keys.len()), (1, 5, 0));
+        let t = r.table_sums(Table::Tellers).unwrap();
+        assert_eq!((t.rows, t.balance, t.duplicate_keys.len()), (10, 7, 0));
     }
 }
