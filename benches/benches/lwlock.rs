@@ -4,77 +4,16 @@
 //!
 //! Run: `cargo bench -p lockstack-benches --bench lwlock`.
 
-use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{
     BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main, measurement::WallTime,
 };
-use lockstack_benches::run_threads;
+use lockstack_benches::{Aligned, BenchLock, run_threads};
 use lockstack_lwlock::{
     AtomicLwLock, LwLockImpl, Pg92LwLock, Pg92RwLock, RawLwLock, ReadBiasedLwLock, ReadBiasedRwLock, RwLock,
     TrancheId,
 };
-
-/// The operations a benchmark needs from a lock.
-trait BenchLock: Sync {
-    fn shared(&self);
-    fn exclusive(&self);
-}
-
-/// Every row is a typed reader-writer lock over a `u64` and runs the same body: a shared hold
-/// reads the value, an exclusive hold increments it. The LWLocks take part through
-/// `lock_api::RwLock<RawLwLock<_>, u64>` (the crate's `RwLock`, `Pg92RwLock`,
-/// `ReadBiasedRwLock`), so their guards know the mode statically, exactly like parking_lot's
-/// and std's guards do.
-macro_rules! bench_lock_api {
-    ($($t:ty),*) => {$(
-        impl BenchLock for $t {
-            #[inline]
-            fn shared(&self) {
-                black_box(*self.read());
-            }
-            #[inline]
-            fn exclusive(&self) {
-                *self.write() += 1;
-            }
-        }
-    )*};
-}
-
-bench_lock_api!(Pg92RwLock<u64>, RwLock<u64>, ReadBiasedRwLock<u64>, parking_lot::RwLock<u64>);
-
-/// A lock at the start of a 4 KiB page of its own. Every row is wrapped, so that where the
-/// allocator happens to put a lock cannot favour any row: with locks placed by the allocator
-/// (or only cache-line aligned), an A/A comparison of two identical `atomic` locks
-/// (`lwlock_ratio` with `LWLOCK_RATIO_AA=1`) read 1.10x in some runs and 1.00x in others for
-/// exclusive lock+unlock; with every lock at the same offset within its page it reads 1.00x
-/// every time (4 KiB aliasing between the lock's and other recently stored addresses is the
-/// likely cause).
-#[repr(align(4096))]
-struct Aligned<L>(L);
-
-impl<L: BenchLock> BenchLock for Aligned<L> {
-    #[inline]
-    fn shared(&self) {
-        self.0.shared();
-    }
-    #[inline]
-    fn exclusive(&self) {
-        self.0.exclusive();
-    }
-}
-
-impl BenchLock for std::sync::RwLock<u64> {
-    #[inline]
-    fn shared(&self) {
-        black_box(*self.read().unwrap());
-    }
-    #[inline]
-    fn exclusive(&self) {
-        *self.write().unwrap() += 1;
-    }
-}
 
 fn locks() -> Vec<(&'static str, Box<dyn BenchLock>)> {
     let t = TrancheId::register("bench");

@@ -27,53 +27,12 @@
 //! increments it; the contended case is `run_threads` with thread `t` taking the lock
 //! exclusively on iterations where `(i + t) % 10 == 0`.
 
-use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
+use lockstack_benches::{Aligned, BenchLock};
 use lockstack_lwlock::{AtomicLwLock, LwLockImpl, RawLwLock, RwLock, TrancheId};
-
-/// The operations a measurement needs from a lock (the criterion bench's trait).
-trait BenchLock: Sync {
-    fn shared(&self);
-    fn exclusive(&self);
-}
-
-macro_rules! bench_lock_api {
-    ($($t:ty),*) => {$(
-        impl BenchLock for $t {
-            #[inline]
-            fn shared(&self) {
-                black_box(*self.read());
-            }
-            #[inline]
-            fn exclusive(&self) {
-                *self.write() += 1;
-            }
-        }
-    )*};
-}
-
-bench_lock_api!(RwLock<u64>, parking_lot::RwLock<u64>);
-
-/// A lock at the start of a 4 KiB page of its own, as in the criterion bench: both locks then
-/// sit at the same address modulo 4096, which made the A/A check (`LWLOCK_RATIO_AA=1`) read
-/// 1.00 in every run; with allocator placement (or cache-line alignment only) it read 1.00 in
-/// some runs and 1.10 in others for exclusive lock+unlock.
-#[repr(align(4096))]
-struct Aligned<L>(L);
-
-impl<L: BenchLock> BenchLock for Aligned<L> {
-    #[inline]
-    fn shared(&self) {
-        self.0.shared();
-    }
-    #[inline]
-    fn exclusive(&self) {
-        self.0.exclusive();
-    }
-}
 
 /// CPU time consumed by the calling thread, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): time
 /// the thread spent descheduled, which on a shared machine dwarfs a lock+unlock, does not count.

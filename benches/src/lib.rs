@@ -6,8 +6,11 @@
 //! the wall time from release until the last thread finishes. With
 //! `Throughput::Elements(threads)` criterion then reports total operations per second.
 
+use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+
+use lockstack_lwlock::{Pg92RwLock, ReadBiasedRwLock, RwLock};
 
 /// Runs `op(thread_index, iteration)` `iters` times on each of `threads` threads, all started
 /// together, and returns the elapsed wall time.
@@ -36,4 +39,68 @@ where
         start
     })
     .elapsed()
+}
+
+/// The two operations the LWLock benchmarks (`benches/lwlock.rs`, `examples/lwlock_ratio.rs`)
+/// time on every lock, behind one `&dyn BenchLock` so that each row pays the same call.
+///
+/// Every row is a typed reader-writer lock over a `u64` and runs the same body: a shared hold
+/// reads the value, an exclusive hold increments it. The LWLocks take part through
+/// `lock_api::RwLock<RawLwLock<_>, u64>` (the crate's `RwLock`, `Pg92RwLock`,
+/// `ReadBiasedRwLock`), so their guards know the mode statically, exactly like parking_lot's
+/// and std's guards do.
+pub trait BenchLock: Sync {
+    /// Takes the lock shared, reads the value, releases.
+    fn shared(&self);
+    /// Takes the lock exclusive, increments the value, releases.
+    fn exclusive(&self);
+}
+
+macro_rules! bench_lock_api {
+    ($($t:ty),*) => {$(
+        impl BenchLock for $t {
+            #[inline]
+            fn shared(&self) {
+                black_box(*self.read());
+            }
+            #[inline]
+            fn exclusive(&self) {
+                *self.write() += 1;
+            }
+        }
+    )*};
+}
+
+bench_lock_api!(Pg92RwLock<u64>, RwLock<u64>, ReadBiasedRwLock<u64>, parking_lot::RwLock<u64>);
+
+impl BenchLock for std::sync::RwLock<u64> {
+    #[inline]
+    fn shared(&self) {
+        black_box(*self.read().expect("bench lock is never poisoned"));
+    }
+    #[inline]
+    fn exclusive(&self) {
+        *self.write().expect("bench lock is never poisoned") += 1;
+    }
+}
+
+/// A lock at the start of a 4 KiB page of its own. Every row is wrapped, so that where the
+/// allocator happens to put a lock cannot favour any row: with locks placed by the allocator
+/// (or only cache-line aligned), an A/A comparison of two identical `atomic` locks
+/// (`lwlock_ratio` with `LWLOCK_RATIO_AA=1`) read 1.10x in some runs and 1.00x in others for
+/// exclusive lock+unlock; with every lock at the same offset within its page it reads 1.00x
+/// every time (4 KiB aliasing between the lock's and other recently stored addresses is the
+/// likely cause).
+#[repr(align(4096))]
+pub struct Aligned<L>(pub L);
+
+impl<L: BenchLock> BenchLock for Aligned<L> {
+    #[inline]
+    fn shared(&self) {
+        self.0.shared();
+    }
+    #[inline]
+    fn exclusive(&self) {
+        self.0.exclusive();
+    }
 }
