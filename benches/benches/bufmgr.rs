@@ -8,13 +8,14 @@
 //! `cargo bench -p lockstack-benches --bench bufmgr -- hot_pin_2t`.
 
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use lockstack_benches::hot_pin;
 use lockstack_bufmgr::{
-    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, LwLockMode, MappingKind,
-    VictimKind, page,
+    BufferPool, BufferPoolConfig, ForkNumber, HeaderKind, LwLockKind, LwLockMode, MappingKind, VictimKind,
+    page,
 };
 use lockstack_common::{BlockNumber, Oid};
 
@@ -73,35 +74,6 @@ fn hit(c: &mut Criterion) {
     g.finish();
 }
 
-/// `threads` threads, each with its own backend, each doing `iters` pin+unpin pairs of block 0,
-/// with the mapping look-up (`read_block`) or without it (`read_recent`: only the header);
-/// returns the wall time from the common start.
-fn hot_pin(p: &Arc<BufferPool>, threads: usize, iters: u64, lookup: bool) -> Duration {
-    let barrier = Barrier::new(threads + 1);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            let (p, barrier) = (Arc::clone(p), &barrier);
-            s.spawn(move || {
-                let bb = p.backend();
-                let recent = bb.read_block(REL, BlockNumber(0)).expect("hit");
-                bb.release(recent);
-                barrier.wait();
-                for _ in 0..iters {
-                    let b = if lookup {
-                        bb.read_block(REL, BlockNumber(0)).expect("hit")
-                    } else {
-                        bb.read_recent(BufferTag::main(REL, 0), recent).expect("resident")
-                    };
-                    bb.release(b);
-                }
-            });
-        }
-        barrier.wait();
-        Instant::now()
-    })
-    .elapsed()
-}
-
 /// Two threads, one buffer: `pin/<header>` is the header alone (`read_recent` + release), the
 /// issue's "atomic pins at least 1.5x the header spinlock" comparison; `read/<header>` adds the
 /// mapping look-up under the partition LWLock (9.2 LWLocks for the spinlock header, 9.5+
@@ -114,10 +86,10 @@ fn hot_pin_2t(c: &mut Criterion) {
     for header in HeaderKind::EVERY {
         let p = pool(64, header, MappingKind::PARTITIONS_128, VictimKind::AtomicClock, 1);
         g.bench_function(BenchmarkId::new("pin", header), |b| {
-            b.iter_custom(|iters| hot_pin(&p, 2, iters, false))
+            b.iter_custom(|iters| hot_pin(&p, REL, 2, iters, false))
         });
         g.bench_function(BenchmarkId::new("read", header), |b| {
-            b.iter_custom(|iters| hot_pin(&p, 2, iters, true))
+            b.iter_custom(|iters| hot_pin(&p, REL, 2, iters, true))
         });
     }
     g.finish();

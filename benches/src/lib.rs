@@ -7,9 +7,11 @@
 //! `Throughput::Elements(threads)` criterion then reports total operations per second.
 
 use std::hint::black_box;
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use lockstack_bufmgr::{BufferPool, BufferTag};
+use lockstack_common::{BlockNumber, Oid};
 use lockstack_lwlock::{Pg92RwLock, ReadBiasedRwLock, RwLock};
 
 /// Runs `op(thread_index, iteration)` `iters` times on each of `threads` threads, all started
@@ -103,4 +105,37 @@ impl<L: BenchLock> BenchLock for Aligned<L> {
     fn exclusive(&self) {
         self.0.exclusive();
     }
+}
+
+/// The hot-pin workload of `bufmgr/hot_pin_2t` and `examples/hot_pin.rs` (seed 004's "many
+/// backends pin one buffer"): `threads` threads, each with its own backend, each doing `pairs`
+/// pin+unpin pairs of block 0 of `rel`, with the mapping look-up (`read_block`) or without it
+/// (`read_recent`: the buffer header only). Returns the wall time from the common start.
+///
+/// # Panics
+/// If block 0 of `rel` is not resident in `pool` (create it first) or a thread panics.
+pub fn hot_pin(pool: &Arc<BufferPool>, rel: Oid, threads: usize, pairs: u64, lookup: bool) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (pool, barrier) = (Arc::clone(pool), &barrier);
+            s.spawn(move || {
+                let bb = pool.backend();
+                let recent = bb.read_block(rel, BlockNumber(0)).expect("block 0 is resident");
+                bb.release(recent);
+                barrier.wait();
+                for _ in 0..pairs {
+                    let b = if lookup {
+                        bb.read_block(rel, BlockNumber(0)).expect("block 0 is resident")
+                    } else {
+                        bb.read_recent(BufferTag::main(rel, 0), recent).expect("block 0 is resident")
+                    };
+                    bb.release(b);
+                }
+            });
+        }
+        barrier.wait();
+        Instant::now()
+    })
+    .elapsed()
 }

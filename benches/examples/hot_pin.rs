@@ -2,20 +2,17 @@
 //! the `bufmgr/hot_pin_2t` benchmark (run it under `valgrind --tool=callgrind` with one thread
 //! to count instructions per pin+unpin pair, or with two threads for a rough timing).
 //!
-//! `cargo run --release -p lockstack-bufmgr --example hot_pin -- HEADER MODE THREADS PAIRS [ROUNDS]`
+//! `cargo run --release -p lockstack-benches --example hot_pin -- HEADER MODE THREADS PAIRS [ROUNDS]`
 //!
 //! * HEADER: `spinlock`, `atomic` (or any name `HeaderKind` parses);
 //! * MODE: `pin` (`read_recent`: the header only) or `read` (`read_block`: mapping look-up too);
 //! * THREADS: worker threads, each with its own backend; PAIRS: pin+unpin pairs per thread;
 //! * ROUNDS: repetitions (default 1); each prints one line, the best is printed last.
 
-use std::sync::{Arc, Barrier};
-use std::time::Instant;
-
 use lockstack_bufmgr::{
-    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, MappingKind, VictimKind,
+    BufferPool, BufferPoolConfig, ForkNumber, HeaderKind, LwLockKind, MappingKind, VictimKind,
 };
-use lockstack_common::{BlockNumber, Oid};
+use lockstack_common::Oid;
 
 const REL: Oid = Oid(16384);
 
@@ -48,29 +45,7 @@ fn main() {
     let mut best = 0.0f64;
     for _ in 0..rounds {
         pool.reset_stats();
-        let barrier = Barrier::new(threads + 1);
-        let elapsed = std::thread::scope(|s| {
-            for _ in 0..threads {
-                let (pool, barrier) = (Arc::clone(&pool), &barrier);
-                s.spawn(move || {
-                    let bb = pool.backend();
-                    let recent = bb.read_block(REL, BlockNumber(0)).expect("hit");
-                    bb.release(recent);
-                    barrier.wait();
-                    for _ in 0..pairs {
-                        let b = if lookup {
-                            bb.read_block(REL, BlockNumber(0)).expect("hit")
-                        } else {
-                            bb.read_recent(BufferTag::main(REL, 0), recent).expect("resident")
-                        };
-                        bb.release(b);
-                    }
-                });
-            }
-            barrier.wait();
-            Instant::now()
-        })
-        .elapsed();
+        let elapsed = lockstack_benches::hot_pin(&pool, REL, threads, pairs, lookup);
         let rate = (threads as u64 * pairs) as f64 / elapsed.as_secs_f64();
         best = best.max(rate);
         let st = pool.stats();
