@@ -742,14 +742,7 @@ impl ProcArray {
                         if p == me || snap.suboverflowed {
                             break 'member;
                         }
-                        if v.overflowed(p) {
-                            snap.suboverflowed = true;
-                        } else {
-                            let k = v.nxids(p);
-                            if k > 0 {
-                                self.push_subxids(p, k, snap);
-                            }
-                        }
+                        self.copy_subxids(&v, p, snap);
                     }
                 }
             };
@@ -763,6 +756,20 @@ impl ProcArray {
             member!(slot);
         }
         ScanResult { xmin, globalxmin: if EAGER { Some(globalxmin) } else { None } }
+    }
+
+    /// Member `p`'s subxids into `snap`, or `snap.suboverflowed` if its cache overflowed (the
+    /// 9.1/9.2 loops' per-member subxid step).
+    #[inline]
+    fn copy_subxids<V: HotView>(&self, v: &V, p: usize, snap: &mut Snapshot) {
+        if v.overflowed(p) {
+            snap.suboverflowed = true;
+        } else {
+            let k = v.nxids(p);
+            if k > 0 {
+                self.push_subxids(p, k, snap);
+            }
+        }
     }
 
     /// The 9.2 loop body for member `p` whose xid is normal: skips xids not before `xmax`, lowers
@@ -794,14 +801,7 @@ impl ProcArray {
         if snap.suboverflowed {
             return xmin;
         }
-        if v.overflowed(p) {
-            snap.suboverflowed = true;
-        } else {
-            let k = v.nxids(p);
-            if k > 0 {
-                self.push_subxids(p, k, snap);
-            }
-        }
+        self.copy_subxids(v, p, snap);
         xmin
     }
 
