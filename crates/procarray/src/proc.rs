@@ -30,6 +30,13 @@ pub const PROC_VACUUM_FOR_WRAPAROUND: u8 = 0x08;
 /// `PROC_IN_LOGICAL_DECODING` (0x10, 9.4+): xmin handled through the replication slot.
 pub const PROC_IN_LOGICAL_DECODING: u8 = 0x10;
 
+/// Every flag above.
+pub(crate) const PROC_KNOWN_FLAGS: u8 = PROC_IS_AUTOVACUUM
+    | PROC_IN_VACUUM
+    | PROC_IN_ANALYZE
+    | PROC_VACUUM_FOR_WRAPAROUND
+    | PROC_IN_LOGICAL_DECODING;
+
 /// Flags whose holder is skipped by `get_snapshot_data` (9.4+: vacuum and logical decoding).
 pub(crate) const PROC_SNAPSHOT_SKIP: u8 = PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING;
 

@@ -28,7 +28,9 @@ use lockstack_lwlock::{
 
 use crate::config::{ConfigError, EndXactStrategy, GlobalXminMode, Layout, ProcArrayConfig};
 use crate::old_snapshot::{Clock, OldSnapshotTimeMap, SystemClock};
-use crate::proc::{PGPROC_MAX_CACHED_SUBXIDS, PROC_SNAPSHOT_SKIP, PgProc, PgXact, SubXidState};
+use crate::proc::{
+    PGPROC_MAX_CACHED_SUBXIDS, PROC_KNOWN_FLAGS, PROC_SNAPSHOT_SKIP, PgProc, PgXact, SubXidState,
+};
 use crate::snapshot::Snapshot;
 use crate::stats::{BackendProcStats, ProcArrayStats};
 use crate::sync::{AtomicU8, AtomicU32, AtomicU64, fence};
@@ -47,6 +49,8 @@ pub enum ProcArrayError {
     AlreadyAttached(BackendId),
     /// `abort_subxids` was given an xid that is not a live subtransaction of this backend.
     NotMySubxid(TransactionId),
+    /// `set_vacuum_flags` was given bits outside the known vacuum/status flags.
+    UnknownVacuumFlags(u8),
 }
 
 impl fmt::Display for ProcArrayError {
@@ -59,6 +63,7 @@ impl fmt::Display for ProcArrayError {
             ProcArrayError::NotMySubxid(x) => {
                 write!(f, "xid {x} is not a live subtransaction of this backend's transaction")
             }
+            ProcArrayError::UnknownVacuumFlags(v) => write!(f, "vacuum flags {v:#04x} include unknown bits"),
         }
     }
 }
@@ -238,6 +243,14 @@ const DENSE_CHUNK: usize = 8;
 const PGXACT_UNROLL: usize = 8;
 
 /// Output of one ProcArray scan besides the snapshot itself.
+/// Running state of the 9.2 snapshot loop, passed to its out-of-line member step.
+struct Fold {
+    me: usize,
+    xmax: TransactionId,
+    xmin: TransactionId,
+    globalxmin: TransactionId,
+}
+
 struct ScanResult {
     xmin: TransactionId,
     globalxmin: Option<TransactionId>,
@@ -660,23 +673,28 @@ impl ProcArray {
     /// knobs: `EAGER` reads every xmin for the horizon, `SKIP` skips the subxids of backends
     /// without an xid, `FAST` uses the normal-xid comparison.
     ///
-    /// Per member it does what 9.2's `GetSnapshotData` does: load the `pgprocno`, test the
-    /// vacuum flags, (EAGER) fold a normal xmin into the horizon, load the xid. A backend with a
-    /// normal xid (the rare case) is handled out of line by [`Self::pgxact_running`], so the
-    /// common path is only those loads and tests: on x86-64, 11 instructions per member (4
-    /// loads, 3 not-taken branches) plus 3 per [`PGXACT_UNROLL`] members of loop control. How
-    /// that differs from a literal transcription of PostgreSQL's C (which gcc compiles to about
-    /// 15-18 instructions per member) without changing what is read or decided:
+    /// Per member it decides what 9.2's `GetSnapshotData` decides: skip a vacuuming (or
+    /// logically decoding) member, (EAGER) fold a normal xmin into the horizon, list a normal
+    /// xid below `xmax` and copy its subxids. With `SKIP` (9.2's "no xid, no subxids"), a member
+    /// with neither a normal xmin nor a normal xid contributes nothing, so the common path only
+    /// loads the `pgprocno`, the xmin and the xid and tests them together; everything else is
+    /// out of line in [`Self::pgxact_member`]. On x86-64 that is 8 instructions per member (3
+    /// loads, 1 not-taken branch) plus 3 per [`PGXACT_UNROLL`] members of loop control. How it
+    /// differs from a literal transcription of PostgreSQL's C (which gcc compiles to about
+    /// 15-18 instructions per member) without changing what is decided:
     ///
     /// * no bounds check on `pgprocno` (C has none either; see the SAFETY note);
-    /// * the xmin fold is a branch taken only for members with a normal xmin, not two
+    /// * 14's order of tests: the flags are read only for members with an xmin or an xid (9.2
+    ///   reads them first, for every member; 14 reads `statusFlags` only for members with an
+    ///   xid), since an idle member adds nothing whether or not it is vacuuming;
+    /// * the xmin fold is out of line, taken only for members with a normal xmin, not two
     ///   conditional moves that would chain every member to the previous one through
-    ///   `globalxmin` (LLVM's choice without the `cold_path` hint);
-    /// * the three hot fields are loaded before the flags test (PostgreSQL loads xmin and xid
-    ///   after it): the values of a vacuuming member are then read and ignored, which changes
-    ///   no result, and all three loads sit in one basic block, so LLVM addresses them from `p`
-    ///   instead of materialising `&v[p]` first (two instructions per member);
+    ///   `globalxmin`; the running state lives in memory ([`Fold`]) so the loop keeps its base
+    ///   pointers in registers;
     /// * [`PGXACT_UNROLL`] members per loop iteration.
+    ///
+    /// Without `SKIP` (9.1) every member takes the long path, in 9.1's order: flags, xmin, xid,
+    /// and the subxid-cache header of every other member.
     ///
     /// The same code runs for `Pgproc`, `Pgxact` and `PgxactPadded`: what differs between the
     /// layouts is only which cache lines those loads touch.
@@ -690,6 +708,9 @@ impl ProcArray {
     ) -> ScanResult {
         let mut xmin = xmax;
         let mut globalxmin = xmax;
+        // The 9.2 path keeps its running state in memory and handles every member with an xmin
+        // or an xid out of line, so the loop over idle members has registers to spare.
+        let mut fold = Fold { me, xmax, xmin, globalxmin };
         let n = self.num_procs.load(Ordering::Relaxed) as usize;
         let members = &self.pgprocnos[..n];
         let mut groups = members.chunks_exact(PGXACT_UNROLL);
@@ -705,11 +726,26 @@ impl ProcArray {
                     // by `proc_array_add` after `attach` checked it against `max_backends`;
                     // neither changes while we hold ProcArrayLock (shared here; membership
                     // changes take it exclusive). So `p < max_backends`, as the accessors need.
-                    let (flags, m, xid) = unsafe {
+                    let (m, xid) = unsafe {
                         let m = if EAGER { v.xmin(p) } else { TransactionId::INVALID };
-                        (v.vacuum_flags(p), m, v.xid(p))
+                        (m, v.xid(p))
                     };
-                    if flags & PROC_SNAPSHOT_SKIP != 0 {
+                    // 9.2 with 14's order of tests: a member with neither a normal xmin nor a
+                    // normal xid adds nothing to the snapshot, vacuuming or not, so its flags
+                    // are read only otherwise (14 reads `statusFlags` only for members with an
+                    // xid). `m | xid` below the first normal xid means both are below it.
+                    if SKIP {
+                        if (m.0 | xid.0) < TransactionId::FIRST_NORMAL.0 {
+                            break 'member;
+                        }
+                        cold_path();
+                        self.pgxact_member::<V, EAGER, FAST>(&v, p, m, xid, &mut fold, snap);
+                        break 'member;
+                    }
+                    // 9.1 from here on, in its order: flags, xmin, xid, subxids.
+                    // SAFETY: as above.
+                    if unsafe { v.vacuum_flags(p) } & PROC_SNAPSHOT_SKIP != 0 {
+                        cold_path();
                         break 'member;
                     }
                     if EAGER && m.is_normal() {
@@ -718,32 +754,23 @@ impl ProcArray {
                             globalxmin = m;
                         }
                     }
-                    if SKIP {
-                        // 9.2: no xid, no subxids either.
-                        if !xid.is_normal() {
-                            break 'member;
-                        }
+                    // 9.1: the subxid-cache header of every other backend is read, xid or not.
+                    if xid.is_normal() {
                         cold_path();
-                        xmin = self.pgxact_running::<V, FAST>(&v, p, xid, me, xmax, xmin, snap);
-                    } else {
-                        // 9.1: the subxid-cache header of every other backend is read, xid or not.
-                        if xid.is_normal() {
-                            cold_path();
-                            if !prec::<FAST>(xid, xmax) {
-                                break 'member;
-                            }
-                            if p != me {
-                                snap.xip.push(xid);
-                            }
-                            if prec::<FAST>(xid, xmin) {
-                                xmin = xid;
-                            }
-                        }
-                        if p == me || snap.suboverflowed {
+                        if !prec::<FAST>(xid, xmax) {
                             break 'member;
                         }
-                        self.copy_subxids(&v, p, snap);
+                        if p != me {
+                            snap.xip.push(xid);
+                        }
+                        if prec::<FAST>(xid, xmin) {
+                            xmin = xid;
+                        }
                     }
+                    if p == me || snap.suboverflowed {
+                        break 'member;
+                    }
+                    self.copy_subxids(&v, p, snap);
                 }
             };
         }
@@ -755,7 +782,36 @@ impl ProcArray {
         for slot in groups.remainder() {
             member!(slot);
         }
+        if SKIP {
+            xmin = fold.xmin;
+            globalxmin = fold.globalxmin;
+        }
         ScanResult { xmin, globalxmin: if EAGER { Some(globalxmin) } else { None } }
+    }
+
+    /// The 9.2 loop body for member `p` that has a normal xmin or a normal xid (read once, by the
+    /// caller): the vacuum-flags test, (EAGER) the xmin fold into the horizon, then
+    /// [`Self::pgxact_running`] for a normal xid.
+    #[inline(never)]
+    fn pgxact_member<V: HotView, const EAGER: bool, const FAST: bool>(
+        &self,
+        v: &V,
+        p: usize,
+        m: TransactionId,
+        xid: TransactionId,
+        fold: &mut Fold,
+        snap: &mut Snapshot,
+    ) {
+        // SAFETY: the caller's `p` is a member's id, below `max_backends` (see `scan_pgxact`).
+        if unsafe { v.vacuum_flags(p) } & PROC_SNAPSHOT_SKIP != 0 {
+            return;
+        }
+        if EAGER && m.is_normal() && prec::<FAST>(m, fold.globalxmin) {
+            fold.globalxmin = m;
+        }
+        if xid.is_normal() {
+            fold.xmin = self.pgxact_running::<V, FAST>(v, p, xid, fold.me, fold.xmax, fold.xmin, snap);
+        }
     }
 
     /// Member `p`'s subxids into `snap`, or `snap.suboverflowed` if its cache overflowed (the
@@ -1227,6 +1283,53 @@ impl Backend {
         self.pa.xmin_slot(self.pgprocno as usize).store(0, Ordering::Relaxed);
     }
 
+    /// Sets this backend's vacuum/status flags (any of [`PROC_IS_AUTOVACUUM`],
+    /// [`PROC_IN_VACUUM`], [`PROC_IN_ANALYZE`], [`PROC_VACUUM_FOR_WRAPAROUND`],
+    /// [`PROC_IN_LOGICAL_DECODING`]) under ProcArrayLock exclusive, as lazy VACUUM does in
+    /// `vacuum_rel` (`vacuum.c`; 9.2 `MyPgXact->vacuumFlags`, 14 `statusFlags` and its dense
+    /// copy). While `PROC_IN_VACUUM` or `PROC_IN_LOGICAL_DECODING` is set, other backends'
+    /// snapshots and the global xmin horizon ignore this backend's xmin and xid. The flags are
+    /// cleared when the transaction ends.
+    ///
+    /// # Errors
+    /// [`ProcArrayError::UnknownVacuumFlags`] if `flags` has a bit outside those five (nothing
+    /// is changed then).
+    ///
+    /// [`PROC_IS_AUTOVACUUM`]: crate::PROC_IS_AUTOVACUUM
+    /// [`PROC_IN_VACUUM`]: crate::PROC_IN_VACUUM
+    /// [`PROC_IN_ANALYZE`]: crate::PROC_IN_ANALYZE
+    /// [`PROC_VACUUM_FOR_WRAPAROUND`]: crate::PROC_VACUUM_FOR_WRAPAROUND
+    /// [`PROC_IN_LOGICAL_DECODING`]: crate::PROC_IN_LOGICAL_DECODING
+    pub fn set_vacuum_flags(&mut self, flags: u8) -> Result<(), ProcArrayError> {
+        if flags & !PROC_KNOWN_FLAGS != 0 {
+            return Err(ProcArrayError::UnknownVacuumFlags(flags));
+        }
+        self.store_vacuum_flags(flags);
+        Ok(())
+    }
+
+    /// This backend's vacuum/status flags (0 when none is set).
+    pub fn vacuum_flags(&self) -> u8 {
+        self.pa.procs[self.pgprocno as usize].vacuum_flags.load(Ordering::Relaxed)
+    }
+
+    /// Stores `flags` in `PgProc` and in the layout's hot copy under ProcArrayLock exclusive.
+    fn store_vacuum_flags(&self, flags: u8) {
+        let pa = &*self.pa;
+        let p = self.pgprocno as usize;
+        let proc = &pa.procs[p];
+        let held = pa.proc_array_lock.acquire(LwLockMode::Exclusive);
+        proc.vacuum_flags.store(flags, Ordering::Relaxed);
+        match &pa.hot {
+            Hot::Pgproc => {}
+            Hot::Pgxact(x) => x[p].vacuum_flags.store(flags, Ordering::Relaxed),
+            Hot::PgxactPadded(x) => x[p].vacuum_flags.store(flags, Ordering::Relaxed),
+            Hot::Dense(d) => d.status_flags[proc.pgxactoff.load(Ordering::Relaxed) as usize]
+                .store(flags, Ordering::Relaxed),
+        }
+        pa.release_pa(held);
+    }
+
     /// `ProcArrayEndTransaction` (commit or abort alike: the ProcArray does not care which; CLOG
     /// does). Without an xid, clears xmin without any lock. With one, clears the entry under
     /// ProcArrayLock exclusive by the configured [`EndXactStrategy`], advancing
@@ -1238,6 +1341,10 @@ impl Backend {
         if !xid.is_valid() {
             pa.xmin_slot(p).store(0, Ordering::Relaxed);
             pa.procs[p].lxid.store(0, Ordering::Relaxed);
+            if pa.procs[p].vacuum_flags.load(Ordering::Relaxed) != 0 {
+                // 14: the shared copy of the flags changes only under ProcArrayLock exclusive.
+                self.store_vacuum_flags(0);
+            }
             self.stats.end_readonly.incr();
             return EndXactOutcome { xid, latest_xid: xid, role: EndXactRole::ReadOnly };
         }

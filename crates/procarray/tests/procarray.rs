@@ -9,8 +9,9 @@ use std::sync::Arc;
 use common::MemSubTrans;
 use lockstack_common::{BackendId, TransactionId};
 use lockstack_procarray::{
-    EndXactStrategy, Layout, OldSnapshotThreshold, PGPROC_MAX_CACHED_SUBXIDS, ProcArray, ProcArrayConfig,
-    ProcArrayError, TimeMapMaintenance, USECS_PER_MINUTE, VirtualClock, xid_in_mvcc_snapshot,
+    EndXactStrategy, Layout, OldSnapshotThreshold, PGPROC_MAX_CACHED_SUBXIDS, PROC_IN_LOGICAL_DECODING,
+    PROC_IN_VACUUM, ProcArray, ProcArrayConfig, ProcArrayError, TimeMapMaintenance, USECS_PER_MINUTE,
+    VirtualClock, xid_in_mvcc_snapshot,
 };
 
 fn cfg(layout: Layout, n: usize) -> ProcArrayConfig {
@@ -296,6 +297,44 @@ fn read_only_transactions_take_no_proc_array_lock_at_end() {
     drop(held);
     assert_eq!(out.role, lockstack_procarray::EndXactRole::ReadOnly);
     assert_eq!(r.stats().end_readonly.get(), 1);
+}
+
+/// Lazy VACUUM's flag: a vacuuming backend's xmin is left out of everyone's horizon (and a
+/// logically decoding one's out of the snapshot loop's), the flags go at the end of its
+/// transaction, and unknown bits are refused without changing anything.
+#[test]
+fn vacuum_flags_hide_the_xmin_and_clear_at_end() {
+    for layout in Layout::ALL {
+        for flag in [PROC_IN_VACUUM, PROC_IN_LOGICAL_DECODING] {
+            let pa = ProcArray::new(cfg(layout, 3)).unwrap();
+            let mut w = pa.attach(BackendId(0)).unwrap();
+            let mut v = pa.attach(BackendId(1)).unwrap();
+            let mut r = pa.attach(BackendId(2)).unwrap();
+            w.assign_xid();
+            w.end_transaction();
+            v.get_snapshot_data();
+            let old = v.recent_xmin();
+            w.assign_xid();
+            w.end_transaction();
+            assert_eq!(r.get_snapshot_data().xmin, old.next(), "{layout:?}");
+            assert_eq!(r.recent_global_xmin(), old, "{layout:?}: v's xmin holds the horizon");
+            assert_eq!(v.set_vacuum_flags(0x80), Err(ProcArrayError::UnknownVacuumFlags(0x80)));
+            assert_eq!(v.vacuum_flags(), 0);
+            v.set_vacuum_flags(flag).unwrap();
+            assert_eq!(v.vacuum_flags(), flag);
+            // Dense reuse would keep the old horizon; end a transaction so it is recomputed.
+            w.assign_xid();
+            w.end_transaction();
+            r.get_snapshot_data();
+            let horizon = r.recent_global_xmin();
+            if flag == PROC_IN_VACUUM || layout != Layout::Dense {
+                // r's own advertised xmin (from its first snapshot) is now the oldest.
+                assert_eq!(horizon, old.next(), "{layout:?} {flag:#x}: v's xmin is ignored");
+            }
+            v.end_transaction();
+            assert_eq!(v.vacuum_flags(), 0);
+        }
+    }
 }
 
 /// The SLRU-backed pg_subtrans from lockstack-clog answers overflowed snapshots: a deep

@@ -1,5 +1,5 @@
 //! Random interleavings of begin / assign xid / subxact / subxact abort / commit / abort /
-//! reconnect / snapshot across simulated backends, driven from one thread. Every snapshot's
+//! reconnect / lazy VACUUM / snapshot across simulated backends, driven from one thread. Every snapshot's
 //! answer for every xid must equal a brute-force oracle built from the event history, when the
 //! snapshot is taken and again at the end (after everything committed), for every layout,
 //! strategy and loop knob, starting at ordinary xids and just below 2^31 and 2^32.
@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use common::MemSubTrans;
 use lockstack_common::{BackendId, TransactionId};
 use lockstack_procarray::{
-    Backend, EndXactRole, EndXactStrategy, GlobalXminMode, Layout, ProcArray, ProcArrayConfig, Snapshot,
-    xid_in_mvcc_snapshot,
+    Backend, EndXactRole, EndXactStrategy, GlobalXminMode, Layout, PROC_IN_VACUUM, ProcArray,
+    ProcArrayConfig, Snapshot, xid_in_mvcc_snapshot,
 };
 use proptest::prelude::*;
 
@@ -32,6 +32,9 @@ enum Op {
     Snapshot(usize),
     ResetXmin(usize),
     Reconnect(usize),
+    /// Lazy VACUUM starts in this backend's transaction (`PROC_IN_VACUUM`; skipped if it has
+    /// an xid, as lazy VACUUM never holds one).
+    Vacuum(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -45,7 +48,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => b.clone().prop_map(Op::End),
         5 => b.clone().prop_map(Op::Snapshot),
         1 => b.clone().prop_map(Op::ResetXmin),
-        1 => b.prop_map(Op::Reconnect),
+        1 => b.clone().prop_map(Op::Reconnect),
+        1 => b.prop_map(Op::Vacuum),
     ]
 }
 
@@ -70,6 +74,8 @@ struct Model {
     running: Vec<(TransactionId, Vec<TransactionId>)>,
     /// Per backend: advertised xmin (what the code should have published).
     xmin: Vec<TransactionId>,
+    /// Per backend: `PROC_IN_VACUUM` is set (its xmin is then ignored by the horizon).
+    vacuum: Vec<bool>,
     assigned: u64,
 }
 
@@ -182,6 +188,7 @@ fn run(
         info: HashMap::new(),
         running: vec![(TransactionId::INVALID, Vec::new()); BACKENDS],
         xmin: vec![TransactionId::INVALID; BACKENDS],
+        vacuum: vec![false; BACKENDS],
         assigned: 0,
     };
     let mut taken: Vec<Taken> = Vec::new();
@@ -191,6 +198,7 @@ fn run(
             Op::Begin(b) => {
                 backends[b].as_mut().unwrap().start_transaction();
             }
+            Op::AssignXid(b) | Op::Subxacts(b, _) if model.vacuum[b] => {}
             Op::AssignXid(b) => {
                 let be = backends[b].as_mut().unwrap();
                 let had = be.xid();
@@ -244,6 +252,14 @@ fn run(
                     prop_assert_eq!(out.role, EndXactRole::ReadOnly);
                 }
                 model.xmin[b] = TransactionId::INVALID;
+                model.vacuum[b] = false;
+                prop_assert_eq!(backends[b].as_ref().unwrap().vacuum_flags(), 0);
+            }
+            Op::Vacuum(b) => {
+                if !model.running[b].0.is_valid() {
+                    backends[b].as_mut().unwrap().set_vacuum_flags(PROC_IN_VACUUM).unwrap();
+                    model.vacuum[b] = true;
+                }
             }
             Op::ResetXmin(b) => {
                 backends[b].as_mut().unwrap().reset_xmin();
@@ -258,6 +274,7 @@ fn run(
                     }
                 }
                 model.xmin[b] = TransactionId::INVALID;
+                model.vacuum[b] = false;
                 backends[b].take().unwrap().detach();
                 backends[b] = Some(pa.attach(place.id(b)).unwrap());
                 let members = pa.members();
@@ -277,9 +294,10 @@ fn run(
                 let t = Taken { at, snap, own };
                 check(&model, &t, &subtrans, "at once")?;
                 // The global xmin horizon, against brute force: the oldest of xmax, this
-                // snapshot's xmin, every advertised xmin and every running top-level xid.
+                // snapshot's xmin, every advertised xmin and every running top-level xid, except
+                // those of backends in lazy VACUUM.
                 let mut horizon = older(t.snap.xmax, t.snap.xmin);
-                for i in 0..BACKENDS {
+                for i in (0..BACKENDS).filter(|&i| !model.vacuum[i]) {
                     horizon = older(horizon, model.xmin[i]);
                     horizon = older(horizon, model.running[i].0);
                 }
