@@ -16,6 +16,7 @@
 //! lock and transfers the entry. The counter is an atomic updated with read-modify-writes
 //! (PostgreSQL uses a spinlock around plain increments).
 
+use crossbeam_utils::CachePadded;
 use lockstack_common::{BackendId, LocalTransactionId, TrancheId};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 
@@ -163,8 +164,8 @@ fn match_mask(rels: &[u32; FP_SLOTS_PER_GROUP], relid: u32) -> u16 {
 /// (`fpVXIDLock`, `fpLocalTransactionId`).
 #[derive(Debug)]
 pub(crate) struct FpState {
-    /// The backend's groups of 16 slots.
-    groups: Box<[FpGroup]>,
+    /// The backend's groups of 16 slots, each on its own cache line (see `FpProc`).
+    groups: Box<[CachePadded<FpGroup>]>,
     /// True while the backend's own VXID lock is held "in fast path" (not materialised).
     pub(crate) vxid_lock: bool,
     /// Local xid of that VXID lock; stays valid after a waiter materialised it, as the marker
@@ -172,7 +173,11 @@ pub(crate) struct FpState {
     pub(crate) vxid_lxid: LocalTransactionId,
 }
 
-/// One backend's fast-path area: `fpInfoLock` and the data it protects.
+/// One backend's fast-path area: `fpInfoLock` and the data it protects. Each sits on its own
+/// cache line (`CachePadded` in [`FastPathArea`]), and so does each of its slot groups: in
+/// PostgreSQL both live in the backend's ~900-byte `PGPROC`, so two backends never share a line.
+/// Packed side by side (as before), two clients' lock and unlock of their own fast-path slots
+/// bounced one line between the cores at every relation lock.
 struct FpProc {
     lock: LwLock,
     state: LwLockCell<FpState>,
@@ -193,7 +198,7 @@ pub struct FastPathArea {
     strong: Box<[AtomicU32]>,
     /// `strong.len() - 1`.
     strong_mask: usize,
-    procs: Box<[FpProc]>,
+    procs: Box<[CachePadded<FpProc>]>,
 }
 
 impl std::fmt::Debug for FastPathArea {
@@ -218,13 +223,15 @@ impl FastPathArea {
             "fast path needs a power-of-two number (at least one) of groups and of counters"
         );
         let procs = (0..backends)
-            .map(|i| FpProc {
-                lock: LwLock::new(kind, TrancheId::LOCK_FAST_PATH, i as u32),
-                state: LwLockCell::new(FpState {
-                    groups: vec![FpGroup::default(); groups].into_boxed_slice(),
-                    vxid_lock: false,
-                    vxid_lxid: LocalTransactionId::INVALID,
-                }),
+            .map(|i| {
+                CachePadded::new(FpProc {
+                    lock: LwLock::new(kind, TrancheId::LOCK_FAST_PATH, i as u32),
+                    state: LwLockCell::new(FpState {
+                        groups: (0..groups).map(|_| CachePadded::new(FpGroup::default())).collect(),
+                        vxid_lock: false,
+                        vxid_lxid: LocalTransactionId::INVALID,
+                    }),
+                })
             })
             .collect();
         let strong = (0..strong_partitions).map(|_| AtomicU32::new(0)).collect();

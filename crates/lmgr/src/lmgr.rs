@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use lockstack_common::{
     BackendId, LocalTransactionId, Oid, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId,
     WaitEvent, WaitEventScope,
@@ -114,8 +115,11 @@ pub struct LockStatusRow {
 /// [`FastPathArea`] with one `LockFastPath` LWLock per backend (9.2+).
 pub struct Lmgr {
     cfg: LmgrConfig,
-    partitions: Box<[Partition]>,
-    procs: Box<[Proc]>,
+    /// Each on its own cache line, as PostgreSQL pads the LWLocks of `MainLWLockArray`.
+    partitions: Box<[CachePadded<Partition>]>,
+    /// Each on its own cache line: `lxid` is written at every transaction start and end, and in
+    /// PostgreSQL it lives in the backend's own `PGPROC`, never on a line another backend writes.
+    procs: Box<[CachePadded<Proc>]>,
     fp: FastPathArea,
     counters: StatsRegistry<BackendCounters>,
 }
@@ -137,21 +141,25 @@ impl Lmgr {
     pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, String> {
         cfg.validate()?;
         let partitions = (0..cfg.partitions)
-            .map(|i| Partition {
-                lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
-                tables: UnsafeCell::new(PartitionTables::default()),
+            .map(|i| {
+                CachePadded::new(Partition {
+                    lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
+                    tables: UnsafeCell::new(PartitionTables::default()),
+                })
             })
             .collect();
         let procs = (0..cfg.max_backends)
-            .map(|_| Proc {
-                wait: Mutex::new(WaitState {
-                    status: WaitStatus::Idle,
-                    tag: None,
-                    mode: LockMode::AccessShare,
-                }),
-                cv: Condvar::new(),
-                lxid: AtomicU32::new(0),
-                attached: AtomicBool::new(false),
+            .map(|_| {
+                CachePadded::new(Proc {
+                    wait: Mutex::new(WaitState {
+                        status: WaitStatus::Idle,
+                        tag: None,
+                        mode: LockMode::AccessShare,
+                    }),
+                    cv: Condvar::new(),
+                    lxid: AtomicU32::new(0),
+                    attached: AtomicBool::new(false),
+                })
             })
             .collect();
         let groups = cfg.fast_path.groups().max(1);
