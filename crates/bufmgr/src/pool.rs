@@ -583,7 +583,7 @@ pub struct BackendBuffers {
     id: u32,
     refs: PrivateRefCount,
     locked: HeldLocks,
-    counters: Arc<BackendCounters>,
+    counters: lockstack_common::StatsBlock<BackendCounters>,
     _not_sync: PhantomData<Cell<()>>,
 }
 

@@ -321,7 +321,7 @@ struct SlruCounters {
 }
 
 std::thread_local! {
-    static LOCAL_STATS: RefCell<Vec<(u64, Arc<SlruCounters>)>> = const { RefCell::new(Vec::new()) };
+    static LOCAL_STATS: RefCell<Vec<(u64, lockstack_common::StatsBlock<SlruCounters>)>> = const { RefCell::new(Vec::new()) };
 }
 
 static NEXT_SLRU_ID: AtomicU64 = AtomicU64::new(1);

@@ -25,6 +25,6 @@ pub mod wait_event;
 
 pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
-pub use stats::{LocalCounter, StatsRegistry};
+pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;
 pub use wait_event::{WaitEvent, WaitEventType};

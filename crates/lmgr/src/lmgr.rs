@@ -630,7 +630,7 @@ pub struct Backend {
     /// `FastPathLocalUseCounts`, as masks: per group, a superset of the slots in use (its
     /// population count is PostgreSQL's count; all ones = full, zero = nothing to release).
     fp_used: Vec<u16>,
-    counters: Arc<BackendCounters>,
+    counters: lockstack_common::StatsBlock<BackendCounters>,
     deadlock_timeout: Duration,
     lock_timeout: Option<Duration>,
     next_lxid: LocalTransactionId,

@@ -11,7 +11,7 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId};
 use parking_lot::Mutex;
@@ -74,7 +74,7 @@ fn register_mine() -> *const BackendLwLockStats {
     let block = registry().register();
     // The registry keeps its own `Arc` to every block for the life of the process, so the
     // pointers stay valid after this `Arc` is dropped.
-    let p = Arc::as_ptr(&block);
+    let p: *const BackendLwLockStats = &**block;
     MINE.with(|m| m.set(p));
     ROWS.with(|r| r.set(&*block.tranches));
     p

@@ -1045,7 +1045,7 @@ pub struct Backend {
     snapshot: Snapshot,
     recent_global_xmin: TransactionId,
     horizon_valid: bool,
-    stats: Arc<BackendProcStats>,
+    stats: lockstack_common::StatsBlock<BackendProcStats>,
     detached: bool,
 }
 

@@ -634,7 +634,12 @@ impl Drop for Wal {
 
 /// The WAL writer's loop: sleep `delay` (or until stopped), flush, repeat. It holds only a
 /// weak reference, so it never keeps the WAL alive.
-fn wal_writer_main(weak: Weak<Wal>, ctl: Arc<WriterCtl>, counters: Arc<WalCounters>, delay: Duration) {
+fn wal_writer_main(
+    weak: Weak<Wal>,
+    ctl: Arc<WriterCtl>,
+    counters: lockstack_common::StatsBlock<WalCounters>,
+    delay: Duration,
+) {
     loop {
         {
             let mut stop = ctl.stop.lock();
@@ -658,7 +663,7 @@ pub struct WalBackend {
     wal: Arc<Wal>,
     id: usize,
     lock_to_try: usize,
-    counters: Arc<WalCounters>,
+    counters: lockstack_common::StatsBlock<WalCounters>,
     scratch: Vec<u64>,
     last_start: XLogRecPtr,
     in_xact: bool,
