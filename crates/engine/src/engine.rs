@@ -39,10 +39,7 @@ use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE, 
 use lockstack_bufmgr::{
     BackendBuffers, BufferError, BufferPool, BufferPoolConfig, ForkNumber, LwLockMode, MemorySmgr, Smgr,
 };
-use lockstack_clog::{
-    CLOG_XACTS_PER_PAGE, Clog, ClogConfig, ClogError, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig,
-    SubTransError, XidStatus,
-};
+use lockstack_clog::{Clog, ClogConfig, ClogError, SubTrans, SubTransConfig, SubTransError, XidStatus};
 use lockstack_common::{AttachedBackend, BackendId, BackendStatusArray, BlockNumber, TransactionId};
 use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode};
 use lockstack_procarray::{ProcArray, ProcArrayConfig, ProcArrayError, Snapshot, xid_in_mvcc_snapshot};
@@ -167,11 +164,6 @@ pub struct Engine {
     tables: Vec<TableRel>,
     /// History's insertion target block (PostgreSQL's relcache `rd_targblock`, shared here).
     history_target: AtomicU32,
-    /// Where [`Engine::extend_xact_logs`] goes on: the CLOG and SUBTRANS pages of every older
-    /// xid exist (were zeroed when their first xid was assigned, or were there at start-up).
-    xact_logs_extended: AtomicU32,
-    /// Serialises the page zeroing of [`Engine::extend_xact_logs`].
-    xact_logs_extend_lock: parking_lot::Mutex<()>,
     /// Per table (in `Table::ALL` order): pages whose dead versions were cut off from the
     /// index, most recent last, at most [`FREE_PAGES_MAX`]; non-HOT updates prune and fill them
     /// before extending the relation. It stands in for PostgreSQL's free space map plus the
@@ -344,6 +336,19 @@ impl Engine {
         let procarray = ProcArray::new(cfg.procarray).map_err(|e| EngineError::Usage(e.to_string()))?;
         let clog = Arc::new(Clog::new(cfg.clog.clone())?);
         let subtrans = Arc::new(SubTrans::new(cfg.subtrans.clone())?);
+        // `ExtendCLOG` and `ExtendSUBTRANS` run inside `GetNewTransactionId`, under XidGenLock,
+        // before the xid is handed out (PostgreSQL 8.0-18): xids are assigned one at a time in
+        // order, so every status page is zeroed, once, before any xid on it can be published,
+        // let alone commit. (Zeroing after the ProcArray had published the xid let a page's
+        // first xid be overtaken by a later one that committed first, its status then wiped by
+        // the late zeroing.)
+        let (c, st) = (Arc::clone(&clog), Arc::clone(&subtrans));
+        procarray
+            .set_xid_extend_hook(Box::new(move |xid| {
+                c.extend(xid).map_err(|e| e.to_string())?;
+                st.extend(xid).map_err(|e| e.to_string())
+            }))
+            .map_err(|e| EngineError::Usage(e.to_string()))?;
         let lmgr = Lmgr::new(cfg.lmgr).map_err(EngineError::Usage)?;
         let pool = BufferPool::new(cfg.bufmgr.clone(), smgr)?;
         let wal = Wal::open(cfg.wal.clone())?;
@@ -366,7 +371,6 @@ impl Engine {
             });
         }
         drop(bb);
-        let first_xid = procarray.next_xid();
         Ok(Arc::new(Engine {
             cfg,
             procarray,
@@ -378,8 +382,6 @@ impl Engine {
             backends,
             tables,
             history_target: AtomicU32::new(u32::MAX),
-            xact_logs_extended: AtomicU32::new(first_xid.0),
-            xact_logs_extend_lock: parking_lot::Mutex::new(()),
             free_pages: std::array::from_fn(|_| parking_lot::Mutex::new(Vec::new())),
             data_dir,
         }))
@@ -392,43 +394,6 @@ impl Engine {
 
     fn free_pages(&self, t: Table) -> &parking_lot::Mutex<Vec<u32>> {
         &self.free_pages[Table::ALL.iter().position(|x| *x == t).expect("known table")]
-    }
-
-    /// Makes sure the CLOG and SUBTRANS pages of `xid` (just assigned) exist before its
-    /// transaction can write a status there: `ExtendCLOG` / `ExtendSUBTRANS`, zeroing a page
-    /// when an xid is the first on it.
-    ///
-    /// PostgreSQL calls them in `GetNewTransactionId` under XidGenLock, before the xid is
-    /// published. Here the xid is assigned (and published) by the ProcArray first, so the
-    /// owner of a page's first xid could be overtaken by the owner of the next one, which
-    /// could commit, setting its status on the page, before the first zeroed it, wiping that
-    /// commit (its rows then read as never committed, old versions as live again). So pages
-    /// are zeroed in order, under a lock, by whichever backend first holds an xid at or past
-    /// the first xid not yet covered: every page up to the one of its xid is extended before
-    /// any xid on it can commit, and each page once. The common case (an xid on a page already
-    /// covered) is one atomic load; the lock is taken once per [`SUBTRANS_XACTS_PER_PAGE`]
-    /// xids.
-    ///
-    /// # Errors
-    /// CLOG and SUBTRANS (SLRU) errors; the pages not yet covered are retried by the next call.
-    fn extend_xact_logs(&self, xid: TransactionId) -> Result<(), EngineError> {
-        // A page boundary of CLOG is one of SUBTRANS too: stepping by SUBTRANS pages visits both.
-        const STEP: u32 = SUBTRANS_XACTS_PER_PAGE;
-        const _: () = assert!(CLOG_XACTS_PER_PAGE.is_multiple_of(SUBTRANS_XACTS_PER_PAGE));
-        if xid.precedes(TransactionId(self.xact_logs_extended.load(Ordering::Acquire))) {
-            return Ok(());
-        }
-        let _g = self.xact_logs_extend_lock.lock();
-        let mut x = TransactionId(self.xact_logs_extended.load(Ordering::Acquire));
-        while !xid.precedes(x) {
-            // Zeroes the page(s) only if `x` is the first xid on them (or the first normal xid).
-            self.clog.extend(x)?;
-            self.subtrans.extend(x)?;
-            // Every xid before the next SUBTRANS page start is on pages that now exist.
-            x = TransactionId((x.0 / STEP + 1).wrapping_mul(STEP));
-            self.xact_logs_extended.store(x.0, Ordering::Release);
-        }
-        Ok(())
     }
 
     /// Remembers `block` of `t` as worth revisiting (dead versions, or room after a prune).
@@ -639,8 +604,7 @@ impl Session {
     fn ensure_xid(&mut self) -> Result<TransactionId, EngineError> {
         if !self.xid.is_valid() {
             let _s = tracing::trace_span!("assign_xid").entered();
-            let xid = self.pa.assign_xid();
-            self.engine.extend_xact_logs(xid)?;
+            let xid = self.pa.try_assign_xid()?;
             self.lm.xact_lock_table_insert(xid)?;
             self.xid = xid;
         }
@@ -1439,7 +1403,9 @@ mod tests {
         let e = Engine::new(cfg, 1, 100).unwrap();
         let mut x = e.session(BackendId(0)).unwrap();
         let mut y = e.session(BackendId(1)).unwrap();
-        // x gets the page's first xid (published in the ProcArray) and is preempted there.
+        // x gets the page's first xid (published in the ProcArray) and is preempted before
+        // its engine-side bookkeeping. (Before the extension moved under XidGenLock, the page
+        // was zeroed only in that bookkeeping, after y's commit below.)
         x.begin();
         assert_eq!(x.pa.assign_xid(), boundary);
         // y gets the next xid, updates a row and commits.

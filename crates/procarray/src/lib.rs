@@ -59,6 +59,8 @@ pub use proc::{
     Latch, PGPROC_MAX_CACHED_SUBXIDS, PROC_IN_ANALYZE, PROC_IN_LOGICAL_DECODING, PROC_IN_VACUUM,
     PROC_IS_AUTOVACUUM, PROC_VACUUM_FOR_WRAPAROUND, PgProc, PgSemaphore, PgXact, ShmQueue, SubXidState,
 };
-pub use procarray::{Backend, EndXactOutcome, EndXactRequest, EndXactRole, ProcArray, ProcArrayError};
+pub use procarray::{
+    Backend, EndXactOutcome, EndXactRequest, EndXactRole, ProcArray, ProcArrayError, XidExtendHook,
+};
 pub use snapshot::{Snapshot, SubTransLookup, xid_in_mvcc_snapshot};
 pub use stats::{BackendProcStats, ProcArrayStats};

@@ -51,6 +51,10 @@ pub enum ProcArrayError {
     NotMySubxid(TransactionId),
     /// `set_vacuum_flags` was given bits outside the known vacuum/status flags.
     UnknownVacuumFlags(u8),
+    /// The xid-extension hook failed (its message); no xid was assigned.
+    XidExtend(String),
+    /// `set_xid_extend_hook` was called when a hook was already installed.
+    XidExtendHookSet,
 }
 
 impl fmt::Display for ProcArrayError {
@@ -64,6 +68,8 @@ impl fmt::Display for ProcArrayError {
                 write!(f, "xid {x} is not a live subtransaction of this backend's transaction")
             }
             ProcArrayError::UnknownVacuumFlags(v) => write!(f, "vacuum flags {v:#04x} include unknown bits"),
+            ProcArrayError::XidExtend(e) => write!(f, "could not extend the transaction status logs: {e}"),
+            ProcArrayError::XidExtendHookSet => f.write_str("an xid-extension hook is already installed"),
         }
     }
 }
@@ -277,7 +283,17 @@ pub struct ProcArray {
     transam: CachePadded<TransamVariables>,
     old_snapshot: OldSnapshotTimeMap,
     stats: StatsRegistry<BackendProcStats>,
+    /// Called for every new xid under XidGenLock (see [`ProcArray::set_xid_extend_hook`]).
+    extend_hook: std::sync::OnceLock<XidExtendHook>,
 }
+
+/// What `GetNewTransactionId` runs for each new xid, under XidGenLock and before the xid is
+/// handed out: `ExtendCLOG`, `ExtendCommitTs` and `ExtendSUBTRANS` in PostgreSQL (8.0-18), which
+/// zero a status page when the xid is the first on it. An `Err` (an I/O error while making room
+/// for the page) fails the assignment: the xid is not consumed, as PostgreSQL's `ereport(ERROR)`
+/// there leaves `nextXid` unchanged. The message is passed on in
+/// [`ProcArrayError::XidExtend`].
+pub type XidExtendHook = Box<dyn Fn(TransactionId) -> Result<(), String> + Send + Sync>;
 
 impl fmt::Debug for ProcArray {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -344,6 +360,7 @@ impl ProcArray {
                 // PostgreSQL starts at 1 so that 0 can mean "snapshot not cacheable".
                 xact_completion_count: AtomicU64::new(1),
             }),
+            extend_hook: std::sync::OnceLock::new(),
             old_snapshot: OldSnapshotTimeMap::new(
                 cfg.old_snapshot_threshold,
                 cfg.time_map,
@@ -547,11 +564,33 @@ impl ProcArray {
         })
     }
 
-    /// `GetNewTransactionId`: takes XidGenLock, hands out `nextXid`, publishes it in slot `p`
-    /// (top-level, or the subxid cache / overflow flag), and only then releases the lock.
-    fn get_new_transaction_id(&self, p: usize, is_subxact: bool) -> (TransactionId, bool) {
+    /// Installs the hook that `GetNewTransactionId` runs for every new xid under XidGenLock,
+    /// before the xid is handed out (see [`XidExtendHook`]); a transaction engine passes its
+    /// CLOG and SUBTRANS extension here, so that a status page always exists before any xid on
+    /// it can be published, let alone commit. Set it before the first xid is assigned.
+    ///
+    /// # Errors
+    /// [`ProcArrayError::XidExtendHookSet`] if a hook is already installed (it is kept).
+    pub fn set_xid_extend_hook(&self, hook: XidExtendHook) -> Result<(), ProcArrayError> {
+        self.extend_hook.set(hook).map_err(|_| ProcArrayError::XidExtendHookSet)
+    }
+
+    /// `GetNewTransactionId`: takes XidGenLock, runs the extension hook for `nextXid`, hands it
+    /// out, publishes it in slot `p` (top-level, or the subxid cache / overflow flag), and only
+    /// then releases the lock. If the hook fails, nothing is consumed or published.
+    fn get_new_transaction_id(
+        &self,
+        p: usize,
+        is_subxact: bool,
+    ) -> Result<(TransactionId, bool), ProcArrayError> {
         let held = self.xid_gen_lock.acquire(LwLockMode::Exclusive);
         let xid = TransactionId(self.transam.next_xid.load(Ordering::Relaxed));
+        if let Some(hook) = self.extend_hook.get()
+            && let Err(e) = hook(xid)
+        {
+            self.xid_gen_lock.release(held);
+            return Err(ProcArrayError::XidExtend(e));
+        }
         self.transam.next_xid.store(xid.next().0, Ordering::Relaxed);
         let proc = &self.procs[p];
         let mut overflowed_now = false;
@@ -594,7 +633,7 @@ impl ProcArray {
             }
         }
         self.xid_gen_lock.release(held);
-        (xid, overflowed_now)
+        Ok((xid, overflowed_now))
     }
 
     /// `ProcArrayEndTransactionInternal`: clears slot `req.pgprocno` and advances
@@ -1108,26 +1147,50 @@ impl Backend {
 
     /// `GetTopTransactionId` / `AssignTransactionId` for the top level: the current xid, assigned
     /// now (under XidGenLock, published before its release) if the transaction had none.
+    ///
+    /// # Panics
+    /// If the ProcArray's [`XidExtendHook`] fails; use [`try_assign_xid`](Self::try_assign_xid)
+    /// with a hook that can.
     pub fn assign_xid(&mut self) -> TransactionId {
+        self.try_assign_xid().unwrap_or_else(|e| panic!("assign_xid: {e}"))
+    }
+
+    /// [`assign_xid`](Self::assign_xid) that reports a failing [`XidExtendHook`].
+    ///
+    /// # Errors
+    /// [`ProcArrayError::XidExtend`]: the transaction keeps no xid (a later call retries).
+    pub fn try_assign_xid(&mut self) -> Result<TransactionId, ProcArrayError> {
         if !self.xid.is_valid() {
             self.start_transaction();
-            let (xid, _) = self.pa.get_new_transaction_id(self.pgprocno as usize, false);
+            let (xid, _) = self.pa.get_new_transaction_id(self.pgprocno as usize, false)?;
             self.xid = xid;
             self.stats.xids_assigned.incr();
         }
-        self.xid
+        Ok(self.xid)
     }
 
     /// `AssignTransactionId` for a subtransaction: assigns the top-level xid first if needed
     /// (read it back with [`xid`](Self::xid)), then a new subxid, published in the 64-entry
     /// cache or, when full, by setting the overflow flag. The caller records the parent in
     /// pg_subtrans (`SubTransSetParent`) before anyone can need it.
+    ///
+    /// # Panics
+    /// If the ProcArray's [`XidExtendHook`] fails; use
+    /// [`try_assign_subxid`](Self::try_assign_subxid) with a hook that can.
     pub fn assign_subxid(&mut self) -> TransactionId {
-        self.assign_xid();
+        self.try_assign_subxid().unwrap_or_else(|e| panic!("assign_subxid: {e}"))
+    }
+
+    /// [`assign_subxid`](Self::assign_subxid) that reports a failing [`XidExtendHook`].
+    ///
+    /// # Errors
+    /// [`ProcArrayError::XidExtend`]: no subxid was assigned (the top-level xid may have been).
+    pub fn try_assign_subxid(&mut self) -> Result<TransactionId, ProcArrayError> {
+        self.try_assign_xid()?;
         if self.subxids.capacity() == 0 {
             self.subxids.reserve(PGPROC_MAX_CACHED_SUBXIDS);
         }
-        let (xid, overflowed_now) = self.pa.get_new_transaction_id(self.pgprocno as usize, true);
+        let (xid, overflowed_now) = self.pa.get_new_transaction_id(self.pgprocno as usize, true)?;
         self.subxids.push(xid);
         if overflowed_now {
             self.overflowed = true;
@@ -1136,7 +1199,7 @@ impl Backend {
             self.n_cached += 1;
         }
         self.stats.subxids_assigned.incr();
-        xid
+        Ok(xid)
     }
 
     /// `XidCacheRemoveRunningXids`: a subtransaction aborted; removes `xids` (its xid and its

@@ -364,3 +364,43 @@ fn clog_subtrans_backs_overflowed_snapshots() {
     assert!(!xid_in_mvcc_snapshot(X(901), &snap, &st).unwrap(), "child of an xact before xmin");
     assert!(!xid_in_mvcc_snapshot(X(1050), &snap, &st).unwrap(), "a finished top-level xact");
 }
+
+/// The xid-extension hook (`ExtendCLOG` / `ExtendSUBTRANS` under XidGenLock) sees every xid,
+/// top-level and sub, in assignment order and before it is handed out; a failure assigns
+/// nothing and consumes no xid; a second hook is refused.
+#[test]
+fn xid_extend_hook_runs_for_every_xid_in_order_and_can_fail() {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pa = ProcArray::new(ProcArrayConfig::new(2)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let fail = Arc::new(AtomicBool::new(false));
+    let (s, f) = (Arc::clone(&seen), Arc::clone(&fail));
+    pa.set_xid_extend_hook(Box::new(move |x| {
+        if f.load(Ordering::Relaxed) {
+            return Err(format!("no room for xid {x}"));
+        }
+        s.lock().unwrap().push(x);
+        Ok(())
+    }))
+    .unwrap();
+    assert_eq!(pa.set_xid_extend_hook(Box::new(|_| Ok(()))), Err(ProcArrayError::XidExtendHookSet));
+    let mut a = pa.attach(BackendId(0)).unwrap();
+    let mut b = pa.attach(BackendId(1)).unwrap();
+    let x1 = a.assign_xid();
+    let s1 = a.assign_subxid();
+    let x2 = b.assign_xid();
+    assert_eq!(*seen.lock().unwrap(), vec![x1, s1, x2]);
+    fail.store(true, Ordering::Relaxed);
+    a.end_transaction();
+    let next = pa.next_xid();
+    let err = a.try_assign_xid().unwrap_err();
+    assert!(matches!(&err, ProcArrayError::XidExtend(m) if m.contains(&next.to_string())), "{err}");
+    assert_eq!(a.xid(), TransactionId::INVALID);
+    assert!(b.try_assign_subxid().is_err());
+    assert!(b.subxids().is_empty());
+    assert_eq!(pa.next_xid(), next, "a failed extension consumes no xid");
+    fail.store(false, Ordering::Relaxed);
+    assert_eq!(a.try_assign_xid().unwrap(), next);
+    assert_eq!(seen.lock().unwrap().last(), Some(&next));
+}
