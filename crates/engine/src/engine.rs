@@ -20,8 +20,9 @@
 //! result for single-row updates by key.
 //!
 //! When the cleanup lock is busy the hot row moves to another page by a non-HOT update. A
-//! look-up that finds a whole HOT chain dead to every snapshot removes its index entry (the
-//! effect of `_bt_killitems`), tries to prune that page and remembers it; non-HOT versions go
+//! look-up visits every index entry of its key (not only up to the visible version, as
+//! PostgreSQL's scan) and removes each entry whose whole HOT chain is dead to every snapshot
+//! (the effect of `_bt_killitems`), tries to prune that page and remembers it; non-HOT versions go
 //! to remembered pages (pruned first) before the relation is extended, a small stand-in for
 //! the free space map and the pages autovacuum would visit.
 
@@ -626,6 +627,11 @@ impl Session {
     /// Finds the version of `key` visible to the statement's snapshot: (TID, columns, whether
     /// its page is worth pruning: a prune hint is set and free space is under 10%, the test of
     /// `heap_page_prune_opt`).
+    ///
+    /// Like PostgreSQL's equality index scan (`index_getnext_slot` until the key's entries run
+    /// out, `heapam_index_fetch_tuple` and `heap_hot_search_buffer` for each), it visits every
+    /// index entry of the key, also after the visible version, and removes the entries whose
+    /// whole HOT chain is dead to every snapshot (`kill_prior_tuple`, `_bt_killitems`).
     fn fetch_visible(&mut self, t: Table, key: i64) -> Result<Option<(Tid, Row, bool)>, EngineError> {
         let index = self
             .engine
@@ -648,10 +654,9 @@ impl Session {
             self.bb.prefetch(buf, lp..lp + page::SIZE_OF_ITEM_ID);
             let g = self.bb.lock(buf, LwLockMode::Shared);
             let ctx = self.vis(&self.snapshot);
-            // The scan stops at the visible version. PostgreSQL's index scan would go on through
-            // the key's other entries (killing dead ones); doing so here made a rare
-            // lost-row failure at 32 clients more frequent, so it stays off until that is
-            // understood (see docs/engine.md, "Known problems").
+            // Every entry is fetched, also after the visible version: PostgreSQL's executor
+            // asks the index scan for the next tuple until the key's entries run out (it does
+            // not know that at most one version is visible), and each fetch may kill its entry.
             let found = tuple::hot_search(g.page(), tid.offset, |_, tup| {
                 let h = tuple::header(tup);
                 tuple::column(tup, 0) == key && visibility::satisfies_mvcc(&h.xact, &ctx).visible
@@ -665,7 +670,7 @@ impl Session {
                     dead.push(tid);
                 }
             }
-            let out = found.map(|off| {
+            let out = found.filter(|_| result.is_none()).map(|off| {
                 let p = g.page();
                 let tup = page::get_item(p, off).expect("found");
                 let prunable = page::prune_xid(p) != 0 && page::free_space(p) < page::BLCKSZ / 10;
@@ -673,9 +678,9 @@ impl Session {
             });
             drop(g);
             self.bb.release(buf);
+            // A key has at most one version visible to an MVCC snapshot; keep the first.
             if out.is_some() {
                 result = out;
-                break;
             }
         }
         if !dead.is_empty() {
@@ -1308,22 +1313,80 @@ mod tests {
         let b = r.table_sums(Table::Branches).unwrap();
         assert_eq!((b.rows, b.balance), (1, 3 * per));
         // With nobody running, every old version is dead to all: one more look-up kills every
-        // index entry it passes before reaching the live version (heap_hot_search_buffer's
-        // all_dead); like PostgreSQL's it stops at the first visible version.
+        // index entry of the key whose chain is all dead (heap_hot_search_buffer's all_dead),
+        // before and after the live version, as PostgreSQL's scan goes on to the key's end.
+        let mut before = Vec::new();
+        e.table(Table::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut before).unwrap();
         let live = r.statement(|s| s.fetch_visible(Table::Branches, 1)).unwrap().unwrap().0;
         let mut left = Vec::new();
         e.table(Table::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut left).unwrap();
-        // Index entries point at HOT chain roots, which share the live version's page.
-        assert!(left.iter().any(|t| t.block == live.block), "the live chain keeps its entry");
-        assert!(
-            left.iter().all(|t| t.block >= live.block),
-            "dead entries before the live one were killed: {left:?}, live {live:?}"
-        );
+        // Index entries point at HOT chain roots, which share the live version's page: only the
+        // live chain's entry is left.
+        assert_eq!(left.len(), 1, "dead entries were killed: {before:?} -> {left:?}, live {live:?}");
+        assert_eq!(left[0].block, live.block, "the live chain keeps its entry");
         let pages = e.pool.nblocks(Table::Branches.heap_oid(), ForkNumber::Main).unwrap();
         assert!(
             pages < 3 * per as u32 * 128 / 8192,
             "pruning and page reuse kept the heap below its unpruned size ({pages} pages)"
         );
+        e.lmgr.check_invariants().unwrap();
+        e.pool.check_invariants().unwrap();
+    }
+
+    /// The index scan goes on past the visible version and kills the key's later entries whose
+    /// chain is dead to all, as PostgreSQL's does (`index_getnext_slot` until the key's
+    /// entries run out, `kill_prior_tuple`). Built single-threaded: the branch row moves to
+    /// block 1 (an old snapshot holds back pruning), then back to block 0 (a pin on block 1
+    /// stops its prune, and block 0 is on the free-page list), so the live version's entry sorts
+    /// before the dead entry of block 1; a scan that stopped at the live version kept that entry.
+    #[test]
+    fn the_index_scan_kills_dead_entries_after_the_visible_version() {
+        let e = engine(4, 1);
+        let rel = Table::Branches.heap_oid();
+        let entries = |s: &Session| {
+            let mut v = Vec::new();
+            e.table(Table::Branches).index.as_ref().unwrap().lookup(&s.bb, 1, &mut v).unwrap();
+            v
+        };
+        let mut u = e.session(BackendId(0)).unwrap();
+        let mut holder = e.session(BackendId(1)).unwrap();
+        let pinner = e.session(BackendId(2)).unwrap();
+        let mut r = e.session(BackendId(3)).unwrap();
+        let mut total = 0;
+        let update = |u: &mut Session| {
+            u.begin();
+            assert!(u.update_add(Table::Branches, 1, 1, 1).unwrap());
+            u.commit().unwrap();
+        };
+        // 1. An old snapshot keeps every version; the page fills and the row moves to block 1.
+        holder.begin();
+        holder.select(Table::Accounts, 1, RowLockClause::None).unwrap();
+        while !entries(&u).iter().any(|t| t.block == 1) {
+            update(&mut u);
+            total += 1;
+            assert!(total < 1000, "the row never left block 0");
+        }
+        holder.commit().unwrap();
+        // 2. Block 1 pinned: its prune cannot take the cleanup lock, so once it is full the row
+        // moves to block 0 (killed, pruned and remembered by the first update's look-up).
+        let pin = pinner.bb.read_block(rel, BlockNumber(1)).unwrap();
+        loop {
+            update(&mut u);
+            total += 1;
+            assert!(total < 2000, "the row never came back to block 0");
+            if entries(&u).first().is_some_and(|t| t.block == 0) {
+                break;
+            }
+        }
+        pinner.bb.release(pin);
+        let before = entries(&r);
+        assert_eq!(before.len(), 2, "the live entry on block 0 and the old one on block 1: {before:?}");
+        // 3. Nobody else runs: the look-up finds the live version at the first entry and goes
+        // on to kill the second.
+        let live = r.statement(|s| s.fetch_visible(Table::Branches, 1)).unwrap().unwrap();
+        assert_eq!((live.0.block, live.1.to_vec()), (0, vec![1, total]));
+        let after = entries(&r);
+        assert_eq!(after, vec![before[0]], "the dead entry after the visible one was killed");
         e.lmgr.check_invariants().unwrap();
         e.pool.check_invariants().unwrap();
     }
