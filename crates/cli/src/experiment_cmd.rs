@@ -254,7 +254,7 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
     let plan = &r.plan;
     let e: &Experiment = plan.experiment;
     outln!("experiment {}: {}", e.name, e.title);
-    outln!("seed: {} (../shared/seeds/)", e.seed);
+    outln!("seed: {} (the project's seed threads, in ../shared/seeds/ beside this repository)", e.seed);
     let clients: Vec<String> = plan.clients.iter().map(usize::to_string).collect();
     outln!(
         "preset {}, scale {}, clients {}, {} run(s) x {:.2} s per point, {} points in {:.1} s",

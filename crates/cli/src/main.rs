@@ -45,21 +45,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// Set once a write to stdout failed (a closed pipe): later output is dropped.
+/// Set once a write to stdout failed: later output is dropped.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Writes `args` (and a newline when `newline`) to stdout. A failed write (EPIPE when the
-/// reader went away, as with `| head`) marks stdout closed instead of panicking as `println!`
-/// does; the command runs on and exits with its own status, quietly, like tools that ignore
-/// SIGPIPE (ripgrep).
+/// The first stdout write error other than a closed pipe (a full disk, an I/O error), reported
+/// at exit.
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes `args` (and a newline when `newline`) to stdout. A failed write marks stdout closed
+/// instead of panicking as `println!` does, and the command runs on to its end. A closed pipe
+/// (EPIPE when the reader went away, as with `| head`) is not an error: the command exits with
+/// its own status, quietly, like tools that ignore SIGPIPE (ripgrep). Any other error (a full
+/// disk) is remembered and ends the command with exit code 1 (see [`note_stdout_error`]).
 pub(crate) fn write_out(args: std::fmt::Arguments<'_>, newline: bool) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let mut out = std::io::stdout().lock();
     let r = out.write_fmt(args).and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) });
-    if r.is_err() {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    if let Err(e) = r {
+        note_stdout_error(&e);
+    }
+}
+
+/// Marks stdout closed after a failed write or flush and keeps the first error that is not a
+/// closed pipe.
+fn note_stdout_error(e: &std::io::Error) {
+    STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        let _ = STDOUT_ERROR.set(e.to_string());
     }
 }
 
@@ -104,9 +118,14 @@ impl Failure {
         Failure { message: message.into(), code: 1 }
     }
 
-    /// A failure after the run started (a check failed, output could not be written): exit 2.
+    /// A failure after the run started (one of its checks failed): exit 2.
     pub(crate) fn run(message: impl Into<String>) -> Failure {
         Failure { message: message.into(), code: 2 }
+    }
+
+    /// The result could not be written (`--json`, the report on stdout): exit 1.
+    pub(crate) fn output(message: impl Into<String>) -> Failure {
+        Failure { message: message.into(), code: 1 }
     }
 }
 
@@ -131,6 +150,34 @@ pub(crate) fn duration_arg(secs: f64) -> Result<std::time::Duration, Failure> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// How a `--json` result reaches its file.
+enum JsonDest {
+    /// Written into a temporary file next to this regular file (or where it will be) and
+    /// renamed over it: the file is either the previous result or the whole new one.
+    Replace(std::path::PathBuf),
+    /// Written straight through the given path: a device (`/dev/stdout`), a FIFO or socket, or
+    /// a symlink whose target does not exist yet (created through the link). Renaming over such
+    /// a path would replace the device node or the link itself.
+    Direct(std::path::PathBuf),
+}
+
+/// Where the `--json` result for `path` goes. A symlink to a regular file is followed, so the
+/// target is replaced and the link kept.
+fn json_dest(path: &std::path::Path) -> std::io::Result<JsonDest> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(JsonDest::Replace(std::fs::canonicalize(path)?)),
+        Ok(_) => Ok(JsonDest::Direct(path.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if path.symlink_metadata().is_ok() {
+                Ok(JsonDest::Direct(path.to_path_buf()))
+            } else {
+                Ok(JsonDest::Replace(path.to_path_buf()))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The temporary file a `--json` result is written to before it is renamed over `path`: in the
 /// same directory (so the rename is atomic), hidden, and named after the process.
 fn json_temp(path: &std::path::Path) -> std::path::PathBuf {
@@ -140,23 +187,27 @@ fn json_temp(path: &std::path::Path) -> std::path::PathBuf {
 
 /// Checks before the run that the `--json` file can be written, so that an unwritable path
 /// fails at once rather than after minutes of measuring: creates (and removes) the temporary
-/// file [`write_json`] will use, next to `path`. An existing `path` is not touched, so a run
-/// that fails keeps the previous result.
+/// file [`write_json`] will use next to a regular file. An existing file is not touched, so a
+/// run that fails keeps the previous result; a device or FIFO is not opened before the end.
 pub(crate) fn prepare_json(path: Option<&std::path::Path>) -> Result<(), Failure> {
     if let Some(path) = path {
+        let bad = |e: &dyn std::fmt::Display| Failure::input(format!("--json {}: {e}", path.display()));
         if path.is_dir() {
-            return Err(Failure::input(format!("--json {}: is a directory", path.display())));
+            return Err(bad(&"is a directory"));
         }
-        let tmp = json_temp(path);
-        std::fs::File::create(&tmp).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-        let _ = std::fs::remove_file(&tmp);
+        if let JsonDest::Replace(file) = json_dest(path).map_err(|e| bad(&e))? {
+            let tmp = json_temp(&file);
+            std::fs::File::create(&tmp).map_err(|e| bad(&e))?;
+            let _ = std::fs::remove_file(&tmp);
+        }
     }
     Ok(())
 }
 
-/// Writes `value` as pretty JSON to the `--json` file, if one was given: to a temporary file in
-/// the same directory, renamed over the file once complete, so the file is either the previous
-/// one or the whole new result, never truncated.
+/// Writes `value` as pretty JSON to the `--json` file, if one was given (see [`JsonDest`]).
+///
+/// # Errors
+/// Exit code 1 with the file and the OS error when it cannot be written.
 pub(crate) fn write_json<T: serde::Serialize>(
     path: Option<&std::path::Path>,
     value: &T,
@@ -164,11 +215,17 @@ pub(crate) fn write_json<T: serde::Serialize>(
     if let Some(path) = path {
         let text =
             serde_json::to_string_pretty(value).map_err(|e| Failure::run(format!("encoding JSON: {e}")))?;
-        let tmp = json_temp(path);
-        let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Failure::run(format!("--json {}: {e}", path.display())));
+        let bad = |e: std::io::Error| Failure::output(format!("--json {}: {e}", path.display()));
+        match json_dest(path).map_err(bad)? {
+            JsonDest::Direct(p) => std::fs::write(p, text + "\n").map_err(bad)?,
+            JsonDest::Replace(file) => {
+                let tmp = json_temp(&file);
+                let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, &file));
+                if let Err(e) = written {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(bad(e));
+                }
+            }
         }
     }
     Ok(())
@@ -231,7 +288,15 @@ fn main() -> ExitCode {
         Command::Pgbench(args) => pgbench_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
     };
-    let _ = std::io::stdout().flush();
+    if !STDOUT_CLOSED.load(Ordering::Relaxed)
+        && let Err(e) = std::io::stdout().flush()
+    {
+        note_stdout_error(&e);
+    }
+    let result = match (result, STDOUT_ERROR.get()) {
+        (Ok(()), Some(e)) => Err(Failure::output(format!("could not write the output: {e}"))),
+        (r, _) => r,
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {

@@ -66,8 +66,10 @@ pub(crate) struct PgbenchArgs {
     /// Per-statement latencies.
     #[arg(short = 'r', long = "report-per-command")]
     report_per_command: bool,
-    /// Seed of the clients' random generators.
-    #[arg(long = "random-seed", default_value_t = 0)]
+    /// Seed of the clients' random generators: an unsigned integer, `time` (the current time,
+    /// pgbench's default) or `rand` (from the operating system). The default here is 0, so that
+    /// two runs with the same options draw the same keys.
+    #[arg(long = "random-seed", default_value = "0", value_parser = parse_seed)]
     random_seed: u64,
     /// Do not vacuum before the run (accepted for compatibility: every run starts from a fresh
     /// load).
@@ -136,6 +138,29 @@ fn run_failure(e: EngineError) -> Failure {
     }
 }
 
+/// `--random-seed` as pgbench 15 takes it (`set_random_seed`): `time`, `rand` or an unsigned
+/// decimal integer.
+fn parse_seed(s: &str) -> Result<u64, String> {
+    match s {
+        "time" => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)),
+        "rand" => {
+            let mut b = [0u8; 8];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
+                .map_err(|e| format!("cannot read a random seed from /dev/urandom: {e}"))?;
+            Ok(u64::from_le_bytes(b))
+        }
+        _ => s.parse().map_err(|_| {
+            format!(
+                "unrecognized random seed option \"{s}\": expecting an unsigned integer, \"time\" or \"rand\""
+            )
+        }),
+    }
+}
+
 fn split_weight(spec: &str, what: &str) -> Result<(String, u32), Failure> {
     match spec.rsplit_once('@') {
         Some((name, w)) => {
@@ -157,7 +182,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         return Ok(());
     }
     if !(1..=1000).contains(&args.clients) {
-        return Err(Failure::input(format!("invalid number of clients: \"{}\"", args.clients)));
+        return Err(Failure::input(format!("invalid number of clients: \"{}\" (1 to 1000)", args.clients)));
     }
     if args.jobs < 1 {
         return Err(Failure::input(format!("invalid number of threads: \"{}\"", args.jobs)));
@@ -233,6 +258,26 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     if scripts.is_empty() {
         scripts.push(Builtin::find("tpcb-like").map_err(Failure::input)?.script());
     }
+    if args.check_total {
+        // The two updating built-ins add to accounts without a matching subtraction, so the
+        // total cannot stay unchanged: refuse now rather than fail the check after the run.
+        // (The names were checked above.)
+        let updating = if builtins.is_empty() && args.file.is_empty() {
+            Some("tpcb-like")
+        } else {
+            builtins
+                .iter()
+                .filter_map(|b| split_weight(b, "builtin").ok())
+                .filter_map(|(n, _)| Builtin::find(&n).ok())
+                .map(|b| b.name)
+                .find(|n| *n != "select-only")
+        };
+        if let Some(n) = updating {
+            return Err(Failure::input(format!(
+                "--check-total: the built-in {n} script changes the account total; it is meant for transfer scripts (-f)"
+            )));
+        }
+    }
     let scale = match (&args.data_dir, args.initialize) {
         (Some(dir), false) => {
             let control = datadir::read_control(dir).map_err(|e| Failure::input(e.to_string()))?;
@@ -259,6 +304,9 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         return Err(Failure::input(format!("--data-dir {}: not a directory", dir.display())));
     }
     crate::prepare_json(args.json.as_deref())?;
+    if args.data_dir.is_some() {
+        stop_cleanly_on_signals()?;
+    }
     let threads = jobs.min(clients);
     let cfg = PgbenchConfig {
         scale,
@@ -288,7 +336,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             }
         };
         outln!("done in {:.2} s (scale {}, {place}).", t0.elapsed().as_secs_f64(), cfg.scale);
-        return Ok(());
+        return interrupted_or_ok();
     }
     let progress = |p: &Progress| {
         // A closed stderr drops the line (errln! never panics): the run goes on to its end
@@ -336,6 +384,39 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     if let Some(c) = res.checks.iter().find(|c| !c.ok) {
         return Err(Failure::run(format!("consistency check failed: {} ({})", c.name, c.detail)));
+    }
+    interrupted_or_ok()
+}
+
+/// With `--data-dir`, SIGINT, SIGTERM and SIGHUP (Ctrl-C, `kill`, `timeout`) do not kill the
+/// process, which would leave the directory "in production" and, without crash recovery,
+/// unusable: the first one stops the run as if `-T` had expired (or lets `-i` finish its
+/// load), so that the report is printed and the directory shut down cleanly; a second one
+/// exits at once.
+fn stop_cleanly_on_signals() -> Result<(), Failure> {
+    static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    ctrlc::set_handler(|| {
+        if SEEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            errln!("lockstack: interrupted again: exiting now; the data directory was not shut down");
+            std::process::exit(130);
+        }
+        runner::interrupt();
+        errln!(
+            "lockstack: interrupted: finishing the current step and shutting the data directory down \
+             (interrupt again to quit at once, leaving it unusable)"
+        );
+    })
+    .map_err(|e| Failure::input(format!("--data-dir: cannot install the signal handler: {e}")))
+}
+
+/// Exit code 130 (as a shell reports SIGINT) once a signal stopped the command early, after the
+/// data directory was shut down.
+fn interrupted_or_ok() -> Result<(), Failure> {
+    if runner::interrupted() {
+        return Err(Failure {
+            message: "interrupted: stopped early; the data directory was shut down cleanly".into(),
+            code: 130,
+        });
     }
     Ok(())
 }

@@ -227,3 +227,59 @@ fn a_stuck_isolation_step_prints_what_ran_before_its_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("stuck.spec: step a2 timed out after 0."), "{err}");
 }
+
+/// Ctrl-C or `kill` (SIGINT, SIGTERM) on a --data-dir run stops it early and shuts the
+/// directory down cleanly (exit code 130), so the next run opens it; `--json` through a symlink
+/// replaces the target and keeps the link; a report that cannot be written is exit code 1.
+#[test]
+fn signals_json_symlinks_and_output_errors() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("data");
+    let d = d.to_str().unwrap();
+    let o = lockstack(&["pgbench", "-i", "-s", "1", "--data-dir", d]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for sig in ["-INT", "-TERM"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+            .args(["pgbench", "-c", "2", "-T", "600", "-P", "1", "--wait-sampling-hz", "0", "--data-dir", d])
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run lockstack");
+        // The first progress line means the run (and its signal handler) is under way.
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("progress:") {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "the run ended before its first progress line");
+        }
+        let pid = child.id().to_string();
+        assert!(Command::new("kill").args([sig, pid.as_str()]).status().unwrap().success());
+        let mut rest = String::new();
+        err.read_to_string(&mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{sig}: {rest}");
+        assert!(rest.contains("shut down cleanly"), "{sig}: {rest}");
+        let o = lockstack(&["pgbench", "-S", "-t", "10", "--data-dir", d]);
+        assert!(o.status.success(), "{sig}: the directory was not shut down cleanly: {}", text(&o.stderr));
+    }
+    let target = dir.path().join("result.json");
+    let link = dir.path().join("link.json");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = lockstack(&["pgbench", "-t", "2", "--json", link.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert!(std::fs::read_to_string(&target).unwrap().contains("balance_sums"));
+    if Path::new("/dev/full").exists() {
+        let o = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+            .args(["pgbench", "-t", "2"])
+            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("could not write the output"), "{err}");
+    }
+}

@@ -150,6 +150,22 @@ pub struct RunOptions {
     pub per_command_latencies: bool,
 }
 
+/// Set by [`interrupt`]: every run in progress stops as if its `-T` had expired.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Asks every run in progress in this process to stop early: its clients finish the
+/// transaction they are in, then the run ends normally (report, consistency checks), so that a
+/// caller can still shut a data directory down cleanly. Meant for a SIGINT/SIGTERM handler; a
+/// run that starts afterwards stops at once. Async-signal-safe (one atomic store).
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`interrupt`] was called.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
 struct Shared {
     stop: AtomicBool,
     /// Clients that have attached their backend (or failed to).
@@ -693,7 +709,7 @@ pub fn run_on_with(
         while shared.finished.load(Ordering::Acquire) + lost() < cfg.clients {
             std::thread::sleep(tick.min(Duration::from_millis(2)));
             let now = Instant::now();
-            if cfg.duration.is_some_and(|d| now - start >= d) {
+            if cfg.duration.is_some_and(|d| now - start >= d) || interrupted() {
                 shared.stop.store(true, Ordering::Relaxed);
             }
             if let (Some(at), Some(p)) = (next_progress, cfg.progress)
