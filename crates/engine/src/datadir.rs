@@ -273,7 +273,7 @@ pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFi
     let mut control = read_control(dir)?;
     if control.state != ClusterState::ShutDown {
         return Err(usage(format!(
-            "data directory \"{}\" was not shut down cleanly (a run crashed or was killed) and crash \
+            "data directory \"{}\" was not shut down cleanly (a run crashed, was killed or failed to write it) and crash \
              recovery is not implemented; reinitialize it with -i",
             dir.display()
         )));

@@ -171,11 +171,11 @@ struct Shared {
     /// Clients that have attached their backend (or failed to).
     connected: AtomicUsize,
     /// Start of the measured phase.
-    go: AtomicBool,
+    go: Gate,
     /// Clients done with their transactions.
     finished: AtomicUsize,
     /// End of the measured phase: clients may disconnect.
-    release: AtomicBool,
+    release: Gate,
     /// When the last client finished, ns after the start.
     last_end_ns: AtomicU64,
 }
@@ -381,12 +381,15 @@ fn sql_key(v: &Val, vars: &ClientVars<'_>) -> Result<Option<i64>, EngineError> {
     sql_value(v, vars).map(Some)
 }
 
-/// Runs one command; `Ok(false)` means the transaction failed (deadlock, lock timeout).
+/// Runs one command; `Ok(false)` means the transaction failed (deadlock, lock timeout). A
+/// `\sleep` ends early once `stop` is set (the end of a `-T` run), as pgbench's clients stop
+/// sleeping when the run's time is up.
 fn run_command(
     s: &mut Session,
     op: &Op,
     vars: &mut ClientVars<'_>,
     rng: &mut ClientRng,
+    stop: &AtomicBool,
 ) -> Result<bool, EngineError> {
     let r = match op {
         Op::Set { slot, expr } => {
@@ -398,7 +401,17 @@ fn run_command(
         Op::Sleep { amount, unit_us } => {
             let n = sql_value(amount, vars)?;
             let _w = lockstack_common::WaitEventScope::new(lockstack_common::WaitEvent::PG_SLEEP);
-            std::thread::sleep(Duration::from_micros((n.max(0) as u64).saturating_mul(*unit_us)));
+            let until =
+                Instant::now().checked_add(Duration::from_micros((n.max(0) as u64).saturating_mul(*unit_us)));
+            // In steps of at most 10 ms, so that the end of the run is noticed.
+            while !stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                let left = until.map_or(Duration::from_millis(10), |u| u.saturating_duration_since(now));
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(10)));
+            }
             return Ok(true);
         }
         Op::Begin => {
@@ -455,10 +468,34 @@ pub fn sole_builtin(scripts: &[Script]) -> Option<&'static str> {
     scripts.iter().all(|s| s.name == first.name).then_some(b.name)
 }
 
-/// Sleeps in short steps until `flag` is set.
-fn wait_for(flag: &AtomicBool) {
-    while !flag.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_micros(200));
+/// A one-way gate the clients wait at (the start and the end of the measured phase). Waiters
+/// sleep on a condition variable: with hundreds of clients, polling waiters would starve the
+/// main thread that is still starting the others (a 1000-client run took over a minute to
+/// start that way).
+#[derive(Default)]
+struct Gate {
+    open: AtomicBool,
+    lock: parking_lot::Mutex<()>,
+    cv: parking_lot::Condvar,
+}
+
+impl Gate {
+    /// Opens the gate and wakes every waiter; later `wait`s return at once.
+    fn open(&self) {
+        let _g = self.lock.lock();
+        self.open.store(true, Ordering::Release);
+        self.cv.notify_all();
+    }
+
+    /// Returns once the gate is open.
+    fn wait(&self) {
+        if self.open.load(Ordering::Acquire) {
+            return;
+        }
+        let mut g = self.lock.lock();
+        while !self.open.load(Ordering::Acquire) {
+            self.cv.wait(&mut g);
+        }
     }
 }
 
@@ -532,11 +569,12 @@ fn client_loop(
         for (ci, op) in prog.scripts[si].iter().enumerate() {
             let r = if opts.per_command_latencies {
                 let c0 = Instant::now();
-                let r = run_command(s, op, &mut vars, &mut rng).map_err(|e| located(e, script, ci))?;
+                let r = run_command(s, op, &mut vars, &mut rng, &shared.stop)
+                    .map_err(|e| located(e, script, ci))?;
                 *per_script[si].2[ci].total_ns.get_or_insert(0) += c0.elapsed().as_nanos() as u64;
                 r
             } else {
-                run_command(s, op, &mut vars, &mut rng).map_err(|e| located(e, script, ci))?
+                run_command(s, op, &mut vars, &mut rng, &shared.stop).map_err(|e| located(e, script, ci))?
             };
             let st = &mut per_script[si].2[ci];
             st.count += 1;
@@ -648,9 +686,9 @@ pub fn run_on_with(
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         connected: AtomicUsize::new(0),
-        go: AtomicBool::new(false),
+        go: Gate::default(),
         finished: AtomicUsize::new(0),
-        release: AtomicBool::new(false),
+        release: Gate::default(),
         last_end_ns: AtomicU64::new(0),
     });
     let mut counters_before = StackCounters::default();
@@ -667,7 +705,7 @@ pub fn run_on_with(
                 sc.spawn(move || -> Result<ClientOut, EngineError> {
                     let session = engine.session(BackendId(c as u32));
                     shared.connected.fetch_add(1, Ordering::AcqRel);
-                    wait_for(&shared.go);
+                    shared.go.wait();
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
                         let r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
@@ -675,7 +713,7 @@ pub fn run_on_with(
                     });
                     // Disconnect only after the counters of the measured phase are read.
                     shared.finished.fetch_add(1, Ordering::AcqRel);
-                    wait_for(&shared.release);
+                    shared.release.wait();
                     out.and_then(|(r, _session)| r)
                 })
             })
@@ -701,7 +739,7 @@ pub fn run_on_with(
             None
         };
         let start = *start_cell.get_or_init(Instant::now);
-        shared.go.store(true, Ordering::Release);
+        shared.go.open();
         // The main thread stops -T runs and prints -P lines.
         let tick = cfg.progress.unwrap_or(Duration::from_millis(50)).min(Duration::from_millis(50));
         let mut next_progress = cfg.progress.map(|p| start + p);
@@ -739,7 +777,7 @@ pub fn run_on_with(
         }
         profile = sampler.map(WaitSampler::stop).unwrap_or_default();
         counters_after = StackCounters::take(engine);
-        shared.release.store(true, Ordering::Release);
+        shared.release.open();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Usage("a client thread panicked".into()))))
