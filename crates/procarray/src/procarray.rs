@@ -829,8 +829,11 @@ impl ProcArray {
     }
 
     /// The 9.2 loop body for member `p` that has a normal xmin or a normal xid (read once, by the
-    /// caller): the vacuum-flags test, (EAGER) the xmin fold into the horizon, then
-    /// [`Self::pgxact_running`] for a normal xid.
+    /// caller): skips a vacuuming or logically decoding member, (EAGER) folds a normal xmin into
+    /// the horizon; for a normal xid before `xmax`, lowers `xmin` (the caller's own xid
+    /// included), lists the xid unless it is the caller's, and copies the subxids or notes the
+    /// overflow. Out of line, with the running state in `fold`, so that the loop over the many
+    /// idle members keeps its own state in registers.
     #[inline(never)]
     fn pgxact_member<V: HotView, const EAGER: bool, const FAST: bool>(
         &self,
@@ -848,8 +851,19 @@ impl ProcArray {
         if EAGER && m.is_normal() && prec::<FAST>(m, fold.globalxmin) {
             fold.globalxmin = m;
         }
-        if xid.is_normal() {
-            fold.xmin = self.pgxact_running::<V, FAST>(v, p, xid, fold.me, fold.xmax, fold.xmin, snap);
+        // 9.2: no xid, no subxids either; an xid at or after xmax counts as running anyway.
+        if !xid.is_normal() || !prec::<FAST>(xid, fold.xmax) {
+            return;
+        }
+        if prec::<FAST>(xid, fold.xmin) {
+            fold.xmin = xid;
+        }
+        if p == fold.me {
+            return;
+        }
+        snap.xip.push(xid);
+        if !snap.suboverflowed {
+            self.copy_subxids(v, p, snap);
         }
     }
 
@@ -865,39 +879,6 @@ impl ProcArray {
                 self.push_subxids(p, k, snap);
             }
         }
-    }
-
-    /// The 9.2 loop body for member `p` whose xid is normal: skips xids not before `xmax`, lowers
-    /// `xmin` (the caller's own xid included), lists the xid unless it is the caller's, copies the
-    /// subxids or notes the overflow. Returns the new `xmin`. Out of line (and returning `xmin` by
-    /// value) so that the loop over the many members without an xid keeps its state in registers.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    fn pgxact_running<V: HotView, const FAST: bool>(
-        &self,
-        v: &V,
-        p: usize,
-        xid: TransactionId,
-        me: usize,
-        xmax: TransactionId,
-        mut xmin: TransactionId,
-        snap: &mut Snapshot,
-    ) -> TransactionId {
-        if !prec::<FAST>(xid, xmax) {
-            return xmin;
-        }
-        if prec::<FAST>(xid, xmin) {
-            xmin = xid;
-        }
-        if p == me {
-            return xmin;
-        }
-        snap.xip.push(xid);
-        if snap.suboverflowed {
-            return xmin;
-        }
-        self.copy_subxids(v, p, snap);
-        xmin
     }
 
     /// Appends the first `k` cached subxids of `PgProc` `p` to `snap.subxip`. The caller has
@@ -965,7 +946,7 @@ impl ProcArray {
 
     /// The 14 loop body for dense position `off` whose xid is valid: skips the caller's own entry,
     /// xids not before `xmax` and vacuum / logical-decoding members, then lowers `xmin`, lists the
-    /// xid and copies the subxids. Returns the new `xmin`. Out of line, as `pgxact_running`.
+    /// xid and copies the subxids. Returns the new `xmin`. Out of line, as `pgxact_member`.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn dense_running(
