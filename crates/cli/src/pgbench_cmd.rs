@@ -235,9 +235,13 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     if args.skip_some_updates {
         builtins.push("simple-update".into());
     }
+    // The resolved names of the built-ins asked for (prefixes expanded).
+    let mut builtin_names: Vec<&'static str> = Vec::new();
     for b in &builtins {
         let (name, w) = split_weight(b, "builtin")?;
-        let mut s = Builtin::find(&name).map_err(Failure::input)?.script();
+        let builtin = Builtin::find(&name).map_err(Failure::input)?;
+        builtin_names.push(builtin.name);
+        let mut s = builtin.script();
         s.weight = w;
         scripts.push(s);
     }
@@ -261,16 +265,10 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     if args.check_total {
         // The two updating built-ins add to accounts without a matching subtraction, so the
         // total cannot stay unchanged: refuse now rather than fail the check after the run.
-        // (The names were checked above.)
         let updating = if builtins.is_empty() && args.file.is_empty() {
             Some("tpcb-like")
         } else {
-            builtins
-                .iter()
-                .filter_map(|b| split_weight(b, "builtin").ok())
-                .filter_map(|(n, _)| Builtin::find(&n).ok())
-                .map(|b| b.name)
-                .find(|n| *n != "select-only")
+            builtin_names.iter().copied().find(|n| *n != "select-only")
         };
         if let Some(n) = updating {
             return Err(Failure::input(format!(
