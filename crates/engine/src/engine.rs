@@ -20,8 +20,8 @@
 //! result for single-row updates by key.
 //!
 //! When the cleanup lock is busy the hot row moves to another page by a non-HOT update. A
-//! look-up visits every index entry of its key (not only up to the visible version, as
-//! PostgreSQL's scan) and removes each entry whose whole HOT chain is dead to every snapshot
+//! look-up visits every index entry of its key, as PostgreSQL's scan does (not only up to the
+//! visible version), and removes each entry whose whole HOT chain is dead to every snapshot
 //! (the effect of `_bt_killitems`), tries to prune that page and remembers it; non-HOT versions go
 //! to remembered pages (pruned first) before the relation is extended, a small stand-in for
 //! the free space map and the pages autovacuum would visit.
