@@ -248,7 +248,6 @@ const DENSE_CHUNK: usize = 8;
 /// 4, 8 and 16, 8 was the fastest for `Pgxact` and for `Pgproc` alike at 1000 members.
 const PGXACT_UNROLL: usize = 8;
 
-/// Output of one ProcArray scan besides the snapshot itself.
 /// Running state of the 9.2 snapshot loop, passed to its out-of-line member step.
 struct Fold {
     me: usize,
@@ -257,6 +256,7 @@ struct Fold {
     globalxmin: TransactionId,
 }
 
+/// Output of one ProcArray scan besides the snapshot itself.
 struct ScanResult {
     xmin: TransactionId,
     globalxmin: Option<TransactionId>,
