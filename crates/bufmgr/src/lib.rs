@@ -49,6 +49,7 @@
 //! when every buffer is pinned a read fails with [`BufferError::NoUnpinnedBuffers`].
 
 mod arena;
+mod buckets;
 mod desc;
 mod freelist;
 pub mod page;

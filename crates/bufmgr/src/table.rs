@@ -3,13 +3,13 @@
 //! * [`MappingKind::Partitioned`]: the hash table split into N partitions (16 in 9.2-9.4, 128
 //!   from 9.5), each under its own `BufferMapping` LWLock. A look-up holds its partition shared
 //!   and pins the buffer before releasing it; re-tagging a buffer holds the old and the new
-//!   tag's partitions exclusive, lower-numbered first (`BufferAlloc`, `bufmgr.c`).
+//!   tag's partitions exclusive, lower-numbered first (`BufferAlloc`, `bufmgr.c`). The entries
+//!   live in a [`BucketTable`] (one cache line per look-up) whose every bucket belongs to one
+//!   partition.
 //! * [`MappingKind::DashMap`]: a `dashmap::DashMap` (sharded `RwLock`s) to compare with. Its
 //!   shard locks cannot be held across the re-tagging steps, so a look-up re-checks the buffer's
 //!   tag after pinning it and retries on a mismatch (the pin freezes the tag).
 
-use std::cell::UnsafeCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -18,6 +18,7 @@ use dashmap::DashMap;
 use lockstack_common::TrancheId;
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 
+use crate::buckets::BucketTable;
 use crate::tag::{BufferTag, HashedTag, TagHash};
 
 /// Which mapping table a pool uses.
@@ -93,20 +94,14 @@ impl FromStr for MappingKind {
     }
 }
 
-type Map = HashMap<HashedTag, u32, TagHash>;
-
+/// One partition of the partitioned table: its `BufferMapping` LWLock. The entries live in the
+/// shared [`BucketTable`], in buckets that belong to this partition.
 pub(crate) struct Partition {
     lock: LwLock,
-    map: UnsafeCell<Map>,
 }
 
-// SAFETY: `map` is only read while `lock` is held (shared or exclusive) and only written while
-// it is held exclusively (see `BufTable::lookup_pin` and `RetagCtx`), so the LWLock serialises
-// every access like a `RwLock<Map>`.
-unsafe impl Sync for Partition {}
-
 pub(crate) enum BufTable {
-    Partitioned { parts: Box<[CachePadded<Partition>]>, mask: u32 },
+    Partitioned { parts: Box<[CachePadded<Partition>]>, mask: u32, buckets: BucketTable },
     Dash(DashMap<HashedTag, u32, TagHash>),
 }
 
@@ -123,21 +118,21 @@ impl BufTable {
     pub(crate) fn new(kind: MappingKind, nbuffers: usize, lwlock: LwLockKind) -> BufTable {
         match kind {
             MappingKind::Partitioned { partitions } => {
-                // PostgreSQL sizes the whole table for `NBuffers + NUM_BUFFER_PARTITIONS`
-                // entries; each partition here gets its share plus a quarter for uneven
-                // hashing (it grows if ever needed). Doubling the share instead would double the
-                // table's memory, and a look-up's cache misses with it.
-                let share = nbuffers / partitions + 1;
-                let per = share + share / 4 + 8;
+                // PostgreSQL sizes the table for `NBuffers + NUM_BUFFER_PARTITIONS` entries: every
+                // buffer, plus one re-tag in flight per partition (the new entry goes in before
+                // the old one is deleted).
                 let parts = (0..partitions)
                     .map(|i| {
                         CachePadded::new(Partition {
                             lock: LwLock::new(lwlock, TrancheId::BUFFER_MAPPING, i as u32),
-                            map: UnsafeCell::new(HashMap::with_capacity_and_hasher(per, TagHash)),
                         })
                     })
                     .collect();
-                BufTable::Partitioned { parts, mask: partitions as u32 - 1 }
+                BufTable::Partitioned {
+                    parts,
+                    mask: partitions as u32 - 1,
+                    buckets: BucketTable::new(partitions, nbuffers + partitions),
+                }
             }
             MappingKind::DashMap => {
                 BufTable::Dash(DashMap::with_capacity_and_hasher(nbuffers + nbuffers / 4, TagHash))
@@ -161,12 +156,11 @@ impl BufTable {
     #[inline]
     pub(crate) fn lookup_pin<R>(&self, h: &HashedTag, pin: impl FnOnce(u32) -> R) -> Option<R> {
         match self {
-            BufTable::Partitioned { parts, mask } => {
+            BufTable::Partitioned { parts, mask, buckets } => {
                 let p = &parts[Self::partition_of(*mask, h)];
                 let held = p.lock.acquire(LwLockMode::Shared);
-                // SAFETY: the partition lock is held shared: no writer can be inside (writers hold
-                // it exclusively).
-                let found = unsafe { (*p.map.get()).get(h).copied() };
+                // SAFETY: `h`'s partition lock is held shared.
+                let found = unsafe { buckets.get(h) };
                 let r = found.map(pin);
                 p.lock.release(held);
                 r
@@ -189,7 +183,7 @@ impl BufTable {
         f: impl FnOnce(&mut RetagCtx<'_>) -> R,
     ) -> R {
         match self {
-            BufTable::Partitioned { parts, mask } => {
+            BufTable::Partitioned { parts, mask, .. } => {
                 let np = Self::partition_of(*mask, new);
                 let op = old.map(|o| Self::partition_of(*mask, o));
                 let (first, second) = match op {
@@ -217,12 +211,12 @@ impl BufTable {
     /// Every (tag, buffer id) entry. Only meaningful when no backend is changing the mapping.
     pub(crate) fn entries(&self) -> Vec<(BufferTag, u32)> {
         match self {
-            BufTable::Partitioned { parts, .. } => {
+            BufTable::Partitioned { parts, buckets, .. } => {
                 let mut v = Vec::new();
-                for p in parts.iter() {
+                for (i, p) in parts.iter().enumerate() {
                     let held = p.lock.acquire(LwLockMode::Shared);
-                    // SAFETY: partition lock held shared (see `Partition`'s `Sync` impl).
-                    v.extend(unsafe { (*p.map.get()).iter().map(|(k, id)| (k.tag, *id)) });
+                    // SAFETY: partition `i`'s lock is held shared.
+                    v.extend(unsafe { buckets.entries_of(i) });
                     p.lock.release(held);
                 }
                 v
@@ -239,15 +233,14 @@ pub(crate) struct RetagCtx<'a> {
 }
 
 impl RetagCtx<'_> {
-    fn locked_map(&mut self, h: &HashedTag) -> &mut Map {
+    /// The bucket table, after checking that `h`'s partition is one `retag` locked
+    /// exclusively: the caller may then use the table's exclusive operations on `h`.
+    fn locked_buckets(&self, h: &HashedTag) -> &BucketTable {
         match self.table {
-            BufTable::Partitioned { parts, mask } => {
+            BufTable::Partitioned { mask, buckets, .. } => {
                 let p = BufTable::partition_of(*mask, h);
                 assert!(self.locked.contains(&Some(p)), "mapping partition {p} not locked for re-tagging");
-                // SAFETY: `retag` holds partition `p` exclusively for the whole life of this
-                // context (the assert checks it is one of the locked ones), and `&mut self` makes
-                // this the only reference handed out at a time.
-                unsafe { &mut *parts[p].map.get() }
+                buckets
             }
             BufTable::Dash(_) => unreachable!("dashmap has no locked partitions"),
         }
@@ -275,14 +268,17 @@ impl RetagCtx<'_> {
                 }
             };
         }
-        let map = self.locked_map(h);
-        match map.get(h) {
-            Some(&e) => {
+        let b = self.locked_buckets(h);
+        // SAFETY: `retag` holds `h`'s partition exclusively for the life of this context
+        // (`locked_buckets` checked it), and `&mut self` keeps us the only user of the context.
+        match unsafe { b.get(h) } {
+            Some(e) => {
                 on_existing(e);
                 Err(e)
             }
             None => {
-                map.insert(*h, id);
+                // SAFETY: as above.
+                unsafe { b.insert(h, id) };
                 Ok(())
             }
         }
@@ -294,9 +290,8 @@ impl RetagCtx<'_> {
             m.remove_if(h, |_, v| *v == id);
             return;
         }
-        let map = self.locked_map(h);
-        if map.get(h) == Some(&id) {
-            map.remove(h);
-        }
+        let b = self.locked_buckets(h);
+        // SAFETY: as in `insert`: `h`'s partition is held exclusively.
+        unsafe { b.remove(h, id) };
     }
 }

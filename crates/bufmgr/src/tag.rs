@@ -126,7 +126,7 @@ impl fmt::Display for BufferTag {
 }
 
 /// A `Hasher` for maps keyed by [`BufferTag`] that feeds the tag's [`BufferTag::hash_code`]
-/// through unchanged; used by the partitioned mapping table and the dashmap table.
+/// through unchanged; used by the dashmap mapping table.
 #[derive(Default, Clone, Copy, Debug)]
 pub(crate) struct TagHasher(u64);
 
@@ -177,8 +177,11 @@ impl HashedTag {
 impl std::hash::Hash for HashedTag {
     #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        // Spread the 32-bit code over 64 bits so hashbrown's top-7-bit control bytes vary.
-        state.write_u64(u64::from(self.hash).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        // Spread the 32-bit code over 64 bits for the dashmap table. Its shards' hashbrown maps
+        // take a control byte from the top 7 bits and the bucket from the low bits; after a
+        // plain multiply the low bits would depend on the code's low bits only. The rotation
+        // gives the bucket index the product's high half, which every bit of the code reaches.
+        state.write_u64(u64::from(self.hash).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32));
     }
 }
 
