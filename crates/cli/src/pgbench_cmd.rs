@@ -161,14 +161,19 @@ fn parse_seed(s: &str) -> Result<u64, String> {
     }
 }
 
+/// pgbench 15's limit on `-b` and `-f` scripts (`MAX_SCRIPTS`).
+const MAX_SCRIPTS: usize = 128;
+
 fn split_weight(spec: &str, what: &str) -> Result<(String, u32), Failure> {
     match spec.rsplit_once('@') {
         Some((name, w)) => {
-            let w: u32 =
+            // pgbench 15 (`parseScriptWeight`): an integer in 0..=INT_MAX; a zero weight keeps
+            // the script loaded but never picked.
+            let n: i64 =
                 w.parse().map_err(|_| Failure::input(format!("invalid weight specification: \"{spec}\"")))?;
-            if w == 0 || w > 1_000_000 {
-                return Err(Failure::input(format!("weight specification out of range (1 .. 1000000): {w}")));
-            }
+            let w = u32::try_from(n).ok().filter(|&n| n <= i32::MAX as u32).ok_or_else(|| {
+                Failure::input(format!("weight specification \"{w}\" is out of range (0 .. {})", i32::MAX))
+            })?;
             Ok((name.to_string(), w))
         }
         None if spec.is_empty() => Err(Failure::input(format!("empty {what} name"))),
@@ -261,6 +266,12 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     if scripts.is_empty() {
         scripts.push(Builtin::find("tpcb-like").map_err(Failure::input)?.script());
+    }
+    if scripts.len() > MAX_SCRIPTS {
+        return Err(Failure::input(format!("at most {MAX_SCRIPTS} SQL scripts are allowed")));
+    }
+    if scripts.iter().all(|s| s.weight == 0) {
+        return Err(Failure::input("total script weight must not be zero"));
     }
     if args.check_total {
         // The two updating built-ins add to accounts without a matching subtraction, so the

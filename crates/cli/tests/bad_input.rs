@@ -63,12 +63,46 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["wal", "--wal-buffers", "1"], "--wal-buffers must be"),
         // D24: run-only options with -i.
         (&["pgbench", "-i", "-c", "2", "-T", "1"], "cannot be used in initialization (-i) mode: -c -T"),
+        // pgbench 15's weight rules: 0..=INT_MAX each, a non-zero total.
+        (
+            &["pgbench", "-b", "select-only@-1", "-t", "1"],
+            "weight specification \"-1\" is out of range (0 .. 2147483647)",
+        ),
+        (&["pgbench", "-b", "select-only@2147483648", "-t", "1"], "is out of range (0 .. 2147483647)"),
+        (
+            &["pgbench", "-b", "select-only@0", "-b", "tpcb@0", "-t", "1"],
+            "total script weight must not be zero",
+        ),
         // D26: options that would be ignored.
         (&["snapshot", "--fixed", "10", "--threads", "2"], "--fixed"),
         (&["buffers", "--scenario", "hot-pin", "--vm-check", "always-vm"], "--vm-check"),
     ] {
         bad(args, want);
     }
+}
+
+#[test]
+fn a_zero_weight_script_is_loaded_but_never_picked() {
+    let o = lockstack(&[
+        "pgbench",
+        "-s",
+        "1",
+        "-b",
+        "select-only@0",
+        "-b",
+        "simple-update@3",
+        "-c",
+        "2",
+        "-t",
+        "25",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("number of transactions actually processed: 50/50"), "{out}");
+    let part =
+        |name: &str| out.split(name).nth(1).unwrap_or_else(|| panic!("no {name} section: {out}")).to_string();
+    assert!(part("<builtin: select only>").contains(" - 0 transactions"), "{out}");
+    assert!(part("<builtin: simple update>").contains(" - 50 transactions"), "{out}");
 }
 
 #[test]

@@ -36,7 +36,8 @@ pub struct PgbenchConfig {
     pub duration: Option<Duration>,
     /// `-t`: transactions per client.
     pub transactions: Option<u64>,
-    /// Scripts with their weights.
+    /// Scripts with their weights (pgbench's `-b`/`-f NAME@W`): each picked with probability
+    /// weight / total; a weight of 0 is never picked. The total must not be 0.
     pub scripts: Vec<Script>,
     /// `-P`: progress interval.
     pub progress: Option<Duration>,
@@ -532,7 +533,7 @@ fn client_loop(
     c: usize,
     start: Instant,
 ) -> Result<ClientOut, EngineError> {
-    let total_weight: u32 = cfg.scripts.iter().map(|s| s.weight).sum();
+    let total_weight: u64 = cfg.scripts.iter().map(|s| u64::from(s.weight)).sum();
     let mut rng = expr::client_rng(cfg.seed, c as u64);
     let mut vars = ClientVars { names: &prog.names, values: vec![None; prog.names.len()] };
     vars.values[SLOT_SCALE] = Some(Value::Int(cfg.scale));
@@ -551,14 +552,15 @@ fn client_loop(
         let si = if cfg.scripts.len() == 1 {
             0
         } else {
-            let mut pick = rng.random_range(0..total_weight.max(1));
+            // `run_on_with` refused a zero total, so some script is picked.
+            let mut pick = rng.random_range(0..total_weight);
             cfg.scripts
                 .iter()
                 .position(|sc| {
-                    if pick < sc.weight {
+                    if pick < u64::from(sc.weight) {
                         true
                     } else {
-                        pick -= sc.weight;
+                        pick -= u64::from(sc.weight);
                         false
                     }
                 })
@@ -625,7 +627,8 @@ fn client_loop(
 ///
 /// # Errors
 /// Engine errors other than deadlocks and lock timeouts (which fail single transactions);
-/// usage errors (undefined variables, script ending inside a transaction block).
+/// usage errors (no script with a non-zero weight, undefined variables, script ending inside
+/// a transaction block).
 pub fn run(
     cfg: &PgbenchConfig,
     on_progress: &(dyn Fn(&Progress) + Sync),
@@ -677,6 +680,10 @@ pub fn run_on_with(
         // Before any client starts: a bad rate must not stop the run half-way.
         WaitSampler::validate_hz(cfg.wait_sampling_hz)
             .map_err(|e| EngineError::Usage(format!("--wait-sampling-hz: {e}")))?;
+    }
+    if cfg.scripts.iter().all(|s| s.weight == 0) {
+        // pgbench checks this before connecting; an empty list has a zero total too.
+        return Err(EngineError::Usage("total script weight must not be zero".into()));
     }
     let prog = Program::new(&cfg.scripts, cfg.scale);
     let before = {
