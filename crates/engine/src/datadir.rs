@@ -202,8 +202,9 @@ fn smgr(dir: &Path) -> Result<Arc<FileSmgr>, EngineError> {
 }
 
 /// pgbench -i over files: creates `dir` (or empties a lockstack data directory found there, as
-/// `pgbench -i` drops and recreates its tables), loads the tables at `scale` and `fillfactor`,
-/// and shuts down cleanly.
+/// `pgbench -i` drops and recreates its tables, or what an interrupted `-i` left there: only
+/// `base`, `pg_xact`, `pg_wal` and lock or temporary control files, no control file), loads the
+/// tables at `scale` and `fillfactor`, and shuts down cleanly.
 ///
 /// The directory is locked ([`lock`]) from before anything in it is removed until the load
 /// has been shut down.
@@ -225,14 +226,21 @@ pub fn initialize(
     }
     let lock = if dir.exists() {
         let entries = fs::read_dir(dir).map_err(|e| io(dir, "could not read directory", e))?;
-        let non_empty = entries.flatten().any(|e| e.file_name() != LOCK_FILE);
-        if non_empty && !dir.join(CONTROL_FILE).exists() {
+        // Without a control file, only what an interrupted -i leaves behind may be there (the
+        // load writes the control file last); anything else is somebody's data.
+        let tmp_control = format!("{CONTROL_FILE}.tmp");
+        let ours = |name: &std::ffi::OsStr| {
+            name.to_str().is_some_and(|n| [LOCK_FILE, "base", "pg_xact", "pg_wal", &tmp_control].contains(&n))
+        };
+        let foreign = entries.flatten().any(|e| !ours(&e.file_name()));
+        if foreign && !dir.join(CONTROL_FILE).exists() {
             return Err(usage(format!(
                 "directory \"{}\" exists, is not empty and is not a lockstack data directory",
                 dir.display()
             )));
         }
         let lock = lock(dir)?;
+        let _ = fs::remove_file(dir.join(&tmp_control));
         for sub in ["base", "pg_xact", "pg_wal"] {
             let p = dir.join(sub);
             if p.exists() {

@@ -87,6 +87,20 @@ fn unusable_directories_are_refused_with_a_message() {
     let e = datadir::initialize(engine_cfg(), tmp.path(), 1, 100).unwrap_err().to_string();
     assert!(e.contains("not a lockstack data directory"), "{e}");
     assert!(tmp.path().join("precious.txt").exists());
+    // What an interrupted -i leaves (no control file yet) is cleared by the next -i; one
+    // foreign file among it is not.
+    let half = tmp.path().join("half");
+    for sub in ["base", "pg_wal", "pg_xact"] {
+        fs::create_dir_all(half.join(sub)).unwrap();
+    }
+    fs::write(half.join("base").join("16384"), "partial").unwrap();
+    fs::write(half.join(datadir::LOCK_FILE), "").unwrap();
+    fs::write(half.join("notes.txt"), "mine").unwrap();
+    let e = datadir::initialize(engine_cfg(), &half, 1, 100).unwrap_err().to_string();
+    assert!(e.contains("not a lockstack data directory"), "{e}");
+    fs::remove_file(half.join("notes.txt")).unwrap();
+    datadir::initialize(engine_cfg(), &half, 1, 100).unwrap();
+    drop(datadir::open(engine_cfg(), &half).unwrap());
     // Opened and never shut down: refused (no crash recovery).
     let dir = tmp.path().join("c");
     datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
