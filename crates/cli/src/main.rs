@@ -274,7 +274,13 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            errln!("lockstack: {} (see 'lockstack --help')", clap_error_line(&e.to_string()));
+            // Point at the subcommand's help when the error is in its arguments.
+            let sub = std::env::args()
+                .nth(1)
+                .filter(|a| Cli::command().get_subcommands().any(|s| s.get_name() == a.as_str()))
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            errln!("lockstack: {} (see 'lockstack{sub} --help')", clap_error_line(&e.to_string()));
             return ExitCode::from(1);
         }
     };

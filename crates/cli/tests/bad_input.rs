@@ -63,6 +63,9 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["wal", "--wal-buffers", "1"], "--wal-buffers must be"),
         // D24: run-only options with -i.
         (&["pgbench", "-i", "-c", "2", "-T", "1"], "cannot be used in initialization (-i) mode: -c -T"),
+        // clap's errors point at the subcommand's help.
+        (&["pgbench", "--bogus"], "unexpected argument '--bogus' found (see 'lockstack pgbench --help')"),
+        (&["bogus"], "(see 'lockstack --help')"),
         // pgbench 15's weight rules: 0..=INT_MAX each, a non-zero total.
         (
             &["pgbench", "-b", "select-only@-1", "-t", "1"],
