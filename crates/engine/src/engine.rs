@@ -11,11 +11,12 @@
 //!
 //! Updates follow PostgreSQL at READ COMMITTED (`heap_update`, `ExecUpdate` with
 //! `EvalPlanQual`): find the version the statement's snapshot sees; if another in-progress
-//! transaction has already set its xmax, wait on that transaction's xid lock in lmgr and try
-//! again; if a committed transaction has, retry on the newest committed version. The new
-//! version goes on the same page when it fits (a HOT update, no index entry), after an
-//! opportunistic prune under a conditional cleanup lock when the page is nearly full; otherwise
-//! on another page with a new index entry. Departure: the retry takes a fresh snapshot and
+//! transaction has already set its xmax, take that version's heavyweight tuple lock
+//! (`heap_acquire_tuplock`), wait on that transaction's xid lock in lmgr and try again; if a
+//! committed transaction has, retry on the newest committed version. The new version goes on
+//! the same page when it fits (a HOT update, no index entry), after an opportunistic prune
+//! under a conditional cleanup lock when the page is nearly full; otherwise on another page
+//! with a new index entry. Departure: the retry takes a fresh snapshot and
 //! re-reads the row through the index instead of following the ctid chain, which gives the same
 //! result for single-row updates by key.
 //!
@@ -42,7 +43,7 @@ use lockstack_bufmgr::{
 };
 use lockstack_clog::{Clog, ClogConfig, ClogError, SubTrans, SubTransConfig, SubTransError, XidStatus};
 use lockstack_common::{AttachedBackend, BackendId, BackendStatusArray, BlockNumber, TransactionId};
-use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode};
+use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode, LockOptions, LockTag};
 use lockstack_procarray::{ProcArray, ProcArrayConfig, ProcArrayError, Snapshot, xid_in_mvcc_snapshot};
 use lockstack_xlog::{Record, Wal, WalBackend, WalConfig, WalError};
 
@@ -524,6 +525,32 @@ enum UpdateCheck {
     Retry,
 }
 
+/// The strength of a row lock (`LockTupleMode`, `src/include/nodes/lockoptions.h`, 9.3+), as
+/// far as the engine takes them: `LockTupleKeyShare` (`FOR KEY SHARE`) is not modelled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LockTupleMode {
+    /// `LockTupleShare`: `SELECT ... FOR SHARE`.
+    Share,
+    /// `LockTupleNoKeyExclusive`: an `UPDATE` that changes no key column (all of pgbench's).
+    NoKeyExclusive,
+    /// `LockTupleExclusive`: `SELECT ... FOR UPDATE` (and key-changing updates, deletes).
+    Exclusive,
+}
+
+impl LockTupleMode {
+    /// The heavyweight mode of the tuple lock for this strength: the `hwlock` column of
+    /// `tupleLockExtraInfo` in `src/backend/access/heap/heapam.c` (9.3-18). Share is
+    /// RowShareLock, so share lockers do not queue behind one another; NoKeyExclusive is
+    /// ExclusiveLock and Exclusive AccessExclusiveLock, both self-conflicting.
+    fn hwlock(self) -> LockMode {
+        match self {
+            LockTupleMode::Share => LockMode::RowShare,
+            LockTupleMode::NoKeyExclusive => LockMode::Exclusive,
+            LockTupleMode::Exclusive => LockMode::AccessExclusive,
+        }
+    }
+}
+
 fn now_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
@@ -542,6 +569,13 @@ impl Session {
     /// True inside an explicit transaction block.
     pub fn in_transaction(&self) -> bool {
         self.in_xact
+    }
+
+    /// `SET deadlock_timeout`: how long this session waits on a heavyweight lock (a row's
+    /// xid or tuple lock, a relation lock) before it runs the deadlock detector (lmgr's
+    /// `Backend::set_deadlock_timeout`; PostgreSQL's default, and the engine's, is 1 s).
+    pub fn set_deadlock_timeout(&mut self, t: std::time::Duration) {
+        self.lm.set_deadlock_timeout(t);
     }
 
     /// `BEGIN`: starts a transaction block (VXID, and its lock when VXID locks are eager).
@@ -753,6 +787,14 @@ impl Session {
     /// Finds the row, waits out concurrent writers, then either writes a new version built by
     /// `new_cols` or (with `lock_bits`) only locks the row. Returns the columns of the version
     /// it acted on.
+    ///
+    /// Before it waits for another transaction that holds the row, it takes the heavyweight
+    /// tuple lock (`LOCKTAG_TUPLE` on the version's TID) in the mode of the statement's row-lock
+    /// strength, as `heap_update` and `heap_lock_tuple` do through `heap_acquire_tuplock`
+    /// (heapam.c, 9.3-18): one waiter per row version sleeps on the holder's xid, the others
+    /// queue on the tuple lock and are let through one at a time. The tuple lock is held only
+    /// while the version it is on is the one acted upon, and is released before this returns,
+    /// on every path, errors included (`UnlockTupleTuplock`).
     fn modify_row(
         &mut self,
         t: Table,
@@ -760,10 +802,44 @@ impl Session {
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
     ) -> Result<Option<Row>, EngineError> {
+        let mut tuplock: Option<LockTag> = None;
+        let mode = match lock_bits {
+            None => LockTupleMode::NoKeyExclusive,
+            Some(b) if b == visibility::XMAX_EXCL_LOCK => LockTupleMode::Exclusive,
+            Some(_) => LockTupleMode::Share,
+        }
+        .hwlock();
+        let r = self.modify_row_locked(t, key, new_cols, lock_bits, mode, &mut tuplock);
+        if let Some(tag) = tuplock {
+            self.lm.unlock(tag, mode, false);
+        }
+        r
+    }
+
+    /// The body of [`modify_row`](Self::modify_row); `tuplock` is the tuple lock it holds
+    /// (in `mode`), which the caller releases.
+    fn modify_row_locked(
+        &mut self,
+        t: Table,
+        key: i64,
+        new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
+        lock_bits: Option<u16>,
+        mode: LockMode,
+        tuplock: &mut Option<LockTag>,
+    ) -> Result<Option<Row>, EngineError> {
         let xid = self.ensure_xid()?;
         let rel = t.heap_oid();
         loop {
             let Some((tid, _, prunable)) = self.fetch_visible(t, key)? else { return Ok(None) };
+            if let Some(tag) = *tuplock
+                && (tag.field3, tag.field4) != (tid.block, tid.offset)
+            {
+                // The version we queued for was replaced by a committed update: PostgreSQL's
+                // heap_update returns TM_Updated and releases the tuple lock before
+                // EvalPlanQual goes on to the newer version.
+                self.lm.unlock(tag, mode, false);
+                *tuplock = None;
+            }
             let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
             if prunable {
                 let _ = self.prune_opt(buf);
@@ -799,6 +875,15 @@ impl Session {
                 UpdateCheck::Wait(other) => {
                     drop(g);
                     self.bb.release(buf);
+                    // heap_acquire_tuplock, then XactLockTableWait: queue on the version
+                    // first, so that only its first waiter sleeps on the xid. Tuple locks are
+                    // never fast-path eligible; they go to the main table.
+                    if tuplock.is_none() {
+                        let db = self.engine.lmgr.database();
+                        let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
+                        self.lm.lock(tag, mode, LockOptions::XACT)?;
+                        *tuplock = Some(tag);
+                    }
                     self.lm.xact_lock_table_wait(other)?;
                     self.take_snapshot();
                     continue;
