@@ -240,6 +240,11 @@ pub fn initialize(
             )));
         }
         let lock = lock(dir)?;
+        // Nothing goes unless lockstack wrote it: every entry of the three subdirectories must
+        // be a plain file named as lockstack names its files.
+        for sub in ["base", "pg_xact", "pg_wal"] {
+            check_only_ours(&dir.join(sub), sub)?;
+        }
         let _ = fs::remove_file(dir.join(&tmp_control));
         for sub in ["base", "pg_xact", "pg_wal"] {
             let p = dir.join(sub);
@@ -255,6 +260,44 @@ pub fn initialize(
     let cfg = file_config(cfg, dir);
     let engine = Engine::build(cfg, smgr(dir)?, TableSource::Load { scale, fillfactor }, Some(lock))?;
     shutdown_with(&engine, scale, fillfactor)
+}
+
+/// Whether `name` is one of the files lockstack writes in subdirectory `sub` of a data
+/// directory: relation forks in `base` (`16384`, `16384_fsm`, `16384_vm`), CLOG segments in
+/// `pg_xact` (4 to 6 hex digits), WAL segments in `pg_wal` (24 hex digits).
+fn is_our_file(sub: &str, name: &str) -> bool {
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    match sub {
+        "base" => {
+            let oid = name.strip_suffix("_fsm").or_else(|| name.strip_suffix("_vm")).unwrap_or(name);
+            !oid.is_empty() && oid.bytes().all(|b| b.is_ascii_digit())
+        }
+        "pg_xact" => (4..=6).contains(&name.len()) && hex(name),
+        "pg_wal" => name.len() == 24 && hex(name),
+        _ => false,
+    }
+}
+
+/// Refuses (naming the entry) if `path`, a subdirectory `sub` of a data directory, holds
+/// anything but plain files lockstack writes there; a missing `path` passes.
+fn check_only_ours(path: &Path, sub: &str) -> Result<(), EngineError> {
+    let entries = match fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path, "could not read directory", e)),
+    };
+    for e in entries {
+        let e = e.map_err(|e| io(path, "could not read directory", e))?;
+        let plain = e.file_type().is_ok_and(|t| t.is_file());
+        let ours = e.file_name().to_str().is_some_and(|n| is_our_file(sub, n));
+        if !(plain && ours) {
+            return Err(usage(format!(
+                "-i will not remove \"{}\": lockstack did not write it (move it away, or use another directory)",
+                e.path().display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Opens a cleanly shut down data directory; returns the engine and the control file it read.

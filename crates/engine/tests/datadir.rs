@@ -99,6 +99,31 @@ fn unusable_directories_are_refused_with_a_message() {
     let e = datadir::initialize(engine_cfg(), &half, 1, 100).unwrap_err().to_string();
     assert!(e.contains("not a lockstack data directory"), "{e}");
     fs::remove_file(half.join("notes.txt")).unwrap();
+    // Nor is anything inside the three subdirectories that lockstack did not write, with or
+    // without a control file: it is refused and kept.
+    for (extra, is_dir) in [
+        ("base/notes.txt", false),
+        ("pg_wal/README", false),
+        ("base/mine", true),
+        ("pg_xact/00AB.bak", false),
+    ] {
+        let p = half.join(extra);
+        if is_dir {
+            fs::create_dir_all(&p).unwrap();
+        } else {
+            fs::write(&p, "keep me").unwrap();
+        }
+        let e = datadir::initialize(engine_cfg(), &half, 1, 100).unwrap_err().to_string();
+        assert!(e.contains("-i will not remove") && e.contains(extra.split('/').nth(1).unwrap()), "{e}");
+        assert!(p.exists(), "{extra} was removed");
+        if is_dir { fs::remove_dir(&p).unwrap() } else { fs::remove_file(&p).unwrap() }
+    }
+    datadir::initialize(engine_cfg(), &half, 1, 100).unwrap();
+    fs::write(half.join("base").join("notes.txt"), "keep me").unwrap();
+    let e = datadir::initialize(engine_cfg(), &half, 1, 100).unwrap_err().to_string();
+    assert!(e.contains("-i will not remove"), "a shut-down directory protects them too: {e}");
+    assert!(half.join("base").join("notes.txt").exists());
+    fs::remove_file(half.join("base").join("notes.txt")).unwrap();
     datadir::initialize(engine_cfg(), &half, 1, 100).unwrap();
     drop(datadir::open(engine_cfg(), &half).unwrap());
     // Opened and never shut down: refused (no crash recovery).
