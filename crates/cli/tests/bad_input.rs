@@ -85,6 +85,28 @@ fn bad_flags_are_one_line_and_exit_1() {
 }
 
 #[test]
+fn a_client_aborting_inside_a_transaction_releases_its_row_and_ends_the_run() {
+    // Client 0 divides by zero while it holds branch 1's row lock; the others queue on that row.
+    // The aborted client must roll back (or they would wait forever) and the run fail with
+    // exit 2, as pgbench 15's aborted clients make it.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("abort.sql");
+    std::fs::write(
+        &f,
+        "BEGIN;\nUPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;\n\\set x 1 / :client_id\nEND;\n",
+    )
+    .unwrap();
+    let o = lockstack(&["pgbench", "-s", "1", "-c", "4", "-j", "2", "-t", "50", "-f", f.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("client 0 aborted: ") && err.contains("abort.sql:3: \\set x: division by zero"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn a_zero_weight_script_is_loaded_but_never_picked() {
     let o = lockstack(&[
         "pgbench",
@@ -137,9 +159,15 @@ fn bad_scripts_name_the_file() {
         "SELECT abalance FROM pgbench_accounts WHERE aid = 1;\n\\set a :nosuch + 1\n",
     )
     .unwrap();
-    bad(
-        &["pgbench", "-f", &p("unkvar.sql"), "-t", "1"],
-        "unkvar.sql:2: \\set a: undefined variable \"nosuch\"",
+    // As in pgbench 15, the script parsed, so the client aborts and the run fails (exit 2).
+    let o = lockstack(&["pgbench", "-f", &p("unkvar.sql"), "-t", "1"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("client 0 aborted: ")
+            && err.contains("unkvar.sql:2: \\set a: undefined variable \"nosuch\""),
+        "{err}"
     );
 }
 
@@ -154,7 +182,7 @@ fn json_is_whole_or_untouched() {
     std::fs::write(&script, "SELECT abalance FROM pgbench_accounts WHERE aid = :nosuch;\n").unwrap();
     let o =
         lockstack(&["pgbench", "-t", "3", "-f", script.to_str().unwrap(), "--json", keep.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(&keep).unwrap(), "{\"old\":1}\n");
 
     let y = dir.path().join("y.json");

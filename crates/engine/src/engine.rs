@@ -103,6 +103,11 @@ pub enum EngineError {
     Table(TableError),
     /// Misuse (statement outside a transaction block where one is needed, and the like).
     Usage(String),
+    /// A pgbench client stopped on an error in its script during the run (division by zero,
+    /// an undefined variable, `random()` arguments out of order...): pgbench 15's "client N
+    /// aborted in command M of script S", after which the run is reported as failed (exit
+    /// status 2). The client's open transaction was rolled back first.
+    ClientAborted(String),
 }
 
 impl std::fmt::Display for EngineError {
@@ -116,6 +121,7 @@ impl std::fmt::Display for EngineError {
             EngineError::ProcArray(e) => write!(f, "{e}"),
             EngineError::Table(e) => write!(f, "{e}"),
             EngineError::Usage(m) => f.write_str(m),
+            EngineError::ClientAborted(m) => f.write_str(m),
         }
     }
 }

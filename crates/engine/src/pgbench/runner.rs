@@ -627,8 +627,10 @@ fn client_loop(
 ///
 /// # Errors
 /// Engine errors other than deadlocks and lock timeouts (which fail single transactions);
-/// usage errors (no script with a non-zero weight, undefined variables, script ending inside
-/// a transaction block).
+/// usage errors (no script with a non-zero weight); [`EngineError::ClientAborted`] when a
+/// client's script fails while it runs (an undefined variable, division by zero, the script
+/// ending inside a transaction block). A client that fails rolls its transaction back at once
+/// and stops the run, so that no other client waits on its locks.
 pub fn run(
     cfg: &PgbenchConfig,
     on_progress: &(dyn Fn(&Progress) + Sync),
@@ -715,7 +717,22 @@ pub fn run_on_with(
                     shared.go.wait();
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
-                        let r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
+                        let mut r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
+                        if let Err(e) = r {
+                            // Give back what the failed transaction holds (its row and tuple
+                            // locks, its xid) at once, or the clients waiting on them would wait
+                            // until the end, which they would never reach; then stop the run.
+                            if s.in_transaction() {
+                                let _ = s.rollback();
+                            }
+                            shared.stop.store(true, Ordering::Relaxed);
+                            r = Err(match e {
+                                EngineError::Usage(m) => {
+                                    EngineError::ClientAborted(format!("client {c} aborted: {m}"))
+                                }
+                                e => e,
+                            });
+                        }
                         (r, s)
                     });
                     // Disconnect only after the counters of the measured phase are read.
@@ -1000,10 +1017,12 @@ mod tests {
             "\\set a :nope + 1\nSELECT abalance FROM pgbench_accounts WHERE aid = 1;\n",
             "SELECT abalance FROM pgbench_accounts WHERE aid = :nope;\n",
         ] {
-            let e = run(&custom(text, 1, 1), &|_| {}).unwrap_err().to_string();
+            let e = run(&custom(text, 1, 1), &|_| {}).unwrap_err();
+            assert!(matches!(e, EngineError::ClientAborted(_)), "{text}: {e:?}");
+            let e = e.to_string();
             assert!(e.contains("undefined variable \"nope\""), "{text}: {e}");
-            // Where: the script and the line of the failing command.
-            assert!(e.starts_with("t.sql:1: "), "{text}: {e}");
+            // Who, and where: the client, the script and the line of the failing command.
+            assert!(e.starts_with("client 0 aborted: t.sql:1: "), "{text}: {e}");
         }
     }
 
