@@ -502,12 +502,13 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("tps = {:.6} (without initial connection time)", r.transactions as f64 / r.elapsed_s);
     for (i, s) in r.scripts.iter().enumerate() {
         if r.scripts.len() > 1 {
-            let tw: u32 = r.scripts.iter().map(|s| s.weight).sum();
+            // In u64: up to 128 weights of up to i32::MAX each.
+            let tw: u64 = r.scripts.iter().map(|s| u64::from(s.weight)).sum();
             outln!("SQL script {}: {}", i + 1, s.name);
             outln!(
                 " - weight: {} (targets {:.1}% of total)",
                 s.weight,
-                100.0 * f64::from(s.weight) / f64::from(tw)
+                100.0 * f64::from(s.weight) / tw as f64
             );
             outln!(
                 " - {} transactions ({:.1}% of total, tps = {:.6})",

@@ -128,6 +128,21 @@ fn a_zero_weight_script_is_loaded_but_never_picked() {
         |name: &str| out.split(name).nth(1).unwrap_or_else(|| panic!("no {name} section: {out}")).to_string();
     assert!(part("<builtin: select only>").contains(" - 0 transactions"), "{out}");
     assert!(part("<builtin: simple update>").contains(" - 50 transactions"), "{out}");
+    // Weights at pgbench's maximum add up without overflowing the targets.
+    let o = lockstack(&[
+        "pgbench",
+        "-s",
+        "1",
+        "-b",
+        "select-only@2147483647",
+        "-b",
+        "tpcb@2147483647",
+        "-t",
+        "4",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert_eq!(out.matches("(targets 50.0% of total)").count(), 2, "{out}");
 }
 
 #[test]
