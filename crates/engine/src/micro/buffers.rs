@@ -414,6 +414,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
                     let mut vmbuf = VmBuffer::new();
                     let (mut ops, mut deletes) = (0u64, 0u64);
                     barrier.wait();
+                    let first = Instant::now();
                     let mut r = Ok(());
                     while !stop.load(Ordering::Relaxed) {
                         match w.batch(&mut vmbuf, &mut deletes) {
@@ -425,19 +426,28 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
                             }
                         }
                     }
+                    let last = Instant::now();
                     vmbuf.release(&w.bb);
-                    r.map(|()| (ops, deletes))
+                    r.map(|()| (ops, deletes, first, last))
                 })
             })
             .collect();
-        barrier.wait();
+        // The clock starts before the barrier: with more threads than cores, workers that
+        // leave the barrier first may run long before this thread is scheduled again.
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        barrier.wait();
+        std::thread::sleep(cfg.duration.saturating_sub(start.elapsed()));
         stop.store(true, Ordering::Relaxed);
-        let r =
+        let r: Vec<Result<(u64, u64, Instant, Instant), String>> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect();
-        elapsed = start.elapsed();
-        r
+        // The rate's interval is the one the workers ran in: from the first one's start to the
+        // last one's end (all the counted work), however late they were scheduled.
+        let ok = r.iter().filter_map(|x| x.as_ref().ok());
+        elapsed = match (ok.clone().map(|x| x.2).min(), ok.map(|x| x.3).max()) {
+            (Some(a), Some(b)) => b - a,
+            _ => start.elapsed(),
+        };
+        r.into_iter().map(|x| x.map(|(o, d, _, _)| (o, d))).collect()
     });
     let lw = lwlock_counts(&stats::snapshot().since(&before));
     let buffers = pool.stats();

@@ -156,6 +156,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
                     let mut b = lmgr.backend(BackendId(i as u32)).expect("backend ids are in range");
                     let rels: Vec<Oid> = (0..cfg.relations).map(|r| Oid(16384 + r as u32)).collect();
                     barrier.wait();
+                    let first = Instant::now();
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..64 {
@@ -168,17 +169,24 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
                         }
                         n += 64;
                     }
-                    n
+                    (n, first, Instant::now())
                 })
             })
             .collect();
-        barrier.wait();
+        // The clock starts before the barrier: with more threads than cores, workers that
+        // leave the barrier first may run long before this thread is scheduled again.
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        barrier.wait();
+        std::thread::sleep(cfg.duration.saturating_sub(start.elapsed()));
         stop.store(true, Ordering::Relaxed);
-        let total = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
-        elapsed = start.elapsed();
-        total
+        let done: Vec<(u64, Instant, Instant)> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+        // The rate's interval is the one the workers ran in: from the first one's start to the
+        // last one's end (all the counted work), however late they were scheduled.
+        elapsed = match (done.iter().map(|d| d.1).min(), done.iter().map(|d| d.2).max()) {
+            (Some(a), Some(b)) => b - a,
+            _ => start.elapsed(),
+        };
+        done.iter().map(|d| d.0).sum()
     });
     let lw = stats::snapshot().since(&before);
     let t = |id: TrancheId| {
