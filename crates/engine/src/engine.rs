@@ -577,6 +577,12 @@ impl Session {
         self.in_xact
     }
 
+    /// This session's (`deadlock_timeout`, `lock_timeout`); new sessions start with the
+    /// engine's `lmgr` configuration (`--set lmgr.deadlock_timeout` / `lmgr.lock_timeout`).
+    pub fn lock_timeouts(&self) -> (std::time::Duration, Option<std::time::Duration>) {
+        (self.lm.deadlock_timeout(), self.lm.lock_timeout())
+    }
+
     /// `SET deadlock_timeout`: how long this session waits on a heavyweight lock (a row's
     /// xid or tuple lock, a relation lock) before it runs the deadlock detector (lmgr's
     /// `Backend::set_deadlock_timeout`; PostgreSQL's default, and the engine's, is 1 s).

@@ -113,6 +113,16 @@ pub const KNOBS: &[Knob] = &[
         values: "eager|on-demand",
         about: "VXID locks taken at BEGIN (9.1) or on demand (9.2)",
     },
+    Knob {
+        key: "lmgr.deadlock_timeout",
+        values: "1..=3600000 (ms)",
+        about: "deadlock_timeout: wait before running the deadlock detector (PostgreSQL: 1000 ms)",
+    },
+    Knob {
+        key: "lmgr.lock_timeout",
+        values: "0..=3600000 (ms)",
+        about: "lock_timeout: give up a heavyweight lock wait after this long (0 = never, the default)",
+    },
     Knob { key: "bufmgr.nbuffers", values: "16..=2097152", about: "shared_buffers, in 8 KiB pages" },
     Knob {
         key: "bufmgr.header",
@@ -248,6 +258,13 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
             }
         }
         "lmgr.vxid" => c.lmgr.vxid = parsed::<VxidLocks>(key, v)?,
+        "lmgr.deadlock_timeout" => {
+            c.lmgr.deadlock_timeout = std::time::Duration::from_millis(number(key, v, 1u64, 3_600_000)?);
+        }
+        "lmgr.lock_timeout" => {
+            let ms = number(key, v, 0u64, 3_600_000)?;
+            c.lmgr.lock_timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
+        }
         "bufmgr.nbuffers" => c.bufmgr.nbuffers = number(key, v, 16usize, lockstack_bufmgr::MAX_BUFFERS)?,
         "bufmgr.header" => c.bufmgr.header = parsed::<HeaderKind>(key, v)?,
         "bufmgr.mapping" => c.bufmgr.mapping = parsed::<MappingKind>(key, v)?,
@@ -437,6 +454,23 @@ mod tests {
         apply_all(&mut c, &["clog.buffers=2"]).unwrap();
         // Whatever apply_all accepts, the engine builds.
         crate::engine::Engine::new(c, 1, 100).unwrap();
+    }
+
+    #[test]
+    fn lock_timeouts_reach_every_session() {
+        let mut c = cfg();
+        assert!(
+            apply_all(&mut c, &["lmgr.deadlock_timeout=0"]).unwrap_err().contains("(valid: 1..=3600000)")
+        );
+        apply_all(&mut c, &["lmgr.deadlock_timeout=25", "lmgr.lock_timeout=7"]).unwrap();
+        let e = crate::engine::Engine::new(c.clone(), 1, 100).unwrap();
+        let s = e.session(lockstack_common::BackendId(0)).unwrap();
+        assert_eq!(
+            s.lock_timeouts(),
+            (std::time::Duration::from_millis(25), Some(std::time::Duration::from_millis(7)))
+        );
+        apply_all(&mut c, &["lmgr.lock_timeout=0"]).unwrap();
+        assert_eq!(c.lmgr.lock_timeout, None, "0 waits forever, as in PostgreSQL");
     }
 
     #[test]

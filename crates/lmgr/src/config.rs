@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use lockstack_common::Oid;
 use lockstack_lwlock::LwLockKind;
@@ -109,11 +110,18 @@ pub struct LmgrConfig {
     /// The database every backend is connected to (`MyDatabaseId`); relations of database 0
     /// (shared catalogs) never use fast path.
     pub database: Oid,
+    /// `deadlock_timeout` of every new backend (PostgreSQL's GUC, default 1 s): how long a
+    /// waiter sleeps before it runs the deadlock detector. A backend can change its own with
+    /// `Backend::set_deadlock_timeout`. At least 1 ms (PostgreSQL's minimum).
+    pub deadlock_timeout: Duration,
+    /// `lock_timeout` of every new backend (9.3+; `None`, PostgreSQL's 0, waits forever);
+    /// `Backend::set_lock_timeout` changes a backend's own.
+    pub lock_timeout: Option<Duration>,
 }
 
 impl Default for LmgrConfig {
     /// PostgreSQL 9.2-17: 16 partitions, 16 fast-path slots, on-demand VXID locks, 64 backends,
-    /// database 5.
+    /// database 5, `deadlock_timeout` 1 s, no `lock_timeout`.
     fn default() -> Self {
         LmgrConfig {
             max_backends: 64,
@@ -122,6 +130,8 @@ impl Default for LmgrConfig {
             vxid: VxidLocks::OnDemand,
             lwlock: LwLockKind::default(),
             database: Oid(5),
+            deadlock_timeout: Duration::from_secs(1),
+            lock_timeout: None,
         }
     }
 }
@@ -145,6 +155,9 @@ impl LmgrConfig {
         }
         if !self.database.is_valid() {
             return Err("database must be a valid oid".into());
+        }
+        if self.deadlock_timeout < Duration::from_millis(1) {
+            return Err(format!("deadlock_timeout must be at least 1 ms, got {:?}", self.deadlock_timeout));
         }
         Ok(())
     }

@@ -198,8 +198,8 @@ impl Lmgr {
             fp_used: vec![0; self.fp.groups()],
             fp_scratch: (Vec::new(), Vec::new(), Vec::new()),
             counters,
-            deadlock_timeout: Duration::from_secs(1),
-            lock_timeout: None,
+            deadlock_timeout: self.cfg.deadlock_timeout,
+            lock_timeout: self.cfg.lock_timeout,
             next_lxid: LocalTransactionId::INVALID,
             vxid: None,
         })
