@@ -264,16 +264,15 @@ pub fn initialize(
 
 /// Whether `name` is one of the files lockstack writes in subdirectory `sub` of a data
 /// directory: relation forks in `base` (`16384`, `16384_fsm`, `16384_vm`), CLOG segments in
-/// `pg_xact` (4 to 6 hex digits), WAL segments in `pg_wal` (24 hex digits).
+/// `pg_xact` and WAL segments in `pg_wal` (as their crates name them).
 fn is_our_file(sub: &str, name: &str) -> bool {
-    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
     match sub {
         "base" => {
             let oid = name.strip_suffix("_fsm").or_else(|| name.strip_suffix("_vm")).unwrap_or(name);
             !oid.is_empty() && oid.bytes().all(|b| b.is_ascii_digit())
         }
-        "pg_xact" => (4..=6).contains(&name.len()) && hex(name),
-        "pg_wal" => name.len() == 24 && hex(name),
+        "pg_xact" => lockstack_clog::parse_segment_file_name(name).is_some(),
+        "pg_wal" => lockstack_xlog::parse_segment_file_name(name).is_some(),
         _ => false,
     }
 }

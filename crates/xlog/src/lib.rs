@@ -55,6 +55,6 @@ pub use insertion::{InsertionHold, InsertionLocks, Reservation};
 pub use ptr::{WAL_SEG_SIZE, XLOG_BLCKSZ, XLogRecPtr};
 pub use reader::{DecodedRecord, MemoryImage, PageSource, ReadEnd, SegmentDir, StopReason, WalReader};
 pub use record::{MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE};
-pub use sink::segment_file_name;
+pub use sink::{parse_segment_file_name, segment_file_name};
 pub use stats::WalStats;
 pub use wal::{Record, Wal, WalBackend};

@@ -22,8 +22,9 @@ pub fn segment_file_name(segno: u64) -> String {
 }
 
 /// The segment number named by `name`, if it is a segment file name this crate writes
-/// (24 upper-case hex digits: timeline 1, then the two halves of [`segment_file_name`]).
-pub(crate) fn parse_segment_file_name(name: &str) -> Option<u64> {
+/// (24 upper-case hex digits: timeline 1, then the two halves of [`segment_file_name`]);
+/// `None` for any other name.
+pub fn parse_segment_file_name(name: &str) -> Option<u64> {
     let per_id = 0x1_0000_0000u64 / WAL_SEG_SIZE;
     if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
         return None;
