@@ -440,13 +440,10 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         stop.store(true, Ordering::Relaxed);
         let r: Vec<Result<(u64, u64, Instant, Instant), String>> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect();
-        // The rate's interval is the one the workers ran in: from the first one's start to the
-        // last one's end (all the counted work), however late they were scheduled.
-        let ok = r.iter().filter_map(|x| x.as_ref().ok());
-        elapsed = match (ok.clone().map(|x| x.2).min(), ok.map(|x| x.3).max()) {
-            (Some(a), Some(b)) => b - a,
-            _ => start.elapsed(),
-        };
+        elapsed = super::workers_interval(
+            r.iter().filter_map(|x| x.as_ref().ok()).map(|x| (x.2, x.3)),
+            start.elapsed(),
+        );
         r.into_iter().map(|x| x.map(|(o, d, _, _)| (o, d))).collect()
     });
     let lw = lwlock_counts(&stats::snapshot().since(&before));

@@ -180,12 +180,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
         std::thread::sleep(cfg.duration.saturating_sub(start.elapsed()));
         stop.store(true, Ordering::Relaxed);
         let done: Vec<(u64, Instant, Instant)> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
-        // The rate's interval is the one the workers ran in: from the first one's start to the
-        // last one's end (all the counted work), however late they were scheduled.
-        elapsed = match (done.iter().map(|d| d.1).min(), done.iter().map(|d| d.2).max()) {
-            (Some(a), Some(b)) => b - a,
-            _ => start.elapsed(),
-        };
+        elapsed = super::workers_interval(done.iter().map(|d| (d.1, d.2)), start.elapsed());
         done.iter().map(|d| d.0).sum()
     });
     let lw = stats::snapshot().since(&before);
