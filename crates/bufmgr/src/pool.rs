@@ -551,7 +551,7 @@ fn prefetch_lines(base: *const u8, start: usize, end: usize) {
 
 /// Hints the CPU to bring the cache line at `p` into its caches.
 #[inline(always)]
-fn prefetch_line(p: *const u8) {
+pub(crate) fn prefetch_line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` only hints the cache hierarchy: it never faults, whatever the
     // address, and has no effect the program can observe, so it cannot race with writers of

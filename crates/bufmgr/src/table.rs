@@ -158,6 +158,7 @@ impl BufTable {
         match self {
             BufTable::Partitioned { parts, mask, buckets } => {
                 let p = &parts[Self::partition_of(*mask, h)];
+                buckets.prefetch_home(h);
                 let held = p.lock.acquire(LwLockMode::Shared);
                 // SAFETY: `h`'s partition lock is held shared.
                 let found = unsafe { buckets.get(h) };
