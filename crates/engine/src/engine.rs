@@ -82,6 +82,9 @@ pub struct EngineConfig {
     pub wal: WalConfig,
     /// Which LWLock implementation the engine's own locks use (B-tree split locks).
     pub lwlock_kind: lockstack_lwlock::LwLockKind,
+    /// How B-tree pages are searched for a key (`--set engine.btree_search`); not part of any
+    /// preset, since it changes no lock traffic, only the probes within a locked page.
+    pub btree_search: crate::btree::Search,
 }
 
 /// Errors a statement or transaction can end with.
@@ -217,6 +220,7 @@ impl EngineConfig {
             bufmgr: BufferPoolConfig::pg96(nbuffers),
             wal: WalConfig::default(),
             lwlock_kind,
+            btree_search: crate::btree::Search::default(),
         }
     }
 }
@@ -371,12 +375,14 @@ impl Engine {
         let bb = pool.backend();
         let mut tables = Vec::new();
         for t in Table::ALL {
-            tables.push(match source {
+            let mut rel = match source {
                 TableSource::Load { scale, fillfactor } => {
                     tables::load_table(&bb, t, scale, fillfactor, cfg.lwlock_kind)?
                 }
                 TableSource::Open => tables::open_table(&bb, t, cfg.lwlock_kind)?,
-            });
+            };
+            rel.index = rel.index.map(|ix| ix.with_search(cfg.btree_search));
+            tables.push(rel);
         }
         drop(bb);
         Ok(Arc::new(Engine {

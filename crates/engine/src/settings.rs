@@ -162,6 +162,11 @@ pub const KNOBS: &[Knob] = &[
         values: "1..=10000 (ms)",
         about: "wal_writer_delay, in ms (synchronous_commit off)",
     },
+    Knob {
+        key: "engine.btree_search",
+        values: "interpolation|binary",
+        about: "B-tree page search: interpolation from the parent's key range, or _bt_binsrch's bisection",
+    },
 ];
 
 fn valid_keys() -> String {
@@ -290,6 +295,7 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
         "wal.writer_delay" => {
             c.wal.wal_writer_delay = Duration::from_millis(number(key, v, 1u64, 10_000)?);
         }
+        "engine.btree_search" => c.btree_search = parsed::<crate::btree::Search>(key, v)?,
         _ => return Err(format!("unknown --set key \"{key}\" (valid: {})", valid_keys())),
     }
     *cfg = c;
@@ -502,6 +508,7 @@ mod tests {
             "bufmgr.victim" => "freelist-lock",
             "wal.insert" => "single",
             "wal.flush" => "modelled:50",
+            "engine.btree_search" => "binary",
             k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
             k if k.contains("skip") || k.contains("compare") => "off",
             _ => "64",
