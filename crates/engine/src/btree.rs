@@ -48,6 +48,9 @@ impl Tid {
 /// Bytes of B-tree special space: level u16, flags u16, right link u32, high key i64 + tie u64.
 pub const PAGE_OPAQUE_SIZE: usize = 24;
 const LEAF_ITEM: usize = 16;
+/// Most items a leaf can hold: its usable space over an item and its line pointer.
+const LEAF_ITEMS_MAX: usize =
+    (BLCKSZ - page::SIZE_OF_PAGE_HEADER - PAGE_OPAQUE_SIZE) / (LEAF_ITEM + page::SIZE_OF_ITEM_ID);
 const INTERNAL_ITEM: usize = 24;
 const F_LEAF: u16 = 1;
 const F_ROOT: u16 = 2;
@@ -595,6 +598,16 @@ impl BTree {
                 if self.search == Search::Interpolation && range.low.is_some() && range.high.is_some() {
                     bb.prefetch(buf, 0..1);
                     bb.prefetch(buf, BLCKSZ - 1..BLCKSZ);
+                    // The first probe's line pointer depends on the item count, which is in
+                    // the header still on its way; guess the count (one item per key of the
+                    // range, at most a full leaf) and start that line too. A wrong guess costs
+                    // one wasted line.
+                    let span = range.high.unwrap_or(0).abs_diff(range.low.unwrap_or(0));
+                    let n_guess = u16::try_from(span.min(LEAF_ITEMS_MAX as u64)).unwrap_or(1);
+                    if let Some(g) = interpolate(range, target.0, 1, n_guess) {
+                        let lp = page::SIZE_OF_PAGE_HEADER + usize::from(g - 1) * page::SIZE_OF_ITEM_ID;
+                        bb.prefetch(buf, lp..lp + 1);
+                    }
                 } else {
                     bb.prefetch(buf, 0..BLCKSZ);
                 }
