@@ -538,7 +538,8 @@ impl BTree {
         })
     }
 
-    /// Sets how look-ups and inserts search each page (default [`Search::Interpolation`]).
+    /// Sets how pages are searched (default [`Search::Interpolation`]): the internal pages of
+    /// every descent, and the leaf of a look-up (an insert places its item by bisection).
     #[must_use]
     pub fn with_search(mut self, search: Search) -> BTree {
         self.search = search;
@@ -590,26 +591,26 @@ impl BTree {
             self.check_steps(bb, &mut steps, blk)?;
             let buf = bb.read_block(self.rel, BlockNumber(blk))?;
             if to_leaf {
-                // A leaf is seldom in cache (the upper levels are). An interpolating search
-                // reads the header, the special space and a line or two around its first
-                // probe; start loading the first two now. Bisection reads lines all over the
-                // page: start loading all of it, so that its misses overlap rather than follow
-                // one another.
-                if self.search == Search::Interpolation && range.low.is_some() && range.high.is_some() {
-                    bb.prefetch(buf, 0..1);
-                    bb.prefetch(buf, BLCKSZ - 1..BLCKSZ);
-                    // The first probe's line pointer depends on the item count, which is in
-                    // the header still on its way; guess the count (one item per key of the
-                    // range, at most a full leaf) and start that line too. A wrong guess costs
-                    // one wasted line.
-                    let span = range.high.unwrap_or(0).abs_diff(range.low.unwrap_or(0));
-                    let n_guess = u16::try_from(span.min(LEAF_ITEMS_MAX as u64)).unwrap_or(1);
-                    if let Some(g) = interpolate(range, target.0, 1, n_guess) {
-                        let lp = page::SIZE_OF_PAGE_HEADER + usize::from(g - 1) * page::SIZE_OF_ITEM_ID;
-                        bb.prefetch(buf, lp..lp + 1);
+                // A leaf is seldom in cache (the upper levels are).
+                match (self.search, range.low, range.high) {
+                    (Search::Interpolation, Some(low), Some(high)) => {
+                        // The search reads the header, the special space and a line or two
+                        // around its first probe: start loading those. Where the first probe's
+                        // line pointer is depends on the item count, still on its way in the
+                        // header; guess it as one item per key of the range (at most a full
+                        // leaf). A wrong guess costs one wasted line.
+                        bb.prefetch(buf, 0..1);
+                        bb.prefetch(buf, BLCKSZ - 1..BLCKSZ);
+                        let n_guess =
+                            u16::try_from(high.abs_diff(low).min(LEAF_ITEMS_MAX as u64)).unwrap_or(1);
+                        if let Some(g) = interpolate(range, target.0, 1, n_guess) {
+                            let lp = page::SIZE_OF_PAGE_HEADER + usize::from(g - 1) * page::SIZE_OF_ITEM_ID;
+                            bb.prefetch(buf, lp..lp + 1);
+                        }
                     }
-                } else {
-                    bb.prefetch(buf, 0..BLCKSZ);
+                    // Bisection reads lines all over the page: start loading all of it, so
+                    // that its misses overlap rather than follow one another.
+                    _ => bb.prefetch(buf, 0..BLCKSZ),
                 }
             }
             let g = bb.lock(buf, LwLockMode::Shared);
