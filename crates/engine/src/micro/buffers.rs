@@ -19,8 +19,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_VISIBLE, VisibilityMap, VmBuffer, VmCheck};
@@ -403,17 +403,17 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     pool.reset_stats();
     let before = stats::snapshot();
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(cfg.threads + 1);
+    let gate = super::StartGate::new();
     let mut elapsed = Duration::ZERO;
     let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
-                let (pool, stop, barrier) = (Arc::clone(&pool), &stop, &barrier);
+                let (pool, stop, gate) = (Arc::clone(&pool), &stop, &gate);
                 s.spawn(move || {
                     let mut w = Worker { bb: pool.backend(), vm: VisibilityMap::new(REL), check, cfg, t };
                     let mut vmbuf = VmBuffer::new();
                     let (mut ops, mut deletes) = (0u64, 0u64);
-                    barrier.wait();
+                    gate.arrive_and_wait();
                     let first = Instant::now();
                     let mut r = Ok(());
                     while !stop.load(Ordering::Relaxed) {
@@ -432,11 +432,9 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
                 })
             })
             .collect();
-        // The clock starts before the barrier: with more threads than cores, workers that
-        // leave the barrier first may run long before this thread is scheduled again.
+        gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        barrier.wait();
-        std::thread::sleep(cfg.duration.saturating_sub(start.elapsed()));
+        std::thread::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let r: Vec<Result<(u64, u64, Instant, Instant), String>> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect();

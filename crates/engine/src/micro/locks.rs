@@ -7,7 +7,6 @@
 //! VXID locks every one of those goes through a LockManager partition lock; with both on,
 //! none does. The report gives throughput and the lock manager's and LWLocks' counters.
 
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -145,17 +144,17 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
         ..LmgrConfig::default()
     })?;
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(cfg.threads + 1);
+    let gate = super::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
     let transactions: u64 = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|i| {
-                let (lmgr, stop, barrier) = (&lmgr, &stop, &barrier);
+                let (lmgr, stop, gate) = (&lmgr, &stop, &gate);
                 s.spawn(move || {
                     let mut b = lmgr.backend(BackendId(i as u32)).expect("backend ids are in range");
                     let rels: Vec<Oid> = (0..cfg.relations).map(|r| Oid(16384 + r as u32)).collect();
-                    barrier.wait();
+                    gate.arrive_and_wait();
                     let first = Instant::now();
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
@@ -173,11 +172,9 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
                 })
             })
             .collect();
-        // The clock starts before the barrier: with more threads than cores, workers that
-        // leave the barrier first may run long before this thread is scheduled again.
+        gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        barrier.wait();
-        std::thread::sleep(cfg.duration.saturating_sub(start.elapsed()));
+        std::thread::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let done: Vec<(u64, Instant, Instant)> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
         elapsed = super::workers_interval(done.iter().map(|d| (d.1, d.2)), start.elapsed());

@@ -8,8 +8,8 @@
 //! failed). The LWLock rows also report the `LWLOCK_STATS` counters of the run's tranche.
 
 use std::cell::UnsafeCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -293,19 +293,19 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
     let sampler =
         (cfg.wait_sampling_hz > 0).then(|| WaitSampler::spawn(Arc::clone(&backends), cfg.wait_sampling_hz));
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(cfg.threads + 1);
+    let gate = super::StartGate::new();
     let mut elapsed = Duration::ZERO;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
-                let (data, stop, barrier, backends) = (&data, &stop, &barrier, &backends);
+                let (data, stop, gate, backends) = (&data, &stop, &gate, &backends);
                 s.spawn(move || {
                     let _me = backends.attach(BackendId(t as u32));
                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(t as u64));
                     let mut hist =
                         Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
                     let (mut ops, mut exclusive, mut torn) = (0u64, 0u64, 0u64);
-                    barrier.wait();
+                    gate.arrive_and_wait();
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..64 {
                             let sample = ops % 16 == 0;
@@ -342,7 +342,7 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
                 })
             })
             .collect();
-        barrier.wait();
+        gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
         std::thread::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);

@@ -7,7 +7,6 @@
 //! WAL's insert position must equal the bytes the workers' records occupy (no reservation
 //! lost or doubled), and the WAL's record counter must equal the workers' own count.
 
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -176,19 +175,19 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
     let wal = Wal::open(cfg.wal_config()).map_err(|e| e.to_string())?;
     let payload: Vec<u8> = (0..cfg.record_size).map(|i| (i * 31 + 7) as u8).collect();
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(cfg.threads + 1);
+    let gate = super::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
     let per_thread: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let mut b = wal.backend();
-                let (stop, barrier, payload) = (&stop, &barrier, &payload);
+                let (stop, gate, payload) = (&stop, &gate, &payload);
                 s.spawn(move || -> Result<(u64, u64), String> {
                     let rec =
                         Record { rmid: 10, info: 0, xid: TransactionId(1000 + t as u32), data: payload };
                     let (mut n, mut commits) = (0u64, 0u64);
-                    barrier.wait();
+                    gate.arrive_and_wait();
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..32 {
                             let end = b.insert(&rec).map_err(|e| e.to_string())?;
@@ -203,7 +202,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
                 })
             })
             .collect();
-        barrier.wait();
+        gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
         std::thread::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
