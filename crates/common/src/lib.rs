@@ -13,17 +13,21 @@
 //! * [`backend`] and [`stats`]: one wait-event slot per backend that a sampler can read without
 //!   locks (the `PGPROC.wait_event_info` word), and counters written only by their own backend
 //!   and summed on demand (the model of `LWLOCK_STATS` and `pg_stat_*` backend-local counters).
+//! * [`gate`]: a start gate for benchmark threads, which unlike `std::sync::Barrier` does not
+//!   hand a mutex from thread to thread as hundreds of them start.
 //!
 //! Nothing here takes a lock on a hot path: publishing a wait event is one relaxed store, and
 //! bumping a counter is a relaxed load and store on a cache line only its owner writes.
 
 pub mod backend;
+pub mod gate;
 pub mod ids;
 pub mod stats;
 pub mod tranche;
 pub mod wait_event;
 
 pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
+pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
 pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;

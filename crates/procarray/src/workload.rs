@@ -165,16 +165,15 @@ pub fn run_snapshot_workload(cfg: &SnapshotWorkloadConfig) -> Result<SnapshotWor
     }
 
     let stop = Arc::new(AtomicBool::new(false));
-    // `ready`: every thread warmed up; `go`: counters read, start measuring.
-    let ready = Arc::new(std::sync::Barrier::new(takers + committers + 1));
-    let start = Arc::new(std::sync::Barrier::new(takers + committers + 1));
+    // Every thread warms up and arrives; the counters are read; then the gate opens.
+    let gate = Arc::new(lockstack_common::StartGate::new());
     let snapshots = Arc::new(AtomicU64::new(0));
     let commits = Arc::new(AtomicU64::new(0));
     let xip_total = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
     for t in 0..takers + committers {
         let mut b = pa.attach(BackendId(t as u32)).map_err(|e| ConfigError(e.to_string()))?;
-        let (stop, ready, start) = (Arc::clone(&stop), Arc::clone(&ready), Arc::clone(&start));
+        let (stop, gate) = (Arc::clone(&stop), Arc::clone(&gate));
         let (snapshots, commits, xip_total) =
             (Arc::clone(&snapshots), Arc::clone(&commits), Arc::clone(&xip_total));
         let is_taker = t < takers;
@@ -183,8 +182,7 @@ pub fn run_snapshot_workload(cfg: &SnapshotWorkloadConfig) -> Result<SnapshotWor
                 b.get_snapshot_data();
                 b.end_transaction();
             }
-            ready.wait();
-            start.wait();
+            gate.arrive_and_wait();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 if is_taker {
@@ -203,10 +201,10 @@ pub fn run_snapshot_workload(cfg: &SnapshotWorkloadConfig) -> Result<SnapshotWor
             }
         }));
     }
-    ready.wait();
+    gate.wait_arrived(takers + committers, || handles.iter().any(|h| h.is_finished()));
     let lw0 = lwlock_stats();
     let pa0 = pa.stats();
-    start.wait();
+    gate.open();
     let t0 = Instant::now();
     std::thread::sleep(cfg.duration);
     stop.store(true, Ordering::Relaxed);

@@ -403,7 +403,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     pool.reset_stats();
     let before = stats::snapshot();
     let stop = AtomicBool::new(false);
-    let gate = super::StartGate::new();
+    let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
     let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)

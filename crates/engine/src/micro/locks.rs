@@ -144,7 +144,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
         ..LmgrConfig::default()
     })?;
     let stop = AtomicBool::new(false);
-    let gate = super::StartGate::new();
+    let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
     let transactions: u64 = std::thread::scope(|s| {

@@ -293,7 +293,7 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
     let sampler =
         (cfg.wait_sampling_hz > 0).then(|| WaitSampler::spawn(Arc::clone(&backends), cfg.wait_sampling_hz));
     let stop = AtomicBool::new(false);
-    let gate = super::StartGate::new();
+    let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)

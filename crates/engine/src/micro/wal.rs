@@ -175,7 +175,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
     let wal = Wal::open(cfg.wal_config()).map_err(|e| e.to_string())?;
     let payload: Vec<u8> = (0..cfg.record_size).map(|i| (i * 31 + 7) as u8).collect();
     let stop = AtomicBool::new(false);
-    let gate = super::StartGate::new();
+    let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
     let per_thread: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
