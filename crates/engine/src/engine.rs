@@ -961,6 +961,9 @@ impl Session {
             tuple::set_xmax(old, xid, self.cid, None);
             if hot {
                 tuple::set_hot_updated(old, new_tid);
+            } else {
+                // An aborted HOT update may have left the flag and a link to its version.
+                tuple::clear_hot_updated(old);
             }
             let cleared = page::is_all_visible(p);
             if cleared {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError, PRESETS};
 use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
-use lockstack_engine::pgbench::script::{Builtin, Table};
+use lockstack_engine::pgbench::script::{Builtin, Table, parse_script};
 
 fn config(script: &str, clients: usize, preset: &str, transactions: u64) -> PgbenchConfig {
     PgbenchConfig {
@@ -171,14 +171,51 @@ fn a_long_scale_1_run_keeps_the_updated_tables_bounded() {
     assert_eq!(r.transactions, 80_000);
     let after: Vec<u32> = [Table::Branches, Table::Tellers, Table::Accounts].map(blocks).to_vec();
     // 80 000 updates of the one branch row fill ~1 300 pages of 61 versions without reuse (and
-    // ~480 with the earlier one-page hint); the page count now levels off near 10, set by how far
-    // the oldest snapshot lags.
-    assert!(after[0] <= before[0] + 24, "pgbench_branches grew {before:?} -> {after:?}");
-    assert!(after[1] <= before[1] + 24, "pgbench_tellers grew {before:?} -> {after:?}");
+    // ~480 with the earlier one-page hint); the page count now levels off near 10 on an idle
+    // machine, set by how far the oldest snapshot lags.
+    // How far that lag goes depends on the machine: on a loaded one a preempted client holds
+    // its snapshot longer (one run beside other work grew the tellers by 25 pages). The bound
+    // is far below the ~1 300 pages of no reuse, and far above any lag seen.
+    assert!(after[0] <= before[0] + 200, "pgbench_branches grew {before:?} -> {after:?}");
+    assert!(after[1] <= before[1] + 200, "pgbench_tellers grew {before:?} -> {after:?}");
     // Accounts: 80 000 random updates over 1 640 pages at fillfactor 100 need some new pages
     // for non-HOT versions, but far fewer than one per update.
     assert!(after[2] <= before[2] + 2_000, "pgbench_accounts grew {before:?} -> {after:?}");
     for c in &r.checks {
         assert!(c.ok, "{} ({})", c.name, c.detail);
+    }
+}
+
+/// Rolled-back updates leave nothing behind: one client mixes transactions that update a row
+/// and roll back with zero-sum transfers, on 60 rows that share one page, so that aborted HOT
+/// versions, pruning and non-HOT updates (the page fills) all meet. The account total must not
+/// change. Before the fix, an aborted HOT update left `HEAP_HOT_UPDATED` and a link on the
+/// row's root; a later non-HOT update kept the flag, and pruning followed the stale link into
+/// another row's version, so committed transfers were lost or rolled-back amounts came back
+/// (the total drifted by hundreds within 2 000 transactions).
+#[test]
+fn rolled_back_updates_leave_the_total_unchanged() {
+    let rollback = parse_script(
+        "rollback.sql",
+        "\\set a random(1, 60)\nBEGIN;\nUPDATE pgbench_accounts SET abalance = abalance + 1000 WHERE aid = :a;\nROLLBACK;\n",
+    )
+    .unwrap();
+    let transfer = parse_script(
+        "transfer.sql",
+        "\\set a random(1, 60)\n\\set b random(1, 60)\n\\set amt random(1, 100)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance - :amt WHERE aid = :a;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :amt WHERE aid = :b;\nEND;\n",
+    )
+    .unwrap();
+    for preset in ["pg92", "pg17"] {
+        let mut cfg = config("tpcb-like", 1, preset, 3_000);
+        cfg.scripts = vec![rollback.clone(), transfer.clone()];
+        let r = runner::run(&cfg, &|_| {}).unwrap();
+        assert_eq!(r.transactions, 3_000, "{preset}");
+        let (_, before, after) = r.balance_sums.iter().find(|(t, _, _)| t == "pgbench_accounts").unwrap();
+        assert_eq!(before, after, "{preset}: the account total moved");
+        for c in &r.checks {
+            assert!(c.ok, "{preset}: {} ({})", c.name, c.detail);
+        }
     }
 }

@@ -189,6 +189,29 @@ pub fn set_hot_updated(t: &mut [u8], new: Tid) {
     t[22..24].copy_from_slice(&m2.to_le_bytes());
 }
 
+/// Clears `HEAP_HOT_UPDATED`: the version's successor is not on its page (a non-HOT update),
+/// whatever an earlier, aborted HOT update had left there (`HeapTupleClearHotUpdated` in
+/// `heap_update`).
+pub fn clear_hot_updated(t: &mut [u8]) {
+    let m2 = rd_u16(t, 22) & !HEAP_HOT_UPDATED;
+    t[22..24].copy_from_slice(&m2.to_le_bytes());
+}
+
+/// Where a HOT chain goes after a member with header `h`: the next member's offset and the
+/// xid that member must have been inserted by (this member's xmax); `None` at the chain's end.
+fn chain_next(h: &TupleHeader) -> Option<(OffsetNumber, TransactionId)> {
+    (h.infomask2 & HEAP_HOT_UPDATED != 0).then_some((h.ctid.offset, h.xact.xmax))
+}
+
+/// Whether `t`, reached from a member whose xmax is `prior_xmax`, really continues that chain:
+/// a heap-only version inserted by `prior_xmax`. A line pointer reached through a stale link
+/// (the successor of an aborted update, pruned and its slot reused) fails this, and the walk
+/// ends there, as `heap_hot_search_buffer` and `heap_prune_chain` end on a mismatched xmin.
+fn continues_chain(t: &[u8], prior_xmax: Option<TransactionId>) -> bool {
+    let h = header(t);
+    prior_xmax.is_none_or(|x| h.infomask2 & HEAP_ONLY_TUPLE != 0 && h.xact.xmin == x)
+}
+
 /// Reads a tuple on a page by offset (`None` for unused, dead or redirect line pointers).
 pub fn tuple_at(p: &[u8], off: OffsetNumber) -> Option<&[u8]> {
     page::get_item(p, off)
@@ -199,6 +222,7 @@ pub fn tuple_at(p: &[u8], off: OffsetNumber) -> Option<&[u8]> {
 /// A root whose line pointer is dead or unused counts as all dead.
 pub fn chain_all_dead(p: &[u8], root: OffsetNumber, oracle: &dyn PruneOracle) -> bool {
     let mut off = root;
+    let mut prior: Option<TransactionId> = None;
     for _ in 0..512 {
         if off == 0 || off > page::max_offset_number(p) {
             return true;
@@ -213,14 +237,16 @@ pub fn chain_all_dead(p: &[u8], root: OffsetNumber, oracle: &dyn PruneOracle) ->
             _ => return true,
         }
         let t = page::get_item(p, off).expect("normal");
+        if !continues_chain(t, prior) {
+            return true;
+        }
         if !dead_to_all(t, oracle) {
             return false;
         }
-        let h = header(t);
-        if h.infomask2 & HEAP_HOT_UPDATED == 0 {
-            return true;
+        match chain_next(&header(t)) {
+            Some((next, x)) => (off, prior) = (next, Some(x)),
+            None => return true,
         }
-        off = h.ctid.offset;
     }
     false
 }
@@ -235,6 +261,7 @@ pub fn hot_search(
     mut visible: impl FnMut(OffsetNumber, &[u8]) -> bool,
 ) -> Option<OffsetNumber> {
     let mut off = root;
+    let mut prior: Option<TransactionId> = None;
     let mut steps = 0;
     loop {
         steps += 1;
@@ -251,14 +278,13 @@ pub fn hot_search(
             _ => return None,
         }
         let t = page::get_item(p, off)?;
+        if !continues_chain(t, prior) {
+            return None;
+        }
         if visible(off, t) {
             return Some(off);
         }
-        let h = header(t);
-        if h.infomask2 & HEAP_HOT_UPDATED == 0 {
-            return None;
-        }
-        off = h.ctid.offset;
+        (off, prior) = chain_next(&header(t)).map(|(o, x)| (o, Some(x)))?;
     }
 }
 
@@ -314,6 +340,7 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
         // Walk the chain, collecting the dead prefix.
         let mut chain = Vec::new();
         let mut off = start;
+        let mut prior: Option<TransactionId> = None;
         let mut survivor = None;
         while off != 0 && off <= n && chain.len() < 512 {
             let oid = page::item_id(p, off);
@@ -321,16 +348,18 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
                 break;
             }
             let t = page::get_item(p, off).expect("normal");
+            if !continues_chain(t, prior) {
+                break;
+            }
             if !dead_to_all(t, oracle) {
                 survivor = Some(off);
                 break;
             }
             chain.push(off);
-            let h = header(t);
-            if h.infomask2 & HEAP_HOT_UPDATED == 0 {
-                break;
+            match chain_next(&header(t)) {
+                Some((next, x)) => (off, prior) = (next, Some(x)),
+                None => break,
             }
-            off = h.ctid.offset;
         }
         if chain.is_empty() {
             continue;
@@ -347,6 +376,21 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
             None => page::ItemId { off: 0, flags: LpFlags::Dead, len: 0 },
         };
         page::set_item_id(p, root, root_id);
+    }
+    // Heap-only versions no chain reaches any more, left by aborted updates: dead to all and
+    // with no successor, so nothing can need them (`heap_prune_chain` marks such a tuple
+    // unused when it comes to it as a would-be root).
+    for off in 1..=n {
+        if page::item_id(p, off).flags != LpFlags::Normal {
+            continue;
+        }
+        let t = page::get_item(p, off).expect("normal");
+        let h = header(t);
+        if h.infomask2 & HEAP_ONLY_TUPLE != 0 && h.infomask2 & HEAP_HOT_UPDATED == 0 && dead_to_all(t, oracle)
+        {
+            page::set_item_id(p, off, page::ItemId { off: 0, flags: LpFlags::Unused, len: 0 });
+            removed += 1;
+        }
     }
     if removed > 0 {
         page::repair_fragmentation(p);
@@ -466,5 +510,43 @@ mod tests {
         assert_eq!(prune_page(&mut p, &o), 1);
         assert_eq!(page::item_id(&p, aborted).flags, LpFlags::Dead);
         assert_eq!(page::item_id(&p, live).flags, LpFlags::Normal);
+    }
+
+    /// A row's root keeps `HEAP_HOT_UPDATED` and a link from an aborted HOT update, and the
+    /// link now names another row's tuple (as a stale flag after a non-HOT update would):
+    /// neither search nor pruning follows it, because that tuple was not inserted by the
+    /// root's xmax. The aborted version, reachable from no chain, is freed.
+    #[test]
+    fn a_stale_link_is_not_followed_and_aborted_orphans_are_freed() {
+        let mut p = new_page();
+        let committed = |xmin: u32, key: i64, flags2: u16| {
+            let mut t = form_tuple(TransactionId(xmin), 0, &[key], 72, flags2);
+            t[24..26].copy_from_slice(&(XMAX_INVALID | XMIN_COMMITTED).to_le_bytes());
+            t
+        };
+        let v1 = page::add_item(&mut p, &committed(5, 1, 0), None).unwrap();
+        let other = page::add_item(&mut p, &committed(5, 2, 0), None).unwrap();
+        let v2 = page::add_item(&mut p, &form_tuple(TransactionId(6), 0, &[1], 72, HEAP_ONLY_TUPLE), None)
+            .unwrap();
+        {
+            let t = page::get_item_mut(&mut p, v1).unwrap();
+            set_xmax(t, TransactionId(6), 0, None);
+            set_hot_updated(t, Tid { block: 0, offset: v2 });
+            // xid 6 aborted; xid 7 then replaced the row elsewhere, leaving the flag set and
+            // the link's offset naming the other row's tuple.
+            set_xmax(t, TransactionId(7), 0, None);
+            set_ctid(t, Tid { block: 9, offset: other });
+        }
+        let o = Oracle { committed: vec![5, 7], aborted: vec![6], oldest: 100 };
+        assert_eq!(hot_search(&p, v1, |_, t| columns(t)[0] == 2), None, "followed the stale link");
+        assert_eq!(prune_page(&mut p, &o), 2, "the root's dead version and the aborted orphan");
+        assert_eq!(page::item_id(&p, v1).flags, LpFlags::Dead, "the root must not redirect to another row");
+        assert_eq!(page::item_id(&p, v2).flags, LpFlags::Unused);
+        assert_eq!(page::item_id(&p, other).flags, LpFlags::Normal);
+        assert_eq!(hot_search(&p, other, |_, _| true), Some(other));
+        let mut t = committed(5, 3, 0);
+        set_hot_updated(&mut t, Tid { block: 0, offset: 4 });
+        clear_hot_updated(&mut t);
+        assert_eq!(header(&t).infomask2 & HEAP_HOT_UPDATED, 0);
     }
 }
