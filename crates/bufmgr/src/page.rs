@@ -220,7 +220,8 @@ pub fn verify(page: &[u8]) -> Result<(), String> {
 }
 
 /// A caller's check of a page read from storage, run by the buffer pool after [`verify`]
-/// passed, on pages that are not new (the engine checks heap tuple and B-tree item shapes);
+/// passed, new pages included (the engine checks heap tuple and B-tree item shapes, and
+/// refuses a zero page in an index);
 /// `Err` carries the reason. Install it with [`crate::BufferPool::set_page_verifier`].
 pub type PageVerifier = std::sync::Arc<dyn Fn(crate::BufferTag, &[u8]) -> Result<(), String> + Send + Sync>;
 

@@ -318,8 +318,10 @@ impl BufferPool {
 
     /// Installs (or replaces) a check run on every page read from storage after
     /// [`crate::page::verify`]; a page it rejects fails the read with
-    /// [`BufferError::InvalidPage`].
-    /// The verifier is not called for new (all-zero) pages.
+    /// [`BufferError::InvalidPage`]. It is called for new (all-zero) pages too, which
+    /// [`crate::page::verify`] accepts: whether a relation may hold one is the verifier's call
+    /// (a heap may, as PostgreSQL treats a new page as empty; a B-tree may not, as
+    /// `_bt_checkpage` reports "index contains unexpected zero page").
     pub fn set_page_verifier(&self, verifier: PageVerifier) {
         *self.page_verifier.write() = Some(verifier);
     }
@@ -327,8 +329,8 @@ impl BufferPool {
     /// `PageIsVerified` on a page just read: [`crate::page::verify`], then the verifier.
     fn verify_read(&self, tag: BufferTag, p: &[u8]) -> Result<(), BufferError> {
         let r = crate::page::verify(p).and_then(|()| match &*self.page_verifier.read() {
-            Some(v) if !crate::page::is_new(p) => v(tag, p),
-            _ => Ok(()),
+            Some(v) => v(tag, p),
+            None => Ok(()),
         });
         r.map_err(|reason| BufferError::InvalidPage { tag, reason })
     }

@@ -246,6 +246,17 @@ pub fn initialize(
             check_only_ours(&dir.join(sub), sub)?;
         }
         let _ = fs::remove_file(dir.join(&tmp_control));
+        // The control file goes first, and durably: a re-initialisation cut short (a second
+        // Ctrl-C, a kill, a full disk) must leave a directory that says it is unusable (no
+        // control file: "run -i"), never an old "shut down" control file over new or missing
+        // relation files.
+        let control = dir.join(CONTROL_FILE);
+        match fs::remove_file(&control) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&control, "could not remove", e)),
+        }
+        fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, "could not sync directory", e))?;
         for sub in ["base", "pg_xact", "pg_wal"] {
             let p = dir.join(sub);
             if p.exists() {

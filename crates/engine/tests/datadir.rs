@@ -253,6 +253,13 @@ fn a_corrupted_page_is_an_error_naming_block_and_relation_never_a_panic() {
     let e = read_everything(&dir, 1..100_001).unwrap_err();
     assert!(e.starts_with("invalid page in block 1 of relation base/16385:"), "{e}");
     restore();
+    // A zeroed index block (what a load cut short can leave): an error, not a panic; a zeroed
+    // heap block reads as an empty page, as in PostgreSQL.
+    patch_block(&index, 1, |b| b.fill(0));
+    let r = std::panic::catch_unwind(|| read_everything(&dir, 1..100_001));
+    let e = r.unwrap_or_else(|_| panic!("a zero index page caused a panic")).unwrap_err();
+    assert!(e.contains("unexpected zero page"), "{e}");
+    restore();
 
     // Header fields: each damage is caught by verification.
     for (at, bytes) in
@@ -338,4 +345,24 @@ fn control_file_fields_are_checked_against_the_data() {
     // -i checks its arguments the same way.
     let e = datadir::initialize(engine_cfg(), &dir, 1, 5).unwrap_err().to_string();
     assert!(e.contains("fillfactor must be 10..=100"), "{e}");
+}
+
+/// A re-initialisation cut short (here the engine cannot be built) leaves no control file, so
+/// the directory says it needs `-i` instead of claiming a clean shutdown over missing files;
+/// a later `-i` then succeeds.
+#[test]
+fn an_interrupted_reinitialisation_leaves_no_control_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cluster");
+    datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
+    assert!(dir.join(CONTROL_FILE).exists());
+    let mut bad = engine_cfg();
+    bad.lmgr.partitions = 3;
+    assert!(datadir::initialize(bad, &dir, 1, 100).is_err());
+    assert!(!dir.join(CONTROL_FILE).exists(), "the old control file survived a failed -i");
+    let e = datadir::open(engine_cfg(), &dir).err().expect("opened a half-initialised directory").to_string();
+    assert!(e.contains("initialize it with -i"), "{e}");
+    datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
+    let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
+    datadir::shutdown(&engine, &control).unwrap();
 }
