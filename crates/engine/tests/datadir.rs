@@ -360,7 +360,10 @@ fn an_interrupted_reinitialisation_leaves_no_control_file() {
     bad.lmgr.partitions = 3;
     assert!(datadir::initialize(bad, &dir, 1, 100).is_err());
     assert!(!dir.join(CONTROL_FILE).exists(), "the old control file survived a failed -i");
-    let e = datadir::open(engine_cfg(), &dir).err().expect("opened a half-initialised directory").to_string();
+    let e = match datadir::open(engine_cfg(), &dir) {
+        Ok(_) => panic!("opened a half-initialised directory"),
+        Err(e) => e.to_string(),
+    };
     assert!(e.contains("initialize it with -i"), "{e}");
     datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
