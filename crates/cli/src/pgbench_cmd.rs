@@ -227,8 +227,9 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         ));
     }
     let duration = args.time.map(time_arg).transpose()?;
+    // pgbench 15 reads -t as an int: 1..=2147483647.
     if let Some(t) = args.transactions
-        && t < 1
+        && !(1..=i64::from(i32::MAX)).contains(&t)
     {
         return Err(Failure::input(format!("invalid number of transactions: \"{t}\"")));
     }

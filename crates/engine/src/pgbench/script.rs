@@ -391,7 +391,10 @@ fn parse_meta(meta: &str) -> Result<Command, String> {
             if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!("invalid variable name: \"{var}\""));
             }
-            let rest = meta[meta.find(var).map(|i| i + var.len()).unwrap_or(meta.len())..].trim();
+            // The expression is what follows the variable name: skip the command word and the
+            // name as words (searching for the name's text would find `s` inside "set").
+            let after_name = meta.trim_start()[name.len()..].trim_start();
+            let rest = after_name[var.len()..].trim();
             let expr = expr::parse(rest).map_err(|e| format!("\\set {var}: {e}"))?;
             Ok(Command::Set { var: var.to_string(), expr })
         }
@@ -741,6 +744,24 @@ mod tests {
             let e = parse_script("bad.sql", bad).unwrap_err().to_string();
             assert!(e.starts_with("bad.sql:"), "{e}");
             assert!(e.contains(what), "{bad:?} gave {e}");
+        }
+    }
+
+    /// A variable may be named like a piece of the command word (`s`, `e`, `set`...): the
+    /// expression is what follows the name, not what follows its first occurrence.
+    #[test]
+    fn set_variables_named_like_parts_of_set() {
+        for name in ["s", "e", "t", "se", "et", "set", "SET"] {
+            let text =
+                format!("\\set {name} 5 + 1\nSELECT abalance FROM pgbench_accounts WHERE aid = :{name};\n");
+            let sc = parse_script("v.sql", &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            match &sc.commands[0].1 {
+                Command::Set { var, expr } => {
+                    assert_eq!(var, name);
+                    assert_eq!(format!("{expr:?}"), format!("{:?}", expr::parse("5 + 1").unwrap()), "{name}");
+                }
+                c => panic!("{name}: {c:?}"),
+            }
         }
     }
 }
