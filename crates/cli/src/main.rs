@@ -99,7 +99,8 @@ enum Command {
     Locks(locks_cmd::LocksArgs),
     /// Run isolation-tester specs (PostgreSQL's format) over the heavyweight lock manager.
     Isolation(isolation_cmd::IsolationArgs),
-    /// pgbench's workloads on the lockstack transaction engine (work in progress: see docs).
+    /// pgbench's workloads (-S, -N, tpcb-like, custom scripts) through the whole lock stack, on the lockstack transaction engine.
+    #[command(disable_help_flag = true)]
     Pgbench(pgbench_cmd::PgbenchArgs),
     /// The five seed experiments, one command each (`experiment list` names them): tables,
     /// counters, the seed's figures, CSV/JSON/SVG.

@@ -15,6 +15,13 @@ use crate::Failure;
 /// Arguments of `lockstack pgbench` (pgbench 15's names where they exist).
 #[derive(Args, Debug)]
 pub(crate) struct PgbenchArgs {
+    /// Print help (`--help` only: `-h` is pgbench's host option).
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// pgbench's `-h HOST`: refused with a message, since lockstack runs the engine in-process
+    /// and has no server to connect to (clap would otherwise print the help and exit 0).
+    #[arg(short = 'h', long = "host", value_name = "HOST", hide = true)]
+    host: Option<String>,
     /// Initialize only: create and load the tables (into --data-dir, or in memory to time the
     /// load) and stop.
     #[arg(short = 'i', long = "initialize")]
@@ -225,6 +232,11 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         return Err(Failure::input(
             "specify either a number of transactions (-t) or a duration (-T), not both",
         ));
+    }
+    if let Some(h) = &args.host {
+        return Err(Failure::input(format!(
+            "-h {h}: lockstack pgbench runs its engine in this process and connects to no server"
+        )));
     }
     let duration = args.time.map(time_arg).transpose()?;
     // pgbench 15 reads -t as an int: 1..=2147483647.

@@ -57,6 +57,10 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["pgbench", "-c", "-1", "-t", "1"], "invalid number of clients: \"-1\""),
         (&["pgbench", "-t", "-3"], "invalid number of transactions: \"-3\""),
         (&["pgbench", "-t", "2147483648"], "invalid number of transactions: \"2147483648\""),
+        (
+            &["pgbench", "-t", "1", "-h", "localhost"],
+            "-h localhost: lockstack pgbench runs its engine in this process",
+        ),
         (&["lwlock", "--shared-ratio", "-0.1"], "--shared-ratio"),
         // C21: flags, not field names.
         (&["snapshot", "--threads", "0"], "--threads must be at least 1"),
