@@ -64,9 +64,10 @@ pub(crate) struct PgbenchArgs {
     /// Script file FILE[@WEIGHT].
     #[arg(short = 'f', long = "file")]
     file: Vec<String>,
-    /// Query mode (recorded in the report; statements always run as prepared plans here).
-    #[arg(short = 'M', long = "protocol", default_value = "prepared")]
-    protocol: String,
+    /// Query mode: simple, extended or prepared (the default); recorded in the report, as
+    /// statements always run as prepared plans here.
+    #[arg(short = 'M', long = "protocol")]
+    protocol: Option<String>,
     /// Progress report every SEC seconds (stderr).
     #[arg(short = 'P', long = "progress")]
     progress: Option<i64>,
@@ -76,10 +77,11 @@ pub(crate) struct PgbenchArgs {
     /// Seed of the clients' random generators: an unsigned integer, `time` (the current time,
     /// pgbench's default) or `rand` (from the operating system). The default here is 0, so that
     /// two runs with the same options draw the same keys.
-    #[arg(long = "random-seed", default_value = "0", value_parser = parse_seed)]
-    random_seed: u64,
-    /// Do not vacuum before the run (accepted for compatibility: every run starts from a fresh
-    /// load).
+    #[arg(long = "random-seed", value_parser = parse_seed)]
+    random_seed: Option<u64>,
+    /// Do not vacuum before the run (accepted for compatibility: the engine has no VACUUM; an
+    /// in-memory run starts from a fresh load, a --data-dir run from the directory as the last
+    /// run left it).
     #[arg(short = 'n', long = "no-vacuum")]
     no_vacuum: bool,
     /// Release preset: pg91, pg92, pg96, pg14, pg17.
@@ -107,6 +109,11 @@ fn time_arg(secs: f64) -> Result<std::time::Duration, Failure> {
 /// pgbench 15 refuses run options with `-i`: "some of the specified options cannot be used in
 /// initialization (-i) mode". The same here, naming them; `--json` too, as `-i` has no result
 /// to write.
+/// `-M`'s value, `prepared` when not given.
+fn protocol(args: &PgbenchArgs) -> &str {
+    args.protocol.as_deref().unwrap_or("prepared")
+}
+
 fn init_only_options(args: &PgbenchArgs) -> Result<(), Failure> {
     let mut bad = Vec::new();
     let mut flag = |on: bool, name: &str| {
@@ -126,6 +133,8 @@ fn init_only_options(args: &PgbenchArgs) -> Result<(), Failure> {
     flag(args.report_per_command, "-r");
     flag(args.check_total, "--check-total");
     flag(args.json.is_some(), "--json");
+    flag(args.protocol.is_some(), "-M");
+    flag(args.random_seed.is_some(), "--random-seed");
     if bad.is_empty() {
         Ok(())
     } else {
@@ -225,8 +234,8 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     if args.initialize {
         init_only_options(&args)?;
     }
-    if !["simple", "extended", "prepared"].contains(&args.protocol.as_str()) {
-        return Err(Failure::input(format!("invalid query mode (-M): \"{}\"", args.protocol)));
+    if !["simple", "extended", "prepared"].contains(&protocol(&args)) {
+        return Err(Failure::input(format!("invalid query mode (-M): \"{}\"", protocol(&args))));
     }
     if args.time.is_some() && args.transactions.is_some() {
         return Err(Failure::input(
@@ -339,7 +348,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         transactions: if duration.is_none() { Some(args.transactions.unwrap_or(10) as u64) } else { None },
         scripts,
         progress: args.progress.map(|p| std::time::Duration::from_secs(p as u64)),
-        seed: args.random_seed,
+        seed: args.random_seed.unwrap_or(0),
         wait_sampling_hz: args.wait_sampling_hz,
         engine,
     };
@@ -463,7 +472,7 @@ fn json_document(
         "scripts": scripts,
         "preset": args.preset,
         "set": args.set,
-        "protocol": args.protocol,
+        "protocol": protocol(args),
         "random_seed": cfg.seed,
         "wait_sampling_hz": cfg.wait_sampling_hz,
         "per_command_latencies": args.report_per_command,
@@ -480,7 +489,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     let ttype = if cfg.scripts.len() == 1 { cfg.scripts[0].name.clone() } else { "multiple scripts".into() };
     outln!("transaction type: {ttype}");
     outln!("scaling factor: {}", cfg.scale);
-    outln!("query mode: {}", args.protocol);
+    outln!("query mode: {}", protocol(args));
     outln!("number of clients: {}", cfg.clients);
     // pgbench multiplexes clients over -j threads; here every client is a thread of its own
     // (docs/engine.md), so say both.

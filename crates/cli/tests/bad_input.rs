@@ -68,6 +68,10 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["wal", "--wal-buffers", "1"], "--wal-buffers must be"),
         // D24: run-only options with -i.
         (&["pgbench", "-i", "-c", "2", "-T", "1"], "cannot be used in initialization (-i) mode: -c -T"),
+        (
+            &["pgbench", "-i", "-M", "simple", "--random-seed", "5"],
+            "cannot be used in initialization (-i) mode: -M --random-seed",
+        ),
         // clap's errors point at the subcommand's help.
         (&["pgbench", "--bogus"], "unexpected argument '--bogus' found (see 'lockstack pgbench --help')"),
         (&["bogus"], "(see 'lockstack --help')"),
