@@ -555,9 +555,13 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         None => format!("tables loaded in memory in {:.2} s", r.load_s),
     };
     let ls = &r.lock_stack;
+    let preset = if args.set.is_empty() {
+        args.preset.clone()
+    } else {
+        format!("{} with --set {}", args.preset, args.set.join(" --set "))
+    };
     outln!(
-        "-- lock stack ({}; {place}; counters over the {} transactions of the run) --",
-        args.preset,
+        "-- lock stack ({preset}; {place}; counters over the {} transactions of the run) --",
         ls.transactions
     );
     outln!("{}", MachineNote::for_threads(cfg.clients).line());
