@@ -61,7 +61,7 @@ pub(crate) struct PgbenchArgs {
     /// Built-in script NAME[@WEIGHT] (tpcb-like, simple-update, select-only; prefixes allowed).
     #[arg(short = 'b', long = "builtin")]
     builtin: Vec<String>,
-    /// Script file FILE[@WEIGHT].
+    /// Script file FILE[@WEIGHT] (`-` reads it from standard input).
     #[arg(short = 'f', long = "file")]
     file: Vec<String>,
     /// Query mode: simple, extended or prepared (the default); recorded in the report, as
@@ -274,8 +274,16 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     for f in &args.file {
         let (path, w) = split_weight(f, "file")?;
-        let bytes = std::fs::read(&path)
-            .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?;
+        // `-f -` reads the script from standard input, as pgbench's process_file does.
+        let bytes = if path == "-" {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                .map_err(|e| Failure::input(format!("could not read the script from standard input: {e}")))?;
+            b
+        } else {
+            std::fs::read(&path)
+                .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?
+        };
         let text = String::from_utf8(bytes).map_err(|e| {
             Failure::input(format!(
                 "{path}: not valid UTF-8 text (invalid byte at offset {})",

@@ -372,3 +372,30 @@ fn signals_json_symlinks_and_output_errors() {
         assert!(err.contains("could not write the output"), "{err}");
     }
 }
+
+/// `-f -` reads the script from standard input, as pgbench does.
+#[test]
+fn a_script_can_come_from_standard_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["pgbench", "-f", "-", "-t", "3", "--wait-sampling-hz", "0"])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run lockstack");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"\\set a random(1, 10)\nSELECT abalance FROM pgbench_accounts WHERE aid = :a;\n")
+        .expect("write the script");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("number of transactions actually processed: 3/3"),
+        "{}",
+        text(&o.stdout)
+    );
+}
