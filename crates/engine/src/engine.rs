@@ -16,7 +16,9 @@
 //! committed transaction has, retry on the newest committed version. The new version goes on
 //! the same page when it fits (a HOT update, no index entry), after an opportunistic prune
 //! under a conditional cleanup lock when the page is nearly full; otherwise on another page
-//! with a new index entry. Departure: the retry takes a fresh snapshot and
+//! with a new index entry. Row locks of several `FOR SHARE` lockers are shared through a
+//! MultiXact in xmax ([`crate::multixact`]); an updater of such a row waits for each running
+//! member (`MultiXactIdWait`). Departure: the retry takes a fresh snapshot and
 //! re-reads the row through the index instead of following the ctid chain, which gives the same
 //! result for single-row updates by key.
 //!
@@ -50,6 +52,7 @@ use lockstack_xlog::{Record, Wal, WalBackend, WalConfig, WalError};
 use crate::btree::Tid;
 use crate::heap::tuple::{self, HEAP_ONLY_TUPLE, PruneOracle, Row};
 use crate::heap::visibility::{self, TupleXactInfo, VisibilityContext, XidState};
+use crate::multixact::{MultiXactId, MultiXactMember, MultiXactStatus, MultiXactStore};
 use crate::pgbench::script::{RowLockClause, Table};
 use crate::tables::{self, TableError, TableRel};
 
@@ -172,6 +175,8 @@ pub struct Engine {
     pub wal: Arc<Wal>,
     /// Per-backend wait events.
     pub backends: Arc<BackendStatusArray>,
+    /// MultiXacts: row locks shared by several transactions (`multixact.c`).
+    pub multixact: MultiXactStore,
     tables: Vec<TableRel>,
     /// History's insertion target block (PostgreSQL's relcache `rd_targblock`, shared here).
     history_target: AtomicU32,
@@ -385,6 +390,7 @@ impl Engine {
             tables.push(rel);
         }
         drop(bb);
+        let multixact = MultiXactStore::new(cfg.lwlock_kind, cfg.max_backends);
         Ok(Arc::new(Engine {
             cfg,
             procarray,
@@ -394,6 +400,7 @@ impl Engine {
             pool,
             wal,
             backends,
+            multixact,
             tables,
             history_target: AtomicU32::new(u32::MAX),
             free_pages: std::array::from_fn(|_| parking_lot::Mutex::new(Vec::new())),
@@ -528,10 +535,19 @@ impl PruneOracle for Pruner<'_> {
 
 /// What the update path found for the row version it wants to change.
 enum UpdateCheck {
-    /// Free to update (`TM_Ok`).
+    /// Free to update or lock (`TM_Ok`); the new xmax is our xid alone.
     Ok,
+    /// A share lock wanted, and these running transactions share-lock the row: lock it
+    /// together with them in a new MultiXact (`compute_new_xmax_infomask` making a multi).
+    ShareWith(Vec<TransactionId>),
+    /// A share lock wanted, and we already hold a lock on the row at least as strong: nothing
+    /// to write (`heap_lock_tuple`'s early `TM_Ok`).
+    AlreadyLocked,
     /// Another transaction is changing it; wait for that xid and retry (`TM_BeingModified`).
     Wait(TransactionId),
+    /// A multi of lockers holds it in a mode that conflicts with ours; wait for each of these
+    /// running members (not us) and retry (`MultiXactIdWait`).
+    WaitMulti(Vec<TransactionId>),
     /// A committed transaction replaced it after our snapshot; retry on the newest version
     /// (`TM_Updated`).
     Retry,
@@ -821,13 +837,13 @@ impl Session {
         lock_bits: Option<u16>,
     ) -> Result<Option<Row>, EngineError> {
         let mut tuplock: Option<LockTag> = None;
-        let mode = match lock_bits {
+        let tmode = match lock_bits {
             None => LockTupleMode::NoKeyExclusive,
             Some(b) if b == visibility::XMAX_EXCL_LOCK => LockTupleMode::Exclusive,
             Some(_) => LockTupleMode::Share,
-        }
-        .hwlock();
-        let r = self.modify_row_locked(t, key, new_cols, lock_bits, mode, &mut tuplock);
+        };
+        let mode = tmode.hwlock();
+        let r = self.modify_row_locked(t, key, new_cols, lock_bits, tmode, &mut tuplock);
         if let Some(tag) = tuplock {
             self.lm.unlock(tag, mode, false);
         }
@@ -835,20 +851,29 @@ impl Session {
     }
 
     /// The body of [`modify_row`](Self::modify_row); `tuplock` is the tuple lock it holds
-    /// (in `mode`), which the caller releases.
+    /// (in `tmode`'s heavyweight mode), which the caller releases.
+    ///
+    /// A share lock on a row that running share lockers already hold makes a new MultiXact of
+    /// them and us (9.3+); an update or `FOR UPDATE` of a row held by a multi takes the tuple
+    /// lock, then waits for every running member but itself (`MultiXactIdWait`) and tries again.
     fn modify_row_locked(
         &mut self,
         t: Table,
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
-        mode: LockMode,
+        tmode: LockTupleMode,
         tuplock: &mut Option<LockTag>,
     ) -> Result<Option<Row>, EngineError> {
+        let mode = tmode.hwlock();
         let xid = self.ensure_xid()?;
         let rel = t.heap_oid();
         loop {
             let Some((tid, _, prunable)) = self.fetch_visible(t, key)? else { return Ok(None) };
+            // heap_update and heap_lock_tuple: before this transaction's xid can go into a
+            // multi (ours or another backend's), record the oldest multi it may belong to.
+            // Takes MultiXactGenLock shared once per transaction.
+            self.engine.multixact.set_oldest_member(self.id);
             if let Some(tag) = *tuplock
                 && (tag.field3, tag.field4) != (tid.block, tid.offset)
             {
@@ -889,20 +914,30 @@ impl Session {
                 continue;
             };
             let h = tuple::header(&tup);
-            match self.update_check(&h.xact) {
-                UpdateCheck::Wait(other) => {
+            let mut share_with = None;
+            match self.update_check(&h.xact, tmode) {
+                check @ (UpdateCheck::Wait(_) | UpdateCheck::WaitMulti(_)) => {
                     drop(g);
                     self.bb.release(buf);
-                    // heap_acquire_tuplock, then XactLockTableWait: queue on the version
-                    // first, so that only its first waiter sleeps on the xid. Tuple locks are
-                    // never fast-path eligible; they go to the main table.
+                    // heap_acquire_tuplock, then XactLockTableWait (MultiXactIdWait: on each
+                    // running member in turn): queue on the version first, so that only its
+                    // first waiter sleeps on the xids. Tuple locks are never fast-path
+                    // eligible; they go to the main table.
                     if tuplock.is_none() {
                         let db = self.engine.lmgr.database();
                         let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
                         self.lm.lock(tag, mode, LockOptions::XACT)?;
                         *tuplock = Some(tag);
                     }
-                    self.lm.xact_lock_table_wait(other)?;
+                    match check {
+                        UpdateCheck::Wait(other) => self.lm.xact_lock_table_wait(other)?,
+                        UpdateCheck::WaitMulti(others) => {
+                            for other in others {
+                                self.lm.xact_lock_table_wait(other)?;
+                            }
+                        }
+                        _ => unreachable!("matched above"),
+                    }
                     self.take_snapshot();
                     continue;
                 }
@@ -912,17 +947,29 @@ impl Session {
                     self.take_snapshot();
                     continue;
                 }
+                UpdateCheck::AlreadyLocked => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Ok(Some(tuple::row(&tup)));
+                }
+                UpdateCheck::ShareWith(others) => share_with = Some(others),
                 UpdateCheck::Ok => {}
             }
             let cols = tuple::row(&tup);
             if let Some(bits) = lock_bits {
                 let p = g.page_mut();
-                tuple::set_xmax(
-                    page::get_item_mut(p, tid.offset).expect("present"),
-                    xid,
-                    self.cid,
-                    Some(bits),
-                );
+                let item = page::get_item_mut(p, tid.offset).expect("present");
+                if let Some(others) = share_with {
+                    // MultiXactIdCreate / MultiXactIdExpand: the running lockers and us, in a
+                    // new multi (a multi's membership never changes).
+                    let share = |xid| MultiXactMember { xid, status: MultiXactStatus::ForShare };
+                    let mut members: Vec<MultiXactMember> = others.into_iter().map(share).collect();
+                    members.push(share(xid));
+                    let multi = self.engine.multixact.create(&members);
+                    tuple::set_xmax_multi(item, multi, self.cid, bits);
+                } else {
+                    tuple::set_xmax(item, xid, self.cid, Some(bits));
+                }
                 let lsn = self.wal.insert(&Record {
                     rmid: RM_HEAP,
                     info: XLOG_HEAP_LOCK,
@@ -1008,10 +1055,47 @@ impl Session {
         }
     }
 
-    /// `HeapTupleSatisfiesUpdate`, reduced to the three outcomes the executor acts on.
-    fn update_check(&self, t: &TupleXactInfo) -> UpdateCheck {
-        use visibility::{XMAX_COMMITTED, XMAX_INVALID, XMAX_LOCK_ONLY};
-        if !t.xmax.is_valid() || t.infomask & XMAX_INVALID != 0 || t.xmax == self.xid {
+    /// Is `xid` still running, as CLOG says (`TransactionIdIsInProgress` for a member)?
+    fn xid_running(&self, xid: TransactionId) -> bool {
+        !matches!(self.engine.clog.get_status(xid), Ok((XidStatus::Committed | XidStatus::Aborted, _)))
+    }
+
+    /// `HeapTupleSatisfiesUpdate` with `heap_lock_tuple`'s and `heap_update`'s reading of its
+    /// `TM_BeingModified`, reduced to the outcomes the executor acts on, for a lock (or update)
+    /// of strength `mode`.
+    fn update_check(&self, t: &TupleXactInfo, mode: LockTupleMode) -> UpdateCheck {
+        use visibility::{XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY};
+        if !t.xmax.is_valid() || t.infomask & XMAX_INVALID != 0 {
+            return UpdateCheck::Ok;
+        }
+        if t.infomask & XMAX_IS_MULTI != 0 {
+            // A lock-only multi of share lockers (the only kind the engine makes): share
+            // lockers coexist with it, anything stronger waits for its running members.
+            let members = self.engine.multixact.members(MultiXactId(t.xmax.0));
+            let me = self.xid;
+            let mut mine = false;
+            let mut others = Vec::new();
+            for m in members {
+                if m.xid == me {
+                    mine = true;
+                } else if self.xid_running(m.xid) {
+                    others.push(m.xid);
+                }
+            }
+            return match (others.is_empty(), mode == LockTupleMode::Share) {
+                // Every other locker ended: the row is free (the multi is as good as invalid).
+                (true, _) => UpdateCheck::Ok,
+                (false, true) if mine => UpdateCheck::AlreadyLocked,
+                (false, true) => UpdateCheck::ShareWith(others),
+                (false, false) => UpdateCheck::WaitMulti(others),
+            };
+        }
+        if t.xmax == self.xid {
+            // Our own lock or update. A share lock asked for again, over our own lock of any
+            // strength, changes nothing (a stronger lock is not weakened).
+            if mode == LockTupleMode::Share && t.infomask & XMAX_LOCK_ONLY != 0 {
+                return UpdateCheck::AlreadyLocked;
+            }
             return UpdateCheck::Ok;
         }
         let committed = t.infomask & XMAX_COMMITTED != 0;
@@ -1024,6 +1108,13 @@ impl Session {
             XidStatus::Committed if t.infomask & XMAX_LOCK_ONLY != 0 => UpdateCheck::Ok,
             XidStatus::Committed => UpdateCheck::Retry,
             XidStatus::Aborted => UpdateCheck::Ok,
+            // A running share locker: another share locker joins it in a multi.
+            _ if mode == LockTupleMode::Share
+                && t.infomask & XMAX_LOCK_ONLY != 0
+                && t.infomask & XMAX_EXCL_LOCK == 0 =>
+            {
+                UpdateCheck::ShareWith(vec![t.xmax])
+            }
             _ => UpdateCheck::Wait(t.xmax),
         }
     }
@@ -1258,6 +1349,9 @@ impl Session {
             let _s = tracing::trace_span!("procarray_end").entered();
             self.pa.end_transaction();
         }
+        // AtEOXact_MultiXact: our xid is no longer in progress, so no multi we belong to can
+        // make anyone wait for us; the oldest-member horizon may move past us.
+        self.engine.multixact.at_eoxact(self.id);
         let _s = tracing::trace_span!("release_locks").entered();
         self.lm.release_all(false);
         self.lm.end_transaction();

@@ -12,6 +12,7 @@ pub mod experiments;
 pub mod heap;
 pub mod isolation;
 pub mod micro;
+pub mod multixact;
 pub mod pgbench;
 pub mod report;
 pub mod settings;

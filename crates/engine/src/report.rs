@@ -396,7 +396,11 @@ pub fn fidelity(d: &StackCounters, transactions: u64, builtin: Option<&str>) -> 
         (lw(TrancheId::BUFFER_MAPPING).0, true, "one per buffer look-up (ReadBuffer)"),
         (lw(TrancheId::BUFFER_CONTENT).0, true, ""),
         (lw(TrancheId::BUFFER_CONTENT).1, true, ""),
-        (lw(TrancheId::MULTI_XACT_GEN).0, false, "not modelled: the engine has no MultiXact"),
+        (
+            lw(TrancheId::MULTI_XACT_GEN).0,
+            true,
+            "MultiXactIdSetOldestMember: a transaction's first row lock or update",
+        ),
     ];
     PG15_LOCK_TRAFFIC
         .iter()

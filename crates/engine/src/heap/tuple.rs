@@ -17,9 +17,10 @@ use lockstack_bufmgr::page::{self, LpFlags, OffsetNumber};
 use lockstack_common::TransactionId;
 
 use super::visibility::{
-    TupleXactInfo, XMAX_COMMITTED, XMAX_INVALID, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
+    TupleXactInfo, XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
 };
 use crate::btree::Tid;
+use crate::multixact::MultiXactId;
 
 /// Bytes of the tuple header.
 pub const HEAP_TUPLE_HEADER_SIZE: usize = 32;
@@ -171,15 +172,25 @@ pub fn set_hint_bits(t: &mut [u8], bits: u16) {
 }
 
 /// Stamps `xmax`: the tuple is deleted/updated (or, with `lock_only`, row-locked) by `xmax`
-/// at command `cmax`. Clears the xmax hint bits of any earlier, aborted or lock-only xmax.
+/// at command `cmax`. Clears the xmax hint bits of any earlier, aborted or lock-only xmax
+/// (single or multi).
 pub fn set_xmax(t: &mut [u8], xmax: TransactionId, cmax: u32, lock_bits: Option<u16>) {
     t[4..8].copy_from_slice(&xmax.0.to_le_bytes());
     t[12..16].copy_from_slice(&cmax.to_le_bytes());
-    let mut m = rd_u16(t, 24) & !(XMAX_INVALID | XMAX_COMMITTED | XMAX_LOCK_ONLY | 0x0050);
+    let mut m = rd_u16(t, 24) & !(XMAX_INVALID | XMAX_COMMITTED | XMAX_LOCK_ONLY | XMAX_IS_MULTI | 0x0050);
     if let Some(bits) = lock_bits {
         m |= XMAX_LOCK_ONLY | bits;
     }
     t[24..26].copy_from_slice(&m.to_le_bytes());
+}
+
+/// Stamps a lock-only MultiXact as xmax (`HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY` plus the
+/// strength bits `lock_bits`, as `compute_new_xmax_infomask` sets them for a multi of share
+/// lockers, heapam.c 9.3+) at command `cmax`; clears earlier xmax hint bits. The engine makes
+/// no multi with an updater member, so a multi xmax is always lock-only.
+pub fn set_xmax_multi(t: &mut [u8], multi: MultiXactId, cmax: u32, lock_bits: u16) {
+    set_xmax(t, TransactionId(multi.0), cmax, Some(lock_bits));
+    set_hint_bits(t, XMAX_IS_MULTI);
 }
 
 /// Marks the old version of a HOT update: `HEAP_HOT_UPDATED`, and the new version's TID.
@@ -446,6 +457,19 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 61, "a pgbench_accounts row: 61 per page, as in PostgreSQL");
+    }
+
+    #[test]
+    fn a_multi_xmax_is_lock_only_and_cleared_by_a_later_xmax() {
+        use crate::heap::visibility::XMAX_SHR_LOCK;
+        let mut t = form_tuple(TransactionId(5), 0, &[1, 2], 0, 0);
+        set_xmax_multi(&mut t, MultiXactId(7), 2, XMAX_SHR_LOCK);
+        let h = header(&t).xact;
+        assert_eq!(h.xmax, TransactionId(7));
+        let bits = XMAX_IS_MULTI | XMAX_LOCK_ONLY | XMAX_SHR_LOCK;
+        assert_eq!(h.infomask & (bits | XMAX_INVALID), bits);
+        set_xmax(&mut t, TransactionId(9), 3, None);
+        assert_eq!(header(&t).xact.infomask & (bits | XMAX_INVALID), 0);
     }
 
     #[test]

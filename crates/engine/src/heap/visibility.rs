@@ -30,6 +30,10 @@ pub const XMAX_LOCK_ONLY: u16 = 0x0080;
 pub const XMAX_EXCL_LOCK: u16 = 0x0040;
 /// `HEAP_XMAX_KEYSHR_LOCK`: with `XMAX_EXCL_LOCK` clear, a share lock (`FOR SHARE`).
 pub const XMAX_SHR_LOCK: u16 = 0x0010;
+/// `HEAP_XMAX_IS_MULTI`: xmax is a MultiXactId (several lockers; see `crate::multixact`).
+/// The engine creates only lock-only multis, so this bit always comes with
+/// [`XMAX_LOCK_ONLY`] and, like any lock-only xmax, never hides the version.
+pub const XMAX_IS_MULTI: u16 = 0x1000;
 /// `HEAP_UPDATED`: this version was created by an UPDATE.
 pub const UPDATED: u16 = 0x2000;
 
