@@ -77,8 +77,17 @@ pub struct ControlFile {
     pub end_of_wal: u64,
     /// Segment the next start writes WAL into (the one after `end_of_wal`'s).
     pub next_wal_segment: u64,
+    /// Next MultiXactId to assign (`nextMulti` of the shutdown checkpoint), so that the multis
+    /// a run left in row xmaxes are never handed out again; 1 in files written before
+    /// MultiXacts existed.
+    #[serde(default = "first_multixact")]
+    pub next_multixact: u32,
     /// State.
     pub state: ClusterState,
+}
+
+fn first_multixact() -> u32 {
+    crate::multixact::MultiXactId::FIRST.0
 }
 
 /// A data directory's lock (see [`LOCK_FILE`]), held by an [`Engine`] built over the directory
@@ -345,6 +354,7 @@ pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFi
     cfg.wal.start_segment = control.next_wal_segment;
     let cfg = file_config(cfg, dir);
     let engine = Engine::build(cfg, smgr(dir)?, TableSource::Open, Some(lock))?;
+    engine.multixact.start_at(crate::multixact::MultiXactId(control.next_multixact));
     check_relations(&engine, dir, &control)?;
     let read = control.clone();
     control.state = ClusterState::InProduction;
@@ -495,6 +505,7 @@ fn shutdown_with(engine: &Arc<Engine>, scale: i64, fillfactor: u8) -> Result<Con
         next_xid: engine.procarray.next_xid().0,
         end_of_wal: end.0,
         next_wal_segment: Wal::start_segment_after(end),
+        next_multixact: engine.multixact.next_id().0,
         state: ClusterState::ShutDown,
     };
     write_control(&dir, &control)?;

@@ -173,6 +173,26 @@ impl MultiXactStore {
     /// records `members` as its immutable membership. Also drops the member lists of multis
     /// older than every backend's `OldestMemberMXactId` (see the module documentation).
     ///
+    /// Continues an earlier run's id sequence at `next` (the control file's `nextMulti`), so
+    /// that no multi id left in a row's xmax by that run is handed out again; the earlier
+    /// run's multis read as having no members (all ended, as they are after a clean shutdown).
+    /// An invalid `next` (0) starts at [`MultiXactId::FIRST`].
+    ///
+    /// # Panics
+    /// If this store has already created a multi.
+    pub fn start_at(&self, next: MultiXactId) {
+        let next = if next.is_valid() { next } else { MultiXactId::FIRST };
+        let _g = self.gen_lock.exclusive();
+        let mut st = self.members.lock();
+        assert!(
+            st.lists.is_empty() && self.created.load(Ordering::Relaxed) == 0,
+            "start_at after a multi was created"
+        );
+        st.base = next;
+        st.next = next;
+        self.next.store(next.0, Ordering::Release);
+    }
+
     /// # Panics
     /// If `members` is empty.
     pub fn create(&self, members: &[MultiXactMember]) -> MultiXactId {

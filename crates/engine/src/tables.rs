@@ -282,7 +282,13 @@ pub(crate) fn max_key_and_future_xid(
             let Some(t) = page::get_item(p, off) else { continue };
             max_key = max_key.max(tuple::column(t, 0));
             let h = tuple::header(t).xact;
-            for x in [h.xmin, h.xmax] {
+            // A multi xmax is a MultiXactId, not an xid (the control file keeps its counter).
+            let xmax = if h.infomask & crate::heap::visibility::XMAX_IS_MULTI != 0 {
+                TransactionId::INVALID
+            } else {
+                h.xmax
+            };
+            for x in [h.xmin, xmax] {
                 if x.is_normal() && !x.precedes(next_xid) && future.is_none() {
                     future = Some(x);
                 }

@@ -369,3 +369,34 @@ fn an_interrupted_reinitialisation_leaves_no_control_file() {
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
     datadir::shutdown(&engine, &control).unwrap();
 }
+
+/// MultiXact ids go on where the last run stopped: the shutdown records the next one and a
+/// reopened directory hands out no id a row's xmax may still carry.
+#[test]
+fn multixact_ids_continue_across_a_restart() {
+    use lockstack_engine::pgbench::script::RowLockClause;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cluster");
+    let c0 = datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
+    assert_eq!(c0.next_multixact, 1);
+    let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
+    {
+        let mut a = engine.session(lockstack_common::BackendId(0)).unwrap();
+        let mut b = engine.session(lockstack_common::BackendId(1)).unwrap();
+        for key in 1..=3 {
+            a.begin();
+            b.begin();
+            a.select(Table::Tellers, key, RowLockClause::ForShare).unwrap().unwrap();
+            b.select(Table::Tellers, key, RowLockClause::ForShare).unwrap().unwrap();
+            a.commit().unwrap();
+            b.commit().unwrap();
+        }
+    }
+    assert_eq!(engine.multixact.created(), 3, "two share lockers per row make one multi each");
+    let c1 = datadir::shutdown(&engine, &control).unwrap();
+    assert_eq!(c1.next_multixact, 4);
+    drop(engine);
+    let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
+    assert_eq!(engine.multixact.next_id().0, 4, "the id sequence restarted");
+    datadir::shutdown(&engine, &control).unwrap();
+}
