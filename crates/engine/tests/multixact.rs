@@ -8,26 +8,17 @@
 //! wrong engine fails these tests instead of hanging them. Nothing depends on the machine's
 //! speed.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::{Step, poll, session_threads};
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError, Session};
 use lockstack_engine::pgbench::script::{RowLockClause, Table};
 use lockstack_lmgr::{Lmgr, LockError, LockMode, LockTag, LockTagKind};
-
-/// How long a poll may take before the test gives up (a bound against hangs, not a timing).
-const POLL_BOUND: Duration = Duration::from_secs(120);
-
-/// Polls until `cond` holds, panicking with `what` after [`POLL_BOUND`].
-fn poll(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < POLL_BOUND, "gave up waiting until {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// An engine of `backends` sessions whose lock waits end in a lock_timeout error after a
 /// minute: a wait the engine should not make fails the test instead of hanging it.
@@ -114,8 +105,6 @@ fn share_lockers_share_a_row_and_an_updater_waits_for_every_member() {
     e.lmgr.check_invariants().unwrap();
 }
 
-type Step = Box<dyn FnOnce(&mut Session) -> Result<(), EngineError> + Send>;
-
 /// A and B share-lock teller 5, then both update it. A's UPDATE takes the tuple lock and sleeps
 /// on B's xid; B's UPDATE queues on that tuple lock: a cycle, which B's deadlock detector (short
 /// deadlock_timeout) reports as "deadlock detected", as in PostgreSQL. After B rolls back, A's
@@ -123,30 +112,11 @@ type Step = Box<dyn FnOnce(&mut Session) -> Result<(), EngineError> + Send>;
 #[test]
 fn share_lockers_that_both_update_deadlock_and_one_is_told() {
     let e = engine(3);
-    let (done_tx, done_rx) = mpsc::channel::<(u32, Result<(), EngineError>)>();
     let mut r = e.session(BackendId(2)).unwrap();
     let before = read(&mut r, 5);
     std::thread::scope(|s| {
-        let mut steps = Vec::new();
-        for i in 0..2u32 {
-            let (tx, rx) = mpsc::channel::<Step>();
-            steps.push(tx);
-            let e = Arc::clone(&e);
-            let done = done_tx.clone();
-            s.spawn(move || {
-                let mut se = e.session(BackendId(i)).unwrap();
-                // Only B runs the detector within the test.
-                se.set_deadlock_timeout(if i == 1 {
-                    Duration::from_millis(20)
-                } else {
-                    Duration::from_secs(3600)
-                });
-                for step in rx {
-                    let r = step(&mut se);
-                    done.send((i, r)).unwrap();
-                }
-            });
-        }
+        // Only B runs the detector within the test.
+        let (steps, done_rx) = session_threads(s, &e, 0..2, 1);
         let run = |i: u32, f: Step| steps[i as usize].send(f).unwrap();
         for i in 0..2 {
             run(

@@ -6,26 +6,15 @@
 //! [`Lmgr::lock_status`], the `pg_locks` view), polled with a generous bound; nothing here
 //! depends on how fast the machine is.
 
-use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+mod common;
 
+use std::sync::Arc;
+
+use common::{Step, poll, session_threads};
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
 use lockstack_engine::pgbench::script::{RowLockClause, Table};
 use lockstack_lmgr::{Lmgr, LockError, LockMode, LockTag, LockTagKind};
-
-/// How long a poll may take before the test gives up (a bound against hangs, not a timing).
-const POLL_BOUND: Duration = Duration::from_secs(120);
-
-/// Polls until `cond` holds, panicking with `what` after [`POLL_BOUND`].
-fn poll(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < POLL_BOUND, "gave up waiting until {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// What each of `backends` waits for now (None: not waiting on a heavyweight lock).
 fn waits(lmgr: &Lmgr, backends: &[BackendId]) -> Vec<Option<(LockTag, LockMode)>> {
@@ -166,30 +155,10 @@ fn row_lock_strengths_map_to_the_tuple_lock_modes_of_tuple_lock_extra_info() {
 #[test]
 fn a_deadlock_through_a_tuple_lock_is_detected_and_leaves_nothing_held() {
     let e = Engine::new(EngineConfig::new(4, 4096), 1, 100).unwrap();
-    // Per session: a channel of steps to run; each step's result comes back on `done`.
-    type Step = Box<dyn FnOnce(&mut lockstack_engine::engine::Session) -> Result<(), EngineError> + Send>;
-    let (done_tx, done_rx) = mpsc::channel::<(u32, Result<(), EngineError>)>();
     std::thread::scope(|s| {
-        let mut steps = Vec::new();
-        for i in 1..=3u32 {
-            let (tx, rx) = mpsc::channel::<Step>();
-            steps.push(tx);
-            let e = Arc::clone(&e);
-            let done = done_tx.clone();
-            s.spawn(move || {
-                let mut se = e.session(BackendId(i)).unwrap();
-                // Only S1 runs the detector within the test; the others would only after an hour.
-                se.set_deadlock_timeout(if i == 1 {
-                    Duration::from_millis(20)
-                } else {
-                    Duration::from_secs(3600)
-                });
-                for step in rx {
-                    let r = step(&mut se);
-                    done.send((i, r)).unwrap();
-                }
-            });
-        }
+        // Per session: a channel of steps to run; each step's result comes back on `done_rx`.
+        // Only S1 runs the detector within the test; the others would only after an hour.
+        let (steps, done_rx) = session_threads(s, &e, 1..=3, 1);
         let run = |i: u32, f: Step| steps[i as usize - 1].send(f).unwrap();
         let upd = |key: i64| -> Step {
             Box::new(move |se| {
