@@ -27,6 +27,9 @@ pub(crate) fn poll(what: &str, mut cond: impl FnMut() -> bool) {
 /// One step a session thread runs.
 pub(crate) type Step = Box<dyn FnOnce(&mut Session) -> Result<(), EngineError> + Send>;
 
+/// A step's result, with the backend that ran it.
+pub(crate) type Done = (u32, Result<(), EngineError>);
+
 /// Starts, in `scope`, one thread per backend of `ids`, each with its own session, running the
 /// steps sent on its channel (returned in the order of `ids`) and reporting each result as
 /// (backend, result) on the returned receiver. Only `detector` runs the deadlock detector
@@ -36,8 +39,8 @@ pub(crate) fn session_threads<'scope>(
     engine: &Arc<Engine>,
     ids: impl IntoIterator<Item = u32>,
     detector: u32,
-) -> (Vec<Sender<Step>>, Receiver<(u32, Result<(), EngineError>)>) {
-    let (done_tx, done_rx) = channel::<(u32, Result<(), EngineError>)>();
+) -> (Vec<Sender<Step>>, Receiver<Done>) {
+    let (done_tx, done_rx) = channel::<Done>();
     let mut steps = Vec::new();
     for i in ids {
         let (tx, rx) = channel::<Step>();
