@@ -288,6 +288,16 @@ pub enum TruncateOutcome {
     ApparentWraparound,
 }
 
+/// What [`Slru::delete_segment_checked`] did with one segment.
+enum SegmentDeletion {
+    /// The segment was removed from storage.
+    Removed,
+    /// The segment holds the latest page now, or may not go for another reason.
+    Kept,
+    /// The latest page precedes the cutoff: stop truncating.
+    Wraparound,
+}
+
 /// Sums of one SLRU's counters over every backend (`pg_stat_slru`, PostgreSQL 13+).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlruStats {
@@ -525,6 +535,10 @@ pub struct Slru {
     latest_page: AtomicU32,
     wal_flush: Option<WalFlushHook>,
     stats: StatsRegistry<SlruCounters>,
+    /// Test hook run by [`Slru::truncate`] between emptying the buffers and removing segments,
+    /// with no lock held: a forced interleaving point for the unit tests.
+    #[cfg(test)]
+    truncate_hook: Mutex<Option<Box<dyn FnMut(&Slru) + Send>>>,
 }
 
 impl fmt::Debug for Slru {
@@ -617,6 +631,8 @@ impl Slru {
             latest_page: AtomicU32::new(NO_PAGE),
             wal_flush: config.wal_flush,
             stats: StatsRegistry::new(),
+            #[cfg(test)]
+            truncate_hook: Mutex::new(None),
         })
     }
 
@@ -850,25 +866,33 @@ impl Slru {
         Ok(())
     }
 
-    /// Removes everything before the segment holding `cutoff_page` (`SimpleLruTruncate`):
-    /// buffers of older pages are emptied (dirty ones written first, in-progress I/O waited
-    /// out), then every segment whose pages all precede the cutoff is removed from storage.
-    /// The segment of the latest page is never removed, and if the latest page itself precedes
-    /// the cutoff nothing is done (PostgreSQL's "apparent wraparound" check).
+    /// Removes what precedes `cutoff_page`, the oldest page still needed (`SimpleLruTruncate`,
+    /// PostgreSQL 13+ form): buffers of older pages are emptied (dirty ones written first,
+    /// in-progress I/O waited out), then every segment whose first *and* last pages precede
+    /// the cutoff is removed from storage (`SlruMayDeleteSegment`). The cutoff is compared as
+    /// given, never rounded to a segment boundary, so a segment that holds the cutoff page or
+    /// straddles the wraparound point stays.
+    ///
+    /// The latest page guards it all ("apparent wraparound"): if it precedes the cutoff,
+    /// nothing more is done. It is checked under the bank lock each time buffer scanning
+    /// (re)starts, and again before each segment is removed while *every* bank lock is held
+    /// exclusively, so that no page of that segment can be created, modified, read or written
+    /// meanwhile; the latest page's segment is never removed (rules 1 and 2 of `docs/clog.md`).
     ///
     /// # Errors
     /// I/O errors writing a page, listing the directory or removing a file.
+    ///
+    /// Returns [`TruncateOutcome::ApparentWraparound`] also when the latest page moves past
+    /// the cutoff while segments are being removed; segments removed before that are not
+    /// listed then.
     pub fn truncate(&self, cutoff_page: u32) -> Result<TruncateOutcome, SlruError> {
-        let cutoff = cutoff_page - cutoff_page % SLRU_PAGES_PER_SEGMENT;
-        let latest = self.latest_page();
-        if let Some(l) = latest
-            && (self.page_precedes)(l, cutoff)
-        {
-            return Ok(TruncateOutcome::ApparentWraparound);
-        }
+        let cutoff = cutoff_page;
         for bank in 0..self.banks.len() {
             let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
             'restart: loop {
+                if self.latest_precedes(cutoff) {
+                    return Ok(TruncateOutcome::ApparentWraparound);
+                }
                 for i in self.bank_range(bank) {
                     let s = &self.slots[i];
                     let st = s.status();
@@ -889,17 +913,17 @@ impl Slru {
                 break;
             }
         }
-        let latest_segment = latest.map(|l| l / SLRU_PAGES_PER_SEGMENT);
+        #[cfg(test)]
+        self.run_truncate_hook();
         let mut removed = Vec::new();
         for seg in self.segments()? {
-            if Some(seg) == latest_segment {
+            if !self.may_delete_segment(seg, cutoff) {
                 continue;
             }
-            let first = seg.wrapping_mul(SLRU_PAGES_PER_SEGMENT);
-            let last = first.wrapping_add(SLRU_PAGES_PER_SEGMENT - 1);
-            if (self.page_precedes)(first, cutoff) && (self.page_precedes)(last, cutoff) {
-                self.remove_segment(seg)?;
-                removed.push(seg);
+            match self.delete_segment_checked(seg, cutoff)? {
+                SegmentDeletion::Removed => removed.push(seg),
+                SegmentDeletion::Kept => {}
+                SegmentDeletion::Wraparound => return Ok(TruncateOutcome::ApparentWraparound),
             }
         }
         self.count(|c| c.truncates.incr());
@@ -940,6 +964,15 @@ impl Slru {
 
     // ---- internals -------------------------------------------------------------------------
 
+    #[cfg(test)]
+    fn run_truncate_hook(&self) {
+        let hook = self.truncate_hook.lock().take();
+        if let Some(mut h) = hook {
+            h(self);
+            *self.truncate_hook.lock() = Some(h);
+        }
+    }
+
     fn bank_range(&self, bank: usize) -> Range<usize> {
         bank * self.bank_size..(bank + 1) * self.bank_size
     }
@@ -970,6 +1003,66 @@ impl Slru {
             let next = cur.wrapping_add(1);
             b.cur_lru_count.store(next, Ordering::Relaxed);
             s.lru_count.store(next, Ordering::Relaxed);
+        }
+    }
+
+    /// True if the latest page precedes `cutoff` (the "apparent wraparound" check).
+    fn latest_precedes(&self, cutoff: u32) -> bool {
+        self.latest_page().is_some_and(|l| (self.page_precedes)(l, cutoff))
+    }
+
+    /// `SlruMayDeleteSegment`: segment `seg` may go only if its first and its last page both
+    /// precede `cutoff` (a segment holding the cutoff, or the wraparound point, stays).
+    fn may_delete_segment(&self, seg: u32, cutoff: u32) -> bool {
+        let first = seg.wrapping_mul(SLRU_PAGES_PER_SEGMENT);
+        let last = first.wrapping_add(SLRU_PAGES_PER_SEGMENT - 1);
+        (self.page_precedes)(first, cutoff) && (self.page_precedes)(last, cutoff)
+    }
+
+    /// Removes segment `seg` from storage, with every bank lock held exclusively (taken in
+    /// bank order; nothing else holds two bank locks): re-checks the latest page, empties the
+    /// segment's clean buffers (a buffer with I/O in progress is waited out with the locks
+    /// released, then everything is checked again), and only then removes the file. Dirty
+    /// buffers of the segment are dropped unwritten: every page of it precedes the cutoff.
+    fn delete_segment_checked(&self, seg: u32, cutoff: u32) -> Result<SegmentDeletion, SlruError> {
+        loop {
+            let guards: Vec<BankGuard<'_>> =
+                self.banks.iter().map(|b| BankGuard::acquire(&b.lock, LwLockMode::Exclusive)).collect();
+            if let Some(latest) = self.latest_page() {
+                if (self.page_precedes)(latest, cutoff) {
+                    return Ok(SegmentDeletion::Wraparound);
+                }
+                if latest / SLRU_PAGES_PER_SEGMENT == seg || !self.may_delete_segment(seg, cutoff) {
+                    return Ok(SegmentDeletion::Kept);
+                }
+            }
+            let mut busy = None;
+            for (i, s) in self.slots.iter().enumerate() {
+                let st = s.status();
+                if st == SlruPageStatus::Empty || s.page() / SLRU_PAGES_PER_SEGMENT != seg {
+                    continue;
+                }
+                if st == SlruPageStatus::Valid {
+                    s.dirty.store(false, Ordering::Relaxed);
+                    s.set_status(SlruPageStatus::Empty);
+                } else {
+                    busy = Some(i);
+                    break;
+                }
+            }
+            let Some(i) = busy else {
+                self.remove_segment(seg)?;
+                return Ok(SegmentDeletion::Removed);
+            };
+            drop(guards);
+            let bank = i / self.bank_size;
+            let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+            let s = &self.slots[i];
+            if s.page() / SLRU_PAGES_PER_SEGMENT == seg
+                && matches!(s.status(), SlruPageStatus::ReadInProgress | SlruPageStatus::WriteInProgress)
+            {
+                self.wait_io(&mut g, i);
+            }
         }
     }
 
@@ -1387,5 +1480,92 @@ mod tests {
         assert!(s.resident_pages().is_empty());
         s.zero_page(5).unwrap();
         assert_eq!(s.read_page(5, |p| p.word(0)).unwrap(), 0);
+    }
+
+    /// A circular order over 4096 pages (half the space is 2048 pages, 64 segments), so that
+    /// tests can put the latest page and the cutoff near the wraparound horizon cheaply.
+    fn precedes_4096(a: u32, b: u32) -> bool {
+        (a.wrapping_sub(b) & 0xFFF) >= 0x800
+    }
+
+    fn config_4096(locking: SlruLocking) -> SlruConfig {
+        let mut cfg = config(32, locking);
+        cfg.page_precedes = precedes_4096;
+        cfg.zero_missing = false;
+        cfg
+    }
+
+    /// Issue 19 item 2(a): a segment created and written while a truncation runs is never
+    /// removed by it. The truncation passes its latest-page check, writes out an old dirty
+    /// page, and meanwhile (the hook) another backend zeroes and flushes the first page of a
+    /// new segment, which with this cutoff precedes it (a stale cutoff, half the page space
+    /// behind the new page).
+    #[test]
+    fn truncation_never_removes_a_segment_created_while_it_runs() {
+        for locking in [SlruLocking::ControlLock, SlruLocking::Banks] {
+            let s = Slru::new(config_4096(locking)).unwrap();
+            for p in [0, 33] {
+                s.zero_page(p).unwrap();
+                s.modify_page(p, true, |pg| pg.set_word(0, u64::from(p) + 1)).unwrap();
+            }
+            s.flush().unwrap();
+            // Page 33 is dirty again, so the truncation has a write to do.
+            s.modify_page(33, true, |pg| pg.set_word(1, 7)).unwrap();
+            // The latest page, 2047 pages after the cutoff 64: a legal span.
+            s.zero_page(2111).unwrap();
+            *s.truncate_hook.lock() = Some(Box::new(|s: &Slru| {
+                // Another backend extends the log into segment 66 and writes the page out.
+                s.zero_page(2112).unwrap();
+                s.modify_page(2112, true, |pg| pg.set_word(0, 2113)).unwrap();
+                s.flush().unwrap();
+            }));
+            let r = s.truncate(64).unwrap();
+            assert!(s.segments().unwrap().contains(&66), "{locking}: the new segment was removed ({r:?})");
+            // The new latest page precedes the cutoff: nothing may be removed.
+            assert_eq!(r, TruncateOutcome::ApparentWraparound, "{locking}");
+            assert_eq!(s.segments().unwrap(), vec![0, 1, 65, 66], "{locking}");
+            // The new page reads back from storage once it is no longer resident.
+            for p in 2113..2113 + 64 {
+                s.zero_page(p).unwrap();
+            }
+            assert!(s.resident_pages().iter().all(|r| r.0 != 2112), "{locking}: still resident");
+            assert_eq!(s.read_page(2112, |pg| pg.word(0)).unwrap(), 2113, "{locking}");
+        }
+    }
+
+    /// Issue 19 item 2(b): the cutoff is not rounded down to its segment before the
+    /// wraparound check. A span of 2047 pages from the cutoff 70 to the latest page is legal;
+    /// rounding the cutoff to 64 made it look like wraparound.
+    #[test]
+    fn truncation_accepts_a_legal_span_to_an_unaligned_cutoff() {
+        for locking in [SlruLocking::ControlLock, SlruLocking::Banks] {
+            let s = Slru::new(config_4096(locking)).unwrap();
+            for p in [40, 70, 2117] {
+                s.zero_page(p).unwrap();
+            }
+            s.flush().unwrap();
+            let r = s.truncate(70).unwrap();
+            assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![1] }, "{locking}");
+            assert_eq!(s.segments().unwrap(), vec![2, 66], "{locking}");
+        }
+    }
+
+    /// Issue 19 item 2(b): a segment is removed only if its first and its last page precede
+    /// the unrounded cutoff (`SlruMayDeleteSegment`): segment 66 stays, although every page of
+    /// it precedes 64, the cutoff rounded down.
+    #[test]
+    fn truncation_compares_segments_with_the_unrounded_cutoff() {
+        for locking in [SlruLocking::ControlLock, SlruLocking::Banks] {
+            let s = Slru::new(config_4096(locking)).unwrap();
+            for p in [40, 70, 2112, 2111] {
+                s.zero_page(p).unwrap();
+            }
+            s.flush().unwrap();
+            assert_eq!(s.latest_page(), Some(2111));
+            let r = s.truncate(70).unwrap();
+            // Segment 66 (pages 2112..2144): its first page is 2042 pages after the cutoff.
+            assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![1] }, "{locking}");
+            assert_eq!(s.segments().unwrap(), vec![2, 65, 66], "{locking}");
+        }
     }
 }

@@ -314,8 +314,13 @@ fn truncation_protects_the_latest_page_even_when_the_cutoff_is_later_in_its_segm
     clog.extend(x(40 * PAGE)).unwrap(); // segment 1
     clog.set_tree_status(x(40 * PAGE + 1), &[], XidStatus::Committed, 0).unwrap();
     clog.flush().unwrap();
-    // Cutoff page 41 is in the same segment; its start (page 32) does not follow the latest.
+    // Cutoff page 41 is in the same segment but after the latest page: the cutoff is not
+    // rounded down to page 32, so this is apparent wraparound (PostgreSQL 13+).
     let r = clog.truncate(x(41 * PAGE)).unwrap();
+    assert_eq!(r, TruncateOutcome::ApparentWraparound);
+    assert_eq!(clog.slru().segments().unwrap(), vec![1]);
+    // A cutoff on the latest page keeps its segment.
+    let r = clog.truncate(x(40 * PAGE + 1)).unwrap();
     assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![] });
     assert_eq!(clog.slru().segments().unwrap(), vec![1]);
 }
