@@ -7,13 +7,15 @@
 //! LSN of an asynchronous commit in that group (`CLOG_XACTS_PER_LSN_GROUP`).
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 
 use lockstack_common::{BackendId, TrancheId, TransactionId, WaitEvent};
-use lockstack_lwlock::{GroupCombiner, GroupRole, LwLockKind};
+use lockstack_lwlock::{GroupCombiner, GroupRole, LwLock, LwLockImpl, LwLockKind, LwLockMode};
 
 use crate::slru::{
     PageMut, Slru, SlruConfig, SlruError, SlruLocking, SlruStats, SlruStorage, TruncateOutcome, WalFlushHook,
 };
+use crate::sync::AtomicU32;
 
 /// Status bits per xid (`CLOG_BITS_PER_XACT`).
 pub const CLOG_BITS_PER_XACT: u32 = 2;
@@ -134,6 +136,15 @@ pub enum ClogError {
         /// The requested status.
         to: XidStatus,
     },
+    /// [`Clog::get_status`] was asked about an xid older than the oldest one the CLOG still
+    /// keeps (`oldestClogXid`, advanced by [`Clog::truncate`]): its status is gone. PostgreSQL's
+    /// `TransactionIdInRecentPast` reports such an xid as "no longer visible".
+    Truncated {
+        /// The transaction whose status was asked for.
+        xid: TransactionId,
+        /// The oldest xid whose status the CLOG keeps.
+        oldest: TransactionId,
+    },
     /// A group update ran a request other than exactly once: a broken group protocol (never
     /// expected; reported rather than hidden).
     GroupProtocol {
@@ -157,6 +168,11 @@ impl fmt::Display for ClogError {
             ClogError::InvalidTransition { xid, from, to } => {
                 write!(f, "transaction {xid} is {from}, cannot become {to}")
             }
+            ClogError::Truncated { xid, oldest } => write!(
+                f,
+                "could not access status of transaction {xid}: it precedes the oldest transaction {oldest} \
+                 whose status is kept (the commit log was truncated)"
+            ),
             ClogError::GroupProtocol { xid, applications } => {
                 write!(f, "group CLOG update ran transaction {xid}'s request {applications} times")
             }
@@ -266,6 +282,14 @@ pub struct Clog {
     slru: Slru,
     group: Option<GroupCombiner<GroupRequest>>,
     group_members: usize,
+    /// `XactTruncationLock` (PostgreSQL 13+): held exclusively to advance
+    /// `oldest_clog_xid` and to run the truncation that follows, so that truncations are
+    /// serialised and the bound never moves backwards.
+    truncation_lock: LwLock,
+    /// `TransamVariables->oldestClogXid` (13+): the oldest xid whose status is kept; 0
+    /// (invalid) until the first truncation. Stored before any buffer or segment is touched
+    /// by a truncation; see [`Clog::get_status`] for how readers use it.
+    oldest_clog_xid: AtomicU32,
 }
 
 impl fmt::Debug for Clog {
@@ -372,7 +396,13 @@ impl Clog {
         })?;
         let group = (config.group_update && config.max_backends > 0)
             .then(|| GroupCombiner::new(config.max_backends, WaitEvent::XACT_GROUP_UPDATE));
-        Ok(Clog { slru, group, group_members: config.max_backends })
+        Ok(Clog {
+            slru,
+            group,
+            group_members: config.max_backends,
+            truncation_lock: LwLock::new(config.lwlock_kind, TrancheId::register("XactTruncation"), 0),
+            oldest_clog_xid: AtomicU32::new(0),
+        })
     }
 
     /// The underlying SLRU (for statistics, flush, diagnostics).
@@ -389,14 +419,45 @@ impl Clog {
     /// unless an asynchronous commit in that group recorded one since the page was read in).
     /// Takes the page's lock shared when the page is resident.
     ///
+    /// Never answers for a truncated xid: a normal `xid` that precedes the oldest xid the CLOG
+    /// keeps ([`oldest_clog_xid`](Self::oldest_clog_xid)) is refused, checked before the page
+    /// is read *and again after* (rule 3 of `docs/clog.md`). [`truncate`](Self::truncate)
+    /// advances the bound before it empties a buffer or removes a segment, and does both under
+    /// the bank locks this read also takes; so a read that saw a page already truncated (a
+    /// missing page, or zeros with [`ClogConfig::zero_missing`]) sees the advanced bound on its
+    /// second check. This replaces PostgreSQL's shared `XactTruncationLock` around the read
+    /// (`TransactionIdInRecentPast`) without a lock on the hot path. The special xids (0-2)
+    /// are not checked.
+    ///
     /// # Errors
-    /// [`ClogError::Access`] when the page cannot be read (I/O errors; a page missing from
-    /// storage unless [`ClogConfig::zero_missing`]).
+    /// [`ClogError::Truncated`] for an xid before the bound; [`ClogError::Access`] when the
+    /// page cannot be read (I/O errors; a page missing from storage unless
+    /// [`ClogConfig::zero_missing`]).
     pub fn get_status(&self, xid: TransactionId) -> Result<(XidStatus, u64), ClogError> {
+        self.check_not_truncated(xid)?;
         let (w, shift) = bit_position(xid);
-        self.slru
-            .read_page(clog_page(xid), |p| (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w)))
-            .map_err(|source| ClogError::Access { xid, source })
+        let r = self
+            .slru
+            .read_page(clog_page(xid), |p| (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w)));
+        self.check_not_truncated(xid)?;
+        r.map_err(|source| ClogError::Access { xid, source })
+    }
+
+    /// The oldest xid whose status the CLOG keeps (`oldestClogXid`, PostgreSQL 13+), `None`
+    /// before the first [`truncate`](Self::truncate).
+    pub fn oldest_clog_xid(&self) -> Option<TransactionId> {
+        match self.oldest_clog_xid.load(Ordering::Acquire) {
+            0 => None,
+            x => Some(TransactionId(x)),
+        }
+    }
+
+    /// [`ClogError::Truncated`] if `xid` is normal and precedes the oldest kept xid.
+    fn check_not_truncated(&self, xid: TransactionId) -> Result<(), ClogError> {
+        match self.oldest_clog_xid() {
+            Some(oldest) if xid.is_normal() && xid.precedes(oldest) => Err(ClogError::Truncated { xid, oldest }),
+            _ => Ok(()),
+        }
     }
 
     /// `TransactionIdSetTreeStatus`: records `status` (committed or aborted) for `xid` and its
@@ -560,12 +621,29 @@ impl Clog {
         Ok(self.slru.flush()?)
     }
 
-    /// `TruncateCLOG`: removes the segments wholly before the one holding `oldest_xid`. The
-    /// newest segment is never removed.
+    /// `TruncateCLOG` (PostgreSQL 13+ order): under `XactTruncationLock` held exclusively,
+    /// first advances the oldest kept xid to `oldest_xid` (`AdvanceOldestClogXid`; it never
+    /// moves backwards), then removes the segments wholly before the page holding
+    /// `oldest_xid` ([`Slru::truncate`]). From the moment the bound moves,
+    /// [`get_status`](Self::get_status) refuses older xids. The newest segment is never
+    /// removed; if the latest page precedes `oldest_xid`'s page (apparent wraparound) the bound
+    /// is not advanced and nothing is removed. A special `oldest_xid` (0-2) does not move the
+    /// bound.
     ///
     /// # Errors
     /// I/O errors.
     pub fn truncate(&self, oldest_xid: TransactionId) -> Result<TruncateOutcome, ClogError> {
-        Ok(self.slru.truncate(clog_page(oldest_xid))?)
+        let cutoff = clog_page(oldest_xid);
+        let held = self.truncation_lock.acquire(LwLockMode::Exclusive);
+        let r = if self.slru.latest_page().is_some_and(|l| clog_page_precedes(l, cutoff)) {
+            Ok(TruncateOutcome::ApparentWraparound)
+        } else {
+            if oldest_xid.is_normal() && self.oldest_clog_xid().is_none_or(|cur| cur.precedes(oldest_xid)) {
+                self.oldest_clog_xid.store(oldest_xid.0, Ordering::Release);
+            }
+            self.slru.truncate(cutoff).map_err(ClogError::from)
+        };
+        self.truncation_lock.release(held);
+        r
     }
 }

@@ -302,9 +302,10 @@ fn truncation_never_removes_the_newest_segment() {
     assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![2, 3] });
     assert_eq!(clog.slru().segments().unwrap(), vec![4]);
     assert_eq!(status(&clog, (4 * 32 + 3) * PAGE + 11), XidStatus::Committed);
-    // Truncated pages left no buffer behind; they now read as never written.
+    // Truncated pages left no buffer behind, and their xids are refused, not answered.
     assert!(clog.slru().resident_pages().iter().all(|&(p, ..)| p >= 4 * 32));
-    assert_eq!(status(&clog, 3 * PAGE + 11), XidStatus::InProgress);
+    let e = clog.get_status(x(3 * PAGE + 11)).unwrap_err();
+    assert!(matches!(e, ClogError::Truncated { oldest, .. } if oldest == x((4 * 32 + 3) * PAGE + 11)), "{e}");
     assert_eq!(clog.stats().truncates, 2);
 }
 
@@ -323,6 +324,45 @@ fn truncation_protects_the_latest_page_even_when_the_cutoff_is_later_in_its_segm
     let r = clog.truncate(x(40 * PAGE + 1)).unwrap();
     assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![] });
     assert_eq!(clog.slru().segments().unwrap(), vec![1]);
+}
+
+/// Issue 19 item 3: a reader that checked an xid against a bound of its own, then lost the
+/// race to a truncation, must not get an answer for the truncated xid: before the CLOG kept
+/// its own bound, the read returned IN PROGRESS for a committed xid (missing pages read as
+/// zeros) or failed with "page 0 does not exist". The interleaving is forced by running the
+/// truncation between the caller's check and the read.
+#[test]
+fn a_status_read_that_loses_the_race_to_truncation_is_refused() {
+    for locking in [SlruLocking::ControlLock, SlruLocking::Banks] {
+        for zero_missing in [true, false] {
+            let clog = Clog::new(ClogConfig { buffers: 16, locking, zero_missing, ..ClogConfig::default() }).unwrap();
+            let committed = x(5 * PAGE + 7);
+            for page in [0, 5, 40] {
+                clog.extend(x(page * PAGE)).unwrap();
+            }
+            clog.set_tree_status(committed, &[], XidStatus::Committed, 0).unwrap();
+            clog.flush().unwrap();
+            assert_eq!(clog.oldest_clog_xid(), None);
+            // The caller's own bound admits the xid ...
+            let callers_bound = x(3);
+            assert!(!committed.precedes(callers_bound));
+            // ... then the oldest xid advances and the CLOG is truncated ...
+            let oldest = x(40 * PAGE);
+            let r = clog.truncate(oldest).unwrap();
+            assert_eq!(r, TruncateOutcome::Truncated { removed_segments: vec![0] }, "{locking}");
+            // ... and the read happens.
+            let what = format!("{locking}, zero_missing {zero_missing}");
+            match clog.get_status(committed) {
+                Err(ClogError::Truncated { xid, oldest: o }) => assert_eq!((xid, o), (committed, oldest), "{what}"),
+                other => panic!("{what}: a truncated xid was answered: {other:?}"),
+            }
+            assert_eq!(clog.oldest_clog_xid(), Some(oldest));
+            assert_eq!(status(&clog, 40 * PAGE + 1), XidStatus::InProgress, "{what}");
+            // The bound never moves backwards.
+            clog.truncate(x(30 * PAGE)).unwrap();
+            assert_eq!(clog.oldest_clog_xid(), Some(oldest));
+        }
+    }
 }
 
 #[test]
