@@ -43,7 +43,10 @@ use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE, 
 use lockstack_bufmgr::{
     BackendBuffers, BufferError, BufferPool, BufferPoolConfig, ForkNumber, LwLockMode, MemorySmgr, Smgr,
 };
-use lockstack_clog::{Clog, ClogConfig, ClogError, SubTrans, SubTransConfig, SubTransError, XidStatus};
+use lockstack_clog::{
+    Clog, ClogConfig, ClogError, SLRU_PAGES_PER_SEGMENT, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig,
+    SubTransError, TruncateOutcome, XidStatus,
+};
 use lockstack_common::{AttachedBackend, BackendId, BackendStatusArray, BlockNumber, TransactionId};
 use lockstack_lmgr::{Lmgr, LmgrConfig, LockError, LockMode, LockOptions, LockTag};
 use lockstack_procarray::{ProcArray, ProcArrayConfig, ProcArrayError, Snapshot, xid_in_mvcc_snapshot};
@@ -236,6 +239,9 @@ const FREE_PAGES_MAX: usize = 64;
 /// Remembered pages a non-HOT update tries before extending the relation.
 const FREE_PAGES_TRIES: usize = 4;
 
+/// Xids per pg_subtrans segment file (2048 per page, 32 pages): the truncation period.
+const SUBTRANS_XACTS_PER_SEGMENT: u32 = SUBTRANS_XACTS_PER_PAGE * SLRU_PAGES_PER_SEGMENT;
+
 /// The release presets `--preset` accepts, oldest first.
 pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
 
@@ -406,6 +412,33 @@ impl Engine {
             free_pages: std::array::from_fn(|_| parking_lot::Mutex::new(Vec::new())),
             data_dir,
         }))
+    }
+
+    /// `TruncateSUBTRANS(GetOldestTransactionIdConsideredRunning())`, as PostgreSQL's
+    /// `CheckPointSUBTRANS` caller does at every checkpoint: removes the pg_subtrans segments
+    /// wholly before the oldest xid any backend may still consider running (the minimum of
+    /// every backend's xid and xmin, [`ProcArray::get_oldest_xmin`]). No snapshot can ask
+    /// pg_subtrans about an older xid, and without this every 2048 assigned xids leave an 8 KiB
+    /// page behind (about 4 bytes per writing transaction). Takes ProcArrayLock shared, then
+    /// the pg_subtrans locks; call it holding no lock.
+    ///
+    /// # Errors
+    /// pg_subtrans I/O errors (file storage only).
+    pub fn truncate_subtrans(&self) -> Result<TruncateOutcome, EngineError> {
+        let oldest = self.procarray.get_oldest_xmin();
+        Ok(self.subtrans.truncate(oldest)?)
+    }
+
+    /// Runs [`truncate_subtrans`](Self::truncate_subtrans) when `ended_xid` (the xid of a
+    /// transaction that has just ended, or invalid) is the first xid of a pg_subtrans segment:
+    /// once per 65536 xids (32 pages of 2048), standing in for the checkpointer that the
+    /// engine does not have. pg_subtrans then keeps at most the segments from the oldest
+    /// running xid's to the newest, plus one.
+    fn truncate_subtrans_if_due(&self, ended_xid: TransactionId) -> Result<(), EngineError> {
+        if ended_xid.is_normal() && ended_xid.0.is_multiple_of(SUBTRANS_XACTS_PER_SEGMENT) {
+            self.truncate_subtrans()?;
+        }
+        Ok(())
     }
 
     /// The data directory the engine's files live in (`None` in memory).
@@ -1319,8 +1352,9 @@ impl Session {
             let _s = tracing::trace_span!("clog_commit").entered();
             self.engine.clog.set_tree_status_as(Some(self.id), self.xid, &[], XidStatus::Committed, lsn.0)?;
         }
+        let xid = self.xid;
         self.finish();
-        Ok(())
+        self.engine.truncate_subtrans_if_due(xid)
     }
 
     /// `ROLLBACK` / `ABORT`: marks the xid aborted; nothing is undone physically.
@@ -1340,8 +1374,9 @@ impl Session {
             })?;
             self.engine.clog.set_tree_status_as(Some(self.id), self.xid, &[], XidStatus::Aborted, lsn.0)?;
         }
+        let xid = self.xid;
         self.finish();
-        Ok(())
+        self.engine.truncate_subtrans_if_due(xid)
     }
 
     fn finish(&mut self) {
