@@ -455,7 +455,9 @@ impl Clog {
     /// [`ClogError::Truncated`] if `xid` is normal and precedes the oldest kept xid.
     fn check_not_truncated(&self, xid: TransactionId) -> Result<(), ClogError> {
         match self.oldest_clog_xid() {
-            Some(oldest) if xid.is_normal() && xid.precedes(oldest) => Err(ClogError::Truncated { xid, oldest }),
+            Some(oldest) if xid.is_normal() && xid.precedes(oldest) => {
+                Err(ClogError::Truncated { xid, oldest })
+            }
             _ => Ok(()),
         }
     }

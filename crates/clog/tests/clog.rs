@@ -335,7 +335,8 @@ fn truncation_protects_the_latest_page_even_when_the_cutoff_is_later_in_its_segm
 fn a_status_read_that_loses_the_race_to_truncation_is_refused() {
     for locking in [SlruLocking::ControlLock, SlruLocking::Banks] {
         for zero_missing in [true, false] {
-            let clog = Clog::new(ClogConfig { buffers: 16, locking, zero_missing, ..ClogConfig::default() }).unwrap();
+            let clog = Clog::new(ClogConfig { buffers: 16, locking, zero_missing, ..ClogConfig::default() })
+                .unwrap();
             let committed = x(5 * PAGE + 7);
             for page in [0, 5, 40] {
                 clog.extend(x(page * PAGE)).unwrap();
@@ -353,7 +354,9 @@ fn a_status_read_that_loses_the_race_to_truncation_is_refused() {
             // ... and the read happens.
             let what = format!("{locking}, zero_missing {zero_missing}");
             match clog.get_status(committed) {
-                Err(ClogError::Truncated { xid, oldest: o }) => assert_eq!((xid, o), (committed, oldest), "{what}"),
+                Err(ClogError::Truncated { xid, oldest: o }) => {
+                    assert_eq!((xid, o), (committed, oldest), "{what}")
+                }
                 other => panic!("{what}: a truncated xid was answered: {other:?}"),
             }
             assert_eq!(clog.oldest_clog_xid(), Some(oldest));

@@ -19,8 +19,14 @@ fn model(locking: SlruLocking, zero_missing: bool) {
     b.check(move || {
         let buffers = if locking == SlruLocking::Banks { 16 } else { 2 };
         let clog = Arc::new(
-            Clog::new(ClogConfig { buffers, locking, zero_missing, group_update: false, ..ClogConfig::default() })
-                .unwrap(),
+            Clog::new(ClogConfig {
+                buffers,
+                locking,
+                zero_missing,
+                group_update: false,
+                ..ClogConfig::default()
+            })
+            .unwrap(),
         );
         let committed = TransactionId(7);
         let oldest = TransactionId(40 * CLOG_XACTS_PER_PAGE);
