@@ -421,13 +421,13 @@ impl Clog {
     ///
     /// Never answers for a truncated xid: a normal `xid` that precedes the oldest xid the CLOG
     /// keeps ([`oldest_clog_xid`](Self::oldest_clog_xid)) is refused, checked before the page
-    /// is read *and again after* (rule 3 of `docs/clog.md`). [`truncate`](Self::truncate)
-    /// advances the bound before it empties a buffer or removes a segment, and does both under
-    /// the bank locks this read also takes; so a read that saw a page already truncated (a
-    /// missing page, or zeros with [`ClogConfig::zero_missing`]) sees the advanced bound on its
-    /// second check. This replaces PostgreSQL's shared `XactTruncationLock` around the read
-    /// (`TransactionIdInRecentPast`) without a lock on the hot path. The special xids (0-2)
-    /// are not checked.
+    /// is read *and again after* (see "Locking rules" in `docs/clog.md`).
+    /// [`truncate`](Self::truncate) advances the bound before it empties a buffer or removes
+    /// a segment, and does both under the bank locks this read also takes; so a read that saw
+    /// a page already truncated (a missing page, or zeros with [`ClogConfig::zero_missing`])
+    /// sees the advanced bound on its second check. This replaces PostgreSQL's shared
+    /// `XactTruncationLock` around the read (`TransactionIdInRecentPast`) without a lock on
+    /// the hot path. The special xids (0-2) are not checked.
     ///
     /// # Errors
     /// [`ClogError::Truncated`] for an xid before the bound; [`ClogError::Access`] when the

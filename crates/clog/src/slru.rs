@@ -288,6 +288,10 @@ pub enum TruncateOutcome {
     ApparentWraparound,
 }
 
+/// The unit tests' truncation hook (see `Slru::truncate_hook`).
+#[cfg(test)]
+type TruncateHook = Box<dyn FnMut(&Slru) + Send>;
+
 /// What [`Slru::delete_segment_checked`] did with one segment.
 enum SegmentDeletion {
     /// The segment was removed from storage.
@@ -538,7 +542,7 @@ pub struct Slru {
     /// Test hook run by [`Slru::truncate`] between emptying the buffers and removing segments,
     /// with no lock held: a forced interleaving point for the unit tests.
     #[cfg(test)]
-    truncate_hook: Mutex<Option<Box<dyn FnMut(&Slru) + Send>>>,
+    truncate_hook: Mutex<Option<TruncateHook>>,
 }
 
 impl fmt::Debug for Slru {
@@ -877,7 +881,8 @@ impl Slru {
     /// nothing more is done. It is checked under the bank lock each time buffer scanning
     /// (re)starts, and again before each segment is removed while *every* bank lock is held
     /// exclusively, so that no page of that segment can be created, modified, read or written
-    /// meanwhile; the latest page's segment is never removed (rules 1 and 2 of `docs/clog.md`).
+    /// meanwhile; the latest page's segment is never removed (see "Locking rules" in
+    /// `docs/clog.md`).
     ///
     /// # Errors
     /// I/O errors writing a page, listing the directory or removing a file.
