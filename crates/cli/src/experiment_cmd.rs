@@ -161,6 +161,35 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `experiment NAME --help`: what the experiment reruns (the thread it comes from, its
+/// workloads, variants and defaults), printed before clap's help for the options. Called by
+/// `main` when clap stops at `--help` after `experiment`; `args` are the arguments after
+/// `experiment`, and the first that names an experiment is the one described (none: nothing
+/// is printed).
+pub(crate) fn print_experiment_help(args: &[String]) {
+    let Some(e) = args.iter().find_map(|a| experiments::find(a).ok()) else { return };
+    outln!("experiment {}: {}", e.name, e.title);
+    outln!("thread:   \"{}\"", e.thread.title);
+    outln!("authors:  {}", e.thread.authors);
+    outln!("date:     {}", e.thread.date);
+    outln!("seed:     {} (the thread's figures, transcribed: docs/experiments.md)", e.seed);
+    let workloads: Vec<&str> = e.workloads.iter().map(|w| w.name).collect();
+    outln!("workloads: {}", workloads.join(", "));
+    outln!("variants (baseline first):");
+    for v in e.variants {
+        outln!("  {:<20} {}", v.name, v.about);
+    }
+    let clients: Vec<String> = e.clients.iter().map(usize::to_string).collect();
+    outln!(
+        "defaults: preset {}, clients {}, {} run(s) x {} s per point",
+        e.preset,
+        clients.join(","),
+        e.runs,
+        e.duration_s
+    );
+    outln!();
+}
+
 fn print_knobs() {
     outln!("--set crate.knob=value overrides (applied to every variant, after the experiment's own list):");
     for k in settings::KNOBS {
@@ -254,7 +283,7 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
     let plan = &r.plan;
     let e: &Experiment = plan.experiment;
     outln!("experiment {}: {}", e.name, e.title);
-    outln!("seed: {} (the project's seed threads, in ../shared/seeds/ beside this repository)", e.seed);
+    outln!("thread: {} (seed {}; its figures: docs/experiments.md)", e.thread.line(), e.seed);
     let clients: Vec<String> = plan.clients.iter().map(usize::to_string).collect();
     outln!(
         "preset {}, scale {}, clients {}, {} run(s) x {:.2} s per point, {} points in {:.1} s",

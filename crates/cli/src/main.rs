@@ -268,6 +268,14 @@ fn main() -> ExitCode {
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
                 || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             {
+                if e.kind() == ErrorKind::DisplayHelp {
+                    // `experiment NAME --help` names the thread NAME reruns, then the options.
+                    let args: Vec<String> = std::env::args().skip(1).collect();
+                    if args.first().is_some_and(|a| a == "experiment") {
+                        experiment_cmd::print_experiment_help(&args[1..]);
+                        let _ = std::io::stdout().flush();
+                    }
+                }
                 let _ = e.print();
                 return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                     ExitCode::from(1)

@@ -649,7 +649,9 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
             } else {
                 format!("; PostgreSQL 15 corresponds to --preset pg14 or pg17, not {}", args.preset)
             };
-            outln!("fidelity vs PostgreSQL 15 ({b}, per transaction; pg15-lock-traffic.md{caveat}):");
+            outln!(
+                "fidelity vs PostgreSQL 15 ({b}, per transaction; PostgreSQL 15.18 counted with gdb, docs/fidelity.md{caveat}):"
+            );
         }
         None => {
             outln!("fidelity vs PostgreSQL 15 (per transaction; no reference: not one built-in script):")

@@ -293,7 +293,7 @@ impl LockStackReport {
     }
 }
 
-/// One row of `../shared/reference/pg15-lock-traffic.md`: real PostgreSQL 15.18's calls per
+/// One row of the fidelity reference (`docs/fidelity.md`): real PostgreSQL 15.18's calls per
 /// transaction for pgbench's built-ins (one backend, warm cache, scale 10, prepared statements
 /// sent as `EXECUTE` through psql, counted with gdb breakpoints over 400 transactions).
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -325,7 +325,7 @@ const fn pg15(call: &'static str, select_only: f64, simple_update: f64, tpcb_lik
     Pg15Row { call, select_only, simple_update, tpcb_like }
 }
 
-/// The reference table, in its order (source: `pg15-lock-traffic.md`, 2026-11-29).
+/// The reference table, in its order (source: `docs/fidelity.md`, counted 2026-11-29).
 pub const PG15_LOCK_TRAFFIC: [Pg15Row; 14] = [
     pg15("LockAcquireExtended", 4.00, 11.00, 19.15),
     pg15("LockFastPath EXCL", 5.00, 8.01, 12.30),

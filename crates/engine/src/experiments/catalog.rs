@@ -1,10 +1,10 @@
 //! The five seed experiments. Every published figure below is transcribed from the seed file the
-//! experiment names (`../shared/seeds/<file>`); the seeds' machines, run lengths and scale
+//! experiment names (its [`Thread`] says which mailing-list thread); the seeds' machines, run lengths and scale
 //! factors are in `published_context`. Defaults (clients, seconds, runs) are sized so that each
 //! experiment finishes in under a minute on a 2-core machine; `docs/experiments.md` has the
 //! figures we measured with them.
 
-use super::{Counter, Experiment, Per, Published, Variant, Workload, WorkloadKind};
+use super::{Counter, Experiment, Per, Published, Thread, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::BufferScenario;
 
 const TPCB: Workload = Workload {
@@ -52,6 +52,11 @@ const PAVAN_B: &str = "Deolasee, 32 cores, default script";
 const PGXACT: Experiment = Experiment {
     name: "pgxact",
     seed: "000_79bd89a301fe24a6.txt",
+    thread: Thread {
+        title: "Storing hot members of PGPROC out of the band",
+        authors: "Pavan Deolasee (the patch, -N and default-script figures), Robert Haas (-S and write-test figures), Heikki Linnakangas (8-core box), with Simon Riggs, Bruce Momjian, Jim Nasby",
+        date: "2011-11-03 to 2011-12-17",
+    },
     title: "PGXACT (9.2): the hot PGPROC fields in a dense array, and the lazy RecentGlobalXmin patch",
     preset: "pg92",
     common: &["wal.synchronous_commit=off"],
@@ -157,6 +162,11 @@ const AMIT: &str = "Kapila, 192-thread POWER8, -S -M prepared";
 const OLD_SNAPSHOT: Experiment = Experiment {
     name: "old-snapshot",
     seed: "001_44f4b4948cf44296.txt",
+    thread: Thread {
+        title: "Re: pgsql: Avoid extra locks in GetSnapshotData if old_snapshot_threshold < 0",
+        authors: "Amit Kapila (figures and patch), replying to Kevin Grittner, Andres Freund, Noah Misch",
+        date: "April 2016 (a reply to a message of 2016-04-19)",
+    },
     title: "old_snapshot_threshold (9.6): OldSnapshotTimeMapLock taken by every snapshot, and the fix",
     preset: "pg96",
     common: &[],
@@ -208,6 +218,11 @@ const KEVIN_S: &str = "Grittner, 32 cores, -M simple";
 const FLEXLOCK: Experiment = Experiment {
     name: "flexlock",
     seed: "002_a3358cf57700f1f3.txt",
+    thread: Thread {
+        title: "Re: testing ProcArrayLock patches",
+        authors: "Kevin Grittner (figures), replying to Robert Haas (the FlexLock patch)",
+        date: "November 2011 (the seed file has no date)",
+    },
     title: "FlexLock (2011): ending transactions without taking ProcArrayLock yourself, synchronous commit on",
     preset: "pg92",
     common: &["wal.synchronous_commit=on", "wal.flush=modelled:100"],
@@ -298,6 +313,11 @@ const HAAS_36: &str = "Haas, 24 cores, -c 36 -j 36 -n -S";
 const FASTPATH: Experiment = Experiment {
     name: "fastpath",
     seed: "003_02dc97ba9458119c.txt",
+    thread: Thread {
+        title: "Re: reducing the overhead of frequent table locks - now, with WIP patch",
+        authors: "Robert Haas (patches and figures), replying to Simon Riggs",
+        date: "June 2011 (a reply to a message of 2011-06-07)",
+    },
     title: "fast-path relation locks and on-demand VXID locks (9.2): lock-manager partition traffic",
     preset: "pg92",
     common: &[],
@@ -355,6 +375,11 @@ const FASTPATH: Experiment = Experiment {
 const VM_PIN: Experiment = Experiment {
     name: "vm-pin",
     seed: "004_b4fb31a2995d4cc2.txt",
+    thread: Thread {
+        title: "Do we need so many hint bits?",
+        authors: "Jeff Davis (figures and patches), replying to Merlin Moncure",
+        date: "November 2012 (a reply to a message of 2012-11-26; the seed file omits the subject, named here from the pgsql-hackers archive)",
+    },
     title: "buffer pins on the visibility-map page: PD_ALL_VISIBLE first vs always reading the VM",
     preset: "pg92",
     common: &[],

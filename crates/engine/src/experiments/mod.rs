@@ -1,5 +1,6 @@
-//! The five seed experiments (`lockstack experiment NAME`): each seed thread in
-//! `../shared/seeds/` measured one change to PostgreSQL's lock stack; an [`Experiment`] names the
+//! The five seed experiments (`lockstack experiment NAME`): each seed thread (a pgsql-hackers
+//! thread, named by [`Thread`]; its published figures are transcribed in [`catalog`] and
+//! `docs/experiments.md`) measured one change to PostgreSQL's lock stack; an [`Experiment`] names the
 //! workloads that thread ran, the designs it compared (as `--set crate.knob=value` lists applied
 //! on top of a release preset, baseline first), the counters that carry the thread's signal and
 //! the figures the thread itself published.
@@ -134,13 +135,35 @@ pub struct Published {
     pub high: Option<f64>,
 }
 
+/// The pgsql-hackers thread a seed file holds, as `experiment NAME --help`, the report and
+/// `docs/experiments.md` name it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Thread {
+    /// The thread's subject line.
+    pub title: &'static str,
+    /// Who wrote the messages whose figures the experiment quotes (and who else took part).
+    pub authors: &'static str,
+    /// When: ISO dates, a range for several messages; says so where the seed file has no date.
+    pub date: &'static str,
+}
+
+impl Thread {
+    /// One line: `"TITLE", AUTHORS, DATE`.
+    pub fn line(&self) -> String {
+        format!("\"{}\", {}, {}", self.title, self.authors, self.date)
+    }
+}
+
 /// One seed experiment.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Experiment {
     /// Command-line name (`pgxact`).
     pub name: &'static str,
-    /// The seed file in `../shared/seeds/` it reruns.
+    /// The project's seed file it reruns (`000_79bd89a301fe24a6.txt`; the seed files are not
+    /// part of the repository: [`Experiment::thread`] names the thread they hold).
     pub seed: &'static str,
+    /// The mailing-list thread the seed file holds: title, authors, date.
+    pub thread: Thread,
     /// One line: what the seed measured.
     pub title: &'static str,
     /// Release preset the variants start from unless `--preset` says otherwise.

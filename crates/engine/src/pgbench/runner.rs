@@ -138,7 +138,7 @@ pub struct PgbenchResult {
     /// The built-in whose PostgreSQL 15 column [`PgbenchResult::fidelity`] compares with
     /// (`select-only`, `simple-update`, `tpcb-like`), when the run's scripts are one built-in.
     pub fidelity_builtin: Option<String>,
-    /// The rows of `pg15-lock-traffic.md` counted on this run, next to PostgreSQL 15's values.
+    /// The rows of the PostgreSQL 15.18 reference (`docs/fidelity.md`) counted on this run, next to PostgreSQL 15's values.
     pub fidelity: Vec<FidelityRow>,
 }
 
