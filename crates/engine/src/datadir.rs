@@ -601,7 +601,8 @@ pub fn check_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
 /// transaction"); checking at open refuses the directory before a run reads wrong visibility.
 ///
 /// # Errors
-/// [`EngineError::Usage`] "pg_xact is missing or truncated: ..." naming the segment file.
+/// [`EngineError::Usage`] "pg_xact is missing or truncated: ..." naming the segment file, or
+/// naming a segment that is not a regular file.
 pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineError> {
     if next_xid.0 <= TransactionId::FIRST_NORMAL.0 {
         return Ok(());
@@ -614,6 +615,7 @@ pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineEr
             if seg == last_segment { last_page % SLRU_PAGES_PER_SEGMENT + 1 } else { SLRU_PAGES_PER_SEGMENT };
         let need = u64::from(pages) * SLRU_PAGE_SIZE as u64;
         let path = dir.join("pg_xact").join(segment_file_name(seg));
+        regular_or_missing(&path)?;
         let have = match fs::metadata(&path) {
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -739,11 +741,12 @@ fn check_balances(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(
     for ((t, h), (_, w)) in have.entries().into_iter().zip(want.entries()) {
         if h != w {
             return Err(usage(format!(
-                "data directory \"{}\" lost or changed data: {} has {} rows with balance sum {}, the last shutdown \
-                 left {} rows with sum {} (a damaged or truncated relation file, or damaged pg_xact); reinitialize \
-                 it with -i",
+                "data directory \"{}\" lost or changed data: {} (file \"{}\") has {} rows with balance sum {}, the \
+                 last shutdown left {} rows with sum {} (a damaged, truncated or removed relation file, or damaged \
+                 pg_xact); reinitialize it with -i",
                 dir.display(),
                 t.name(),
+                dir.join("base").join(t.heap_oid().0.to_string()).display(),
                 h.rows,
                 h.balance,
                 w.rows,
