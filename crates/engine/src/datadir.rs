@@ -4,9 +4,9 @@
 //!
 //! | path | holds |
 //! |---|---|
-//! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state; stands for `global/pg_control` |
+//! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state, `data_checksums`, pg_xact page CRCs, the tables' totals; stands for `global/pg_control` |
 //! | `lockstack.pid` | the lock file: pid of the process using the directory, locked while it is open ([`lock`]); stands for `postmaster.pid` |
-//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`] |
+//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`], every page with a checksum |
 //! | `pg_xact/` | CLOG segment files (32 pages of 8 KiB each) |
 //! | `pg_wal/` | WAL segment files (16 MiB each) |
 //!
@@ -14,14 +14,25 @@
 //! survives a restart.
 //!
 //! [`shutdown`] is a shutdown checkpoint (PostgreSQL `CreateCheckPoint` with
-//! `CHECKPOINT_IS_SHUTDOWN`): WAL flushed, every dirty buffer written and synced, CLOG written,
-//! then the control file replaced atomically with state "shut down". [`open`] accepts only a
+//! `CHECKPOINT_IS_SHUTDOWN`): the tables' totals taken ([`Balances`]), WAL flushed, every dirty
+//! buffer written and synced, CLOG written and its pages' CRCs taken, then the control file
+//! replaced atomically with state "shut down"; if any step fails, the control file keeps state
+//! "in production" and the error ([`ControlFile::last_failure`]). [`open`] accepts only a
 //! cleanly shut down directory (there is no crash recovery: replaying WAL into pages is not
-//! built) that no other process holds and that passes its checks (control file fields, pg_xact,
-//! relations against the control file; every relation page is verified when read), marks it
-//! "in production", and continues the xid counter and the WAL after what the
-//! control file records, the WAL in the next segment so that every new record's LSN is above
-//! every page LSN already on disk.
+//! built) that no other process holds and that passes its checks, all made before anything is
+//! written: control file fields; pg_xact's length and page CRCs; every file and directory a
+//! run writes is writable and a regular file or directory (never a FIFO, which would block);
+//! relations against the control file; the tables' visible rows and balance sums equal to the
+//! last shutdown's (every relation page read is verified: checksum, then layout). It then
+//! marks the directory "in production", and continues the xid counter and the WAL after what
+//! the control file records, the WAL in the next segment so that every new record's LSN is
+//! above every page LSN already on disk.
+//!
+//! Damage is therefore an error naming the file (and block or page) at the next open, never a
+//! run that reports success over lost data; and a failure after open (an I/O error mid-run or
+//! at shutdown) either still ends in a clean shutdown (the run's failed transaction stays
+//! invisible) or leaves a directory whose next open names the failed write and says to
+//! reinitialize it.
 
 use std::fs;
 use std::io::{Read, Write};

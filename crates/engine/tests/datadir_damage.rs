@@ -293,7 +293,8 @@ fn a_write_failing_mid_run_leaves_a_directory_that_opens() {
     let (engine, control, faulty) = open_faulty(&dir, 64, None, 1);
     let r = runner::run_on(&engine, 0.0, &pgbench(1, 400, 64), &|_| {});
     assert_eq!(faulty.failed.load(Ordering::SeqCst), 1, "no write was tried mid-run");
-    let e = r.err().expect("the run reports the failed write").to_string();
+    let Err(e) = r else { panic!("the run did not report the failed write") };
+    let e = e.to_string();
     assert!(e.contains("injected write error") && e.contains("base/"), "{e}");
     let c = datadir::shutdown(&engine, &control).unwrap();
     drop(engine);
