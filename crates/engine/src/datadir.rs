@@ -4,9 +4,9 @@
 //!
 //! | path | holds |
 //! |---|---|
-//! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state; stands for `global/pg_control` |
+//! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state, `data_checksums`, pg_xact page CRCs, the tables' totals; stands for `global/pg_control` |
 //! | `lockstack.pid` | the lock file: pid of the process using the directory, locked while it is open ([`lock`]); stands for `postmaster.pid` |
-//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`] |
+//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`], every page with a checksum |
 //! | `pg_xact/` | CLOG segment files (32 pages of 8 KiB each) |
 //! | `pg_wal/` | WAL segment files (16 MiB each) |
 //!
@@ -14,21 +14,32 @@
 //! survives a restart.
 //!
 //! [`shutdown`] is a shutdown checkpoint (PostgreSQL `CreateCheckPoint` with
-//! `CHECKPOINT_IS_SHUTDOWN`): WAL flushed, every dirty buffer written and synced, CLOG written,
-//! then the control file replaced atomically with state "shut down". [`open`] accepts only a
+//! `CHECKPOINT_IS_SHUTDOWN`): the tables' totals taken ([`Balances`]), WAL flushed, every dirty
+//! buffer written and synced, CLOG written and its pages' CRCs taken, then the control file
+//! replaced atomically with state "shut down"; if any step fails, the control file keeps state
+//! "in production" and the error ([`ControlFile::last_failure`]). [`open`] accepts only a
 //! cleanly shut down directory (there is no crash recovery: replaying WAL into pages is not
-//! built) that no other process holds and that passes its checks (control file fields, pg_xact,
-//! relations against the control file; every relation page is verified when read), marks it
-//! "in production", and continues the xid counter and the WAL after what the
-//! control file records, the WAL in the next segment so that every new record's LSN is above
-//! every page LSN already on disk.
+//! built) that no other process holds and that passes its checks, all made before anything is
+//! written: control file fields; pg_xact's length and page CRCs; every file and directory a
+//! run writes is writable and a regular file or directory (never a FIFO, which would block);
+//! relations against the control file; the tables' visible rows and balance sums equal to the
+//! last shutdown's (every relation page read is verified: checksum, then layout). It then
+//! marks the directory "in production", and continues the xid counter and the WAL after what
+//! the control file records, the WAL in the next segment so that every new record's LSN is
+//! above every page LSN already on disk.
+//!
+//! Damage is therefore an error naming the file (and block or page) at the next open, never a
+//! run that reports success over lost data; and a failure after open (an I/O error mid-run or
+//! at shutdown) either still ends in a clean shutdown (the run's failed transaction stays
+//! invisible) or leaves a directory whose next open names the failed write and says to
+//! reinitialize it.
 
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lockstack_bufmgr::{FileSmgr, ForkNumber};
+use lockstack_bufmgr::{FileSmgr, ForkNumber, Smgr};
 use lockstack_clog::{SLRU_PAGE_SIZE, SLRU_PAGES_PER_SEGMENT, SlruStorage, clog_page, segment_file_name};
 use lockstack_common::TransactionId;
 use lockstack_xlog::{Wal, WalSink};
@@ -84,6 +95,68 @@ pub struct ControlFile {
     pub next_multixact: u32,
     /// State.
     pub state: ClusterState,
+    /// Whether relation pages carry checksums (PostgreSQL's `data_checksums`, on by default
+    /// since 18): every page is written with one and verified when it is read
+    /// ([`FileSmgr::with_checksums`]). Every directory this build loads has them; false (pages
+    /// not checked) in files written before checksums existed.
+    #[serde(default)]
+    pub data_checksums: bool,
+    /// CRC-32C of every pg_xact page from page 0 to the page of `next_xid - 1`, in page order,
+    /// taken from the files at shutdown and checked at [`open`] (SLRU pages have no header to
+    /// hold a checksum, so the control file keeps them). Empty (not checked) when
+    /// `data_checksums` is off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clog_page_crcs: Vec<u32>,
+    /// The pgbench tables' visible rows and balance sums at shutdown, checked at [`open`]
+    /// against the data; `None` (not checked) in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balances: Option<Balances>,
+    /// Why the last shutdown failed (the error, naming the file), kept with state "in
+    /// production" so that [`open`] can say what went wrong; `None` after a clean shutdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
+}
+
+/// Visible rows and the sum of the balance column (`delta` for pgbench_history) of one table,
+/// as `Session::table_sums` counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableTotals {
+    /// Visible rows.
+    pub rows: u64,
+    /// Sum of the balance column.
+    pub balance: i64,
+}
+
+/// The four pgbench tables' [`TableTotals`] at a shutdown checkpoint.
+///
+/// A departure from the issue's wording ("each balance sum equal to the history sum"): that
+/// equation holds only while every run was tpcb-like (simple-update moves accounts alone, a
+/// `-f` script anything), so instead the totals a clean shutdown recorded must be what the
+/// next [`open`] finds, whatever the scripts were. Each run checks its own changes against
+/// these (the runner's consistency checks), so the chain from the load (zero balances, no
+/// history) to the latest shutdown is checked link by link: a lost history page or a flipped
+/// transaction status between two runs changes some table's totals and is refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Balances {
+    /// pgbench_accounts.
+    pub accounts: TableTotals,
+    /// pgbench_tellers.
+    pub tellers: TableTotals,
+    /// pgbench_branches.
+    pub branches: TableTotals,
+    /// pgbench_history.
+    pub history: TableTotals,
+}
+
+impl Balances {
+    fn entries(&self) -> [(Table, TableTotals); 4] {
+        [
+            (Table::Accounts, self.accounts),
+            (Table::Tellers, self.tellers),
+            (Table::Branches, self.branches),
+            (Table::History, self.history),
+        ]
+    }
 }
 
 fn first_multixact() -> u32 {
@@ -111,10 +184,11 @@ impl DirLock {
 ///
 /// # Errors
 /// [`EngineError::Usage`] "data directory "d" is in use by process N" when another holder has
-/// it (the pid read from the file; "by another process" if it cannot be read), or an I/O error
-/// naming the file.
+/// it (the pid read from the file; "by another process" if it cannot be read); a lock file that
+/// is not a regular file ([`regular_or_missing`]); an I/O error naming the file.
 pub fn lock(dir: &Path) -> Result<DirLock, EngineError> {
     let path = dir.join(LOCK_FILE);
+    regular_or_missing(&path)?;
     let mut f = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -145,6 +219,100 @@ fn usage(msg: String) -> EngineError {
     EngineError::Usage(msg)
 }
 
+/// What a file that is not a regular file is, for messages.
+fn kind_of(t: fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() { "a directory" } else { "not a regular file" }
+}
+
+/// Refuses `path` if it exists and is not a regular file (following symbolic links): opening
+/// a FIFO blocks, and a directory or device is nothing lockstack wrote. A missing `path`
+/// passes.
+///
+/// # Errors
+/// [`EngineError::Usage`] "\"path\" is a FIFO, not a regular file: remove it ...".
+fn regular_or_missing(path: &Path) -> Result<(), EngineError> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => Err(usage(format!(
+            "\"{}\" is {}, not a regular file: remove it (or restore the file lockstack wrote there)",
+            path.display(),
+            kind_of(m.file_type())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(path, "could not stat", e)),
+    }
+}
+
+/// Refuses `path` (a file or directory a run will write, or create files in) unless it can be
+/// written: its permissions must have a write bit (checked explicitly, since for root, as in
+/// CI, the kernel ignores them and the write would only fail on another machine or user), and
+/// a regular file must open for writing.
+fn writable(path: &Path, meta: &fs::Metadata) -> Result<(), EngineError> {
+    if meta.permissions().readonly() {
+        return Err(usage(format!(
+            "\"{}\" is read-only, and a run writes {}: make it writable (chmod u+w) and run again",
+            path.display(),
+            if meta.is_dir() { "files in it" } else { "it" }
+        )));
+    }
+    if meta.is_file() {
+        fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| io(path, "could not open for writing", e))?;
+    }
+    Ok(())
+}
+
+/// Checks, before a run changes anything, every file and directory the run may write: the
+/// data directory (the control file is replaced in it) and `base`, `pg_xact` and `pg_wal`
+/// (new files are created in them) must be writable directories, and every entry of those
+/// three a writable regular file ([`writable`], [`regular_or_missing`]). A failure that
+/// would otherwise come mid-run or at shutdown, with the directory already marked in
+/// production, is one line at open that names the file and leaves the directory as it was.
+///
+/// # Errors
+/// [`EngineError::Usage`] naming the first file or directory that fails.
+pub fn check_writable(dir: &Path) -> Result<(), EngineError> {
+    let meta = |p: &Path| fs::metadata(p).map_err(|e| io(p, "could not stat", e));
+    writable(dir, &meta(dir)?)?;
+    for sub in ["base", "pg_xact", "pg_wal"] {
+        let path = dir.join(sub);
+        let m = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(&path, "could not stat", e)),
+        };
+        if !m.is_dir() {
+            return Err(usage(format!(
+                "\"{}\" is {}, not a directory: remove it (or restore the directory lockstack wrote there)",
+                path.display(),
+                kind_of(m.file_type())
+            )));
+        }
+        writable(&path, &m)?;
+        for e in fs::read_dir(&path).map_err(|e| io(&path, "could not read directory", e))? {
+            let p = e.map_err(|e| io(&path, "could not read directory", e))?.path();
+            regular_or_missing(&p)?;
+            writable(&p, &meta(&p)?)?;
+        }
+    }
+    Ok(())
+}
+
 fn io(dir: &Path, what: &str, e: std::io::Error) -> EngineError {
     usage(format!("{what} \"{}\": {e}", dir.display()))
 }
@@ -152,10 +320,12 @@ fn io(dir: &Path, what: &str, e: std::io::Error) -> EngineError {
 /// Reads `dir`'s control file.
 ///
 /// # Errors
-/// [`EngineError::Usage`] naming the file when it is missing, unreadable, not valid JSON or of
-/// another version.
+/// [`EngineError::Usage`] naming the file when it is missing, not a regular file, unreadable,
+/// not valid JSON or of another version.
 pub fn read_control(dir: &Path) -> Result<ControlFile, EngineError> {
     let path = dir.join(CONTROL_FILE);
+    // Reading a FIFO would wait for a writer forever.
+    regular_or_missing(&path)?;
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -178,15 +348,26 @@ pub fn read_control(dir: &Path) -> Result<ControlFile, EngineError> {
     Ok(c)
 }
 
-/// Replaces `dir`'s control file atomically: write a temporary file, sync it, rename, sync the
-/// directory.
+/// Replaces `dir`'s control file atomically: write a new temporary file (removing whatever had
+/// its name), sync it, rename, sync the directory.
 ///
 /// # Errors
 /// I/O errors, naming the path.
 pub fn write_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
     let tmp = dir.join(format!("{CONTROL_FILE}.tmp"));
     let text = serde_json::to_string_pretty(c).map_err(|e| usage(format!("control file: {e}")))?;
-    let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, "could not create", e))?;
+    // Whatever a crash (or anyone) left under the temporary name goes first: opening a FIFO
+    // there for writing would block forever.
+    match fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&tmp, "could not remove", e)),
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| io(&tmp, "could not create", e))?;
     f.write_all(text.as_bytes()).map_err(|e| io(&tmp, "could not write", e))?;
     f.sync_all().map_err(|e| io(&tmp, "could not sync", e))?;
     fs::rename(&tmp, dir.join(CONTROL_FILE))
@@ -204,10 +385,11 @@ fn file_config(mut cfg: EngineConfig, dir: &Path) -> EngineConfig {
     cfg
 }
 
-fn smgr(dir: &Path) -> Result<Arc<FileSmgr>, EngineError> {
+fn smgr(dir: &Path, checksums: bool) -> Result<Arc<FileSmgr>, EngineError> {
     let base = dir.join("base");
     fs::create_dir_all(&base).map_err(|e| io(&base, "could not create directory", e))?;
-    Ok(Arc::new(FileSmgr::new(&base, false).map_err(lockstack_bufmgr::BufferError::from)?))
+    let s = FileSmgr::new(&base, false).map_err(lockstack_bufmgr::BufferError::from)?;
+    Ok(Arc::new(s.with_checksums(checksums)))
 }
 
 /// pgbench -i over files: creates `dir` (or empties a lockstack data directory found there, as
@@ -278,8 +460,8 @@ pub fn initialize(
         lock(dir)?
     };
     let cfg = file_config(cfg, dir);
-    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Load { scale, fillfactor }, Some(lock))?;
-    shutdown_with(&engine, scale, fillfactor)
+    let engine = Engine::build(cfg, smgr(dir, true)?, TableSource::Load { scale, fillfactor }, Some(lock))?;
+    shutdown_with(&engine, scale, fillfactor, true)
 }
 
 /// Whether `name` is one of the files lockstack writes in subdirectory `sub` of a data
@@ -325,16 +507,38 @@ fn check_only_ours(path: &Path, sub: &str) -> Result<(), EngineError> {
 ///
 /// The directory stays locked ([`lock`]) until the engine is dropped. Before anything is
 /// changed, the directory is checked: the control file's fields ([`check_control`]), pg_xact
-/// against `next_xid` ([`check_pg_xact`]), every relation page read while opening (each
-/// verified as it is read, see `lockstack_bufmgr::page::verify`), and the scale and `next_xid`
-/// against the rows of pgbench_branches and pgbench_tellers.
+/// against `next_xid` ([`check_pg_xact`]) and against the page checksums of the last shutdown
+/// ([`check_pg_xact_checksums`]), that every file and directory the run will write is a
+/// writable regular file or directory ([`check_writable`]), every relation page read while
+/// opening (each verified as it is read: its checksum when `data_checksums` is on, then
+/// `lockstack_bufmgr::page::verify`), the scale and `next_xid` against the rows of
+/// pgbench_branches and pgbench_tellers, and every table's visible rows and balance sum
+/// against the [`Balances`] of the last shutdown.
 ///
 /// # Errors
-/// Another process uses the directory; no or invalid control file; a control file field that
-/// is out of range or does not match the relations; pg_xact missing or truncated; an invalid
-/// or truncated relation file; a directory not shut down cleanly (no crash recovery here); I/O
-/// and engine errors. Each is one line naming the directory, file or field.
-pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile), EngineError> {
+/// Another process uses the directory; no or invalid control file, or one that is not a
+/// regular file; a control file field that is out of range or does not match the relations;
+/// pg_xact missing, truncated or failing a page checksum; a file or directory the run writes
+/// that is read-only or not a regular file or directory; an invalid, truncated or checksum-failing
+/// relation page; table totals that differ from the last shutdown's; a directory not shut down
+/// cleanly (no crash recovery here; the message repeats why the last shutdown failed when it
+/// did); I/O and engine errors. Each is one line naming the directory, file, block or field.
+pub fn open(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile), EngineError> {
+    open_wrapped(cfg, dir, |s| s)
+}
+
+/// [`open`] with the relation storage manager wrapped by `wrap` before the engine is built
+/// over it: the hook for fault injection (a wrapper that fails a chosen write, as a full disk
+/// or an I/O error would) and for I/O accounting. `wrap` gets the directory's [`FileSmgr`]
+/// (page checksums set as the control file says) and returns what the buffer pool uses.
+///
+/// # Errors
+/// As [`open`].
+pub fn open_wrapped(
+    mut cfg: EngineConfig,
+    dir: &Path,
+    wrap: impl FnOnce(Arc<FileSmgr>) -> Arc<dyn Smgr>,
+) -> Result<(Arc<Engine>, ControlFile), EngineError> {
     if !dir.join(CONTROL_FILE).exists() {
         // No lock file is created in a directory that is not a data directory.
         read_control(dir)?;
@@ -342,22 +546,31 @@ pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFi
     let lock = lock(dir)?;
     let mut control = read_control(dir)?;
     if control.state != ClusterState::ShutDown {
+        let why = match &control.last_failure {
+            Some(f) => format!("its last shutdown failed: {f}; fix that cause, then"),
+            None => "a run crashed, was killed or failed to write it; crash recovery is not implemented, so"
+                .into(),
+        };
         return Err(usage(format!(
-            "data directory \"{}\" was not shut down cleanly (a run crashed, was killed or failed to write it) and crash \
-             recovery is not implemented; reinitialize it with -i",
+            "data directory \"{}\" was not shut down cleanly ({why} reinitialize it with -i, as its files may be \
+             inconsistent and crash recovery is not implemented)",
             dir.display()
         )));
     }
     check_control(dir, &control)?;
     check_pg_xact(dir, TransactionId(control.next_xid))?;
+    check_pg_xact_checksums(dir, &control)?;
+    check_writable(dir)?;
     cfg.procarray.first_xid = TransactionId(control.next_xid);
     cfg.wal.start_segment = control.next_wal_segment;
     let cfg = file_config(cfg, dir);
-    let engine = Engine::build(cfg, smgr(dir)?, TableSource::Open, Some(lock))?;
+    let engine = Engine::build(cfg, wrap(smgr(dir, control.data_checksums)?), TableSource::Open, Some(lock))?;
     engine.multixact.start_at(crate::multixact::MultiXactId(control.next_multixact));
     check_relations(&engine, dir, &control)?;
+    check_balances(&engine, dir, &control)?;
     let read = control.clone();
     control.state = ClusterState::InProduction;
+    control.last_failure = None;
     write_control(dir, &control)?;
     Ok((engine, read))
 }
@@ -399,7 +612,8 @@ pub fn check_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
 /// transaction"); checking at open refuses the directory before a run reads wrong visibility.
 ///
 /// # Errors
-/// [`EngineError::Usage`] "pg_xact is missing or truncated: ..." naming the segment file.
+/// [`EngineError::Usage`] "pg_xact is missing or truncated: ..." naming the segment file, or
+/// naming a segment that is not a regular file.
 pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineError> {
     if next_xid.0 <= TransactionId::FIRST_NORMAL.0 {
         return Ok(());
@@ -412,6 +626,7 @@ pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineEr
             if seg == last_segment { last_page % SLRU_PAGES_PER_SEGMENT + 1 } else { SLRU_PAGES_PER_SEGMENT };
         let need = u64::from(pages) * SLRU_PAGE_SIZE as u64;
         let path = dir.join("pg_xact").join(segment_file_name(seg));
+        regular_or_missing(&path)?;
         let have = match fs::metadata(&path) {
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -428,6 +643,125 @@ pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineEr
                 "pg_xact is missing or truncated: segment file \"{}\" has {have} bytes, \
                  transactions up to {last_xid} need {need}",
                 path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// CRC-32C of the pg_xact pages from page 0 to the page of `next_xid - 1`, read from the files
+/// (see [`ControlFile::clog_page_crcs`]); empty when no normal xid was assigned.
+fn pg_xact_crcs(dir: &Path, next_xid: TransactionId) -> Result<Vec<u32>, EngineError> {
+    if next_xid.0 <= TransactionId::FIRST_NORMAL.0 {
+        return Ok(Vec::new());
+    }
+    let last_page = clog_page(TransactionId(next_xid.0 - 1));
+    let mut out = Vec::with_capacity(last_page as usize + 1);
+    for seg in 0..=last_page / SLRU_PAGES_PER_SEGMENT {
+        let path = dir.join("pg_xact").join(segment_file_name(seg));
+        let bytes = fs::read(&path).map_err(|e| io(&path, "could not read", e))?;
+        let first = seg * SLRU_PAGES_PER_SEGMENT;
+        for page in first..=last_page.min(first + SLRU_PAGES_PER_SEGMENT - 1) {
+            let at = (page - first) as usize * SLRU_PAGE_SIZE;
+            let p = bytes.get(at..at + SLRU_PAGE_SIZE).ok_or_else(|| {
+                usage(format!(
+                    "pg_xact is missing or truncated: segment file \"{}\" has {} bytes, page {page} needs {}",
+                    path.display(),
+                    bytes.len(),
+                    at + SLRU_PAGE_SIZE
+                ))
+            })?;
+            out.push(crc32c::crc32c(p));
+        }
+    }
+    Ok(out)
+}
+
+/// With `data_checksums` on, checks every pg_xact page up to the page of `next_xid - 1`
+/// against the CRC-32C the last shutdown recorded ([`ControlFile::clog_page_crcs`]): a
+/// flipped status bit would otherwise make a committed transaction's rows vanish, or an
+/// aborted one's appear, without a word.
+///
+/// # Errors
+/// [`EngineError::Usage`] naming the segment file and the page (or the control file, when
+/// its list does not cover `next_xid`).
+pub fn check_pg_xact_checksums(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
+    if !c.data_checksums {
+        return Ok(());
+    }
+    let have = pg_xact_crcs(dir, TransactionId(c.next_xid))?;
+    if have.len() != c.clog_page_crcs.len() {
+        return Err(usage(format!(
+            "control file \"{}\": clog_page_crcs has {} entries, next_xid {} needs {}",
+            dir.join(CONTROL_FILE).display(),
+            c.clog_page_crcs.len(),
+            c.next_xid,
+            have.len()
+        )));
+    }
+    if let Some(page) = (0..have.len()).find(|&p| have[p] != c.clog_page_crcs[p]) {
+        let seg = page as u32 / SLRU_PAGES_PER_SEGMENT;
+        return Err(usage(format!(
+            "pg_xact page {page} (page {} of segment file \"{}\") is damaged: calculated CRC-32C {:#010x} but the \
+             last shutdown recorded {:#010x}",
+            page as u32 % SLRU_PAGES_PER_SEGMENT,
+            dir.join("pg_xact").join(segment_file_name(seg)).display(),
+            have[page],
+            c.clog_page_crcs[page]
+        )));
+    }
+    Ok(())
+}
+
+/// A session on the highest backend id nobody uses (every client has ended when the
+/// directory's totals are taken).
+fn free_session(engine: &Arc<Engine>) -> Result<crate::engine::Session, EngineError> {
+    let mut last = None;
+    for id in (0..engine.cfg.max_backends).rev() {
+        match engine.session(lockstack_common::BackendId(id as u32)) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| usage("no backend to take the table totals with".into())))
+}
+
+/// Every pgbench table's visible rows and balance sum, as a new snapshot sees them.
+///
+/// # Errors
+/// Buffer, storage and engine errors of the scans.
+fn table_totals(engine: &Arc<Engine>) -> Result<Balances, EngineError> {
+    let mut s = free_session(engine)?;
+    let mut get = |t: Table| -> Result<TableTotals, EngineError> {
+        let x = s.table_sums(t)?;
+        Ok(TableTotals { rows: x.rows, balance: x.balance })
+    };
+    Ok(Balances {
+        accounts: get(Table::Accounts)?,
+        tellers: get(Table::Tellers)?,
+        branches: get(Table::Branches)?,
+        history: get(Table::History)?,
+    })
+}
+
+/// The tables' totals against the [`Balances`] the last shutdown recorded (skipped for a
+/// control file without them).
+fn check_balances(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
+    let Some(want) = c.balances else { return Ok(()) };
+    let have = table_totals(engine)?;
+    for ((t, h), (_, w)) in have.entries().into_iter().zip(want.entries()) {
+        if h != w {
+            return Err(usage(format!(
+                "data directory \"{}\" lost or changed data: {} (file \"{}\") has {} rows with balance sum {}, the \
+                 last shutdown left {} rows with sum {} (a damaged, truncated or removed relation file, or damaged \
+                 pg_xact); reinitialize it with -i",
+                dir.display(),
+                t.name(),
+                dir.join("base").join(t.heap_oid().0.to_string()).display(),
+                h.rows,
+                h.balance,
+                w.rows,
+                w.balance
             )));
         }
     }
@@ -476,18 +810,47 @@ fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<
     Ok(())
 }
 
-/// A shutdown checkpoint of an engine opened with [`open`] or built by [`initialize`]: call it
-/// after every session has ended.
+/// A shutdown checkpoint of an engine opened with [`open`]: call it after every session has
+/// ended (also after a failed run: what a failed client left uncommitted stays invisible).
+/// The control file it writes records the tables' [`Balances`] and, with `data_checksums`,
+/// the pg_xact page CRCs, both taken here, for the next [`open`] to check.
+///
+/// When it fails, the control file is left "in production" with the error in
+/// [`ControlFile::last_failure`] (if the control file can still be written), so that the next
+/// [`open`] says why the directory was not shut down.
 ///
 /// # Errors
-/// The engine is in memory; I/O errors of the WAL, the buffer pool or the CLOG.
+/// The engine is in memory; I/O errors of the WAL, the buffer pool or the CLOG; errors of the
+/// scans that take the totals.
 pub fn shutdown(engine: &Arc<Engine>, control: &ControlFile) -> Result<ControlFile, EngineError> {
-    shutdown_with(engine, control.scale, control.fillfactor)
+    match shutdown_with(engine, control.scale, control.fillfactor, control.data_checksums) {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            if let Some(dir) = engine.data_dir() {
+                // Best effort (the control file may be what cannot be written): leave the
+                // reason where the next open reports it.
+                let failed = ControlFile {
+                    state: ClusterState::InProduction,
+                    last_failure: Some(e.to_string().replace(['\n', '\r'], " ")),
+                    ..control.clone()
+                };
+                let _ = write_control(dir, &failed);
+            }
+            Err(e)
+        }
+    }
 }
 
-fn shutdown_with(engine: &Arc<Engine>, scale: i64, fillfactor: u8) -> Result<ControlFile, EngineError> {
+fn shutdown_with(
+    engine: &Arc<Engine>,
+    scale: i64,
+    fillfactor: u8,
+    data_checksums: bool,
+) -> Result<ControlFile, EngineError> {
     let dir: PathBuf =
         engine.data_dir().ok_or_else(|| usage("shutdown of an in-memory engine".into()))?.to_path_buf();
+    // First, so that pages the scans dirty (hint bits) are written below.
+    let balances = table_totals(engine)?;
     let end = engine.wal.backend().flush_all()?;
     engine.pool.flush_all()?;
     for t in Table::ALL {
@@ -498,15 +861,21 @@ fn shutdown_with(engine: &Arc<Engine>, scale: i64, fillfactor: u8) -> Result<Con
         }
     }
     engine.clog.flush()?;
+    let next_xid = engine.procarray.next_xid();
+    let clog_page_crcs = if data_checksums { pg_xact_crcs(&dir, next_xid)? } else { Vec::new() };
     let control = ControlFile {
         version: CONTROL_VERSION,
         scale,
         fillfactor,
-        next_xid: engine.procarray.next_xid().0,
+        next_xid: next_xid.0,
         end_of_wal: end.0,
         next_wal_segment: Wal::start_segment_after(end),
         next_multixact: engine.multixact.next_id().0,
         state: ClusterState::ShutDown,
+        data_checksums,
+        clog_page_crcs,
+        balances: Some(balances),
+        last_failure: None,
     };
     write_control(&dir, &control)?;
     Ok(control)
