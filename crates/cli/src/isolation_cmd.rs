@@ -71,7 +71,7 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
     for (path, spec) in &specs {
         let r = isolation::run(spec, &cfg).map_err(|e| Failure { message: e.0, code: 2 })?;
         for w in &r.warnings {
-            errln!("{w}");
+            errln!("{}", lockstack_engine::input::one_line(w));
         }
         if let Some(e) = r.aborted {
             // Show what ran before the stuck step, then stop with its error.

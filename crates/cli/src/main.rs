@@ -281,7 +281,10 @@ fn main() -> ExitCode {
                 .filter(|a| Cli::command().get_subcommands().any(|s| s.get_name() == a.as_str()))
                 .map(|s| format!(" {s}"))
                 .unwrap_or_default();
-            errln!("lockstack: {} (see 'lockstack{sub} --help')", clap_error_line(&e.to_string()));
+            errln!(
+                "lockstack: {} (see 'lockstack{sub} --help')",
+                lockstack_engine::input::one_line(&clap_error_line(&e.to_string()))
+            );
             return ExitCode::from(1);
         }
     };
@@ -307,7 +310,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            errln!("lockstack: {}", f.message);
+            // One line whatever the message quotes (a flag value or file name with a newline).
+            errln!("lockstack: {}", lockstack_engine::input::one_line(&f.message));
             ExitCode::from(f.code)
         }
     }

@@ -75,9 +75,14 @@ pub struct LoadedSpec {
 /// `file:line: message` for syntax errors, and `file:line: session S, step T: unsupported
 /// SQL: ...` (or `setup` / `teardown`) for SQL outside the supported subset.
 pub fn load_spec_text(file: &str, text: &str) -> Result<LoadedSpec, IsolationError> {
-    let spec = parse_spec(file, text).map_err(|e| IsolationError(e.to_string()))?;
+    let file = &crate::input::one_line(file);
+    if text.len() as u64 > MAX_SPEC_BYTES {
+        return Err(IsolationError(format!("{file}: larger than {MAX_SPEC_BYTES} bytes, the most accepted")));
+    }
+    let one_line = crate::input::one_line;
+    let spec = parse_spec(file, text).map_err(|e| IsolationError(one_line(&e.to_string())))?;
     let check = |what: &str, b: &spec::SqlBlock| {
-        parse_block(&b.sql).map_err(|e| IsolationError(format!("{file}:{}: {what}: {e}", b.line)))
+        parse_block(&b.sql).map_err(|e| IsolationError(one_line(&format!("{file}:{}: {what}: {e}", b.line))))
     };
     let setup = spec.setup.iter().map(|b| check("setup", b)).collect::<Result<_, _>>()?;
     let teardown = spec.teardown.as_ref().map(|b| check("teardown", b)).transpose()?;
@@ -97,13 +102,19 @@ pub fn load_spec_text(file: &str, text: &str) -> Result<LoadedSpec, IsolationErr
     Ok(LoadedSpec { spec, setup, teardown, session_setup, session_teardown, steps })
 }
 
-/// Reads and loads a spec file.
+/// The largest spec [`load_spec`] and [`load_spec_text`] accept, bytes (4 MiB). PostgreSQL's
+/// isolation tester reads a spec whatever its size; a bound keeps `isolation /dev/zero` from
+/// filling memory. PostgreSQL's largest specs are tens of kilobytes, and a spec of 5,000
+/// one-step sessions is about 300 KB.
+pub const MAX_SPEC_BYTES: u64 = 4 << 20;
+
+/// Reads (at most [`MAX_SPEC_BYTES`]) and loads a spec file.
 ///
 /// # Errors
-/// The file cannot be read, or [`load_spec_text`]'s errors.
+/// The file cannot be read, is larger than [`MAX_SPEC_BYTES`] or not UTF-8, or
+/// [`load_spec_text`]'s errors.
 pub fn load_spec(path: &Path) -> Result<LoadedSpec, IsolationError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| IsolationError(format!("{}: {e}", path.display())))?;
+    let text = crate::input::read_text_file(path, MAX_SPEC_BYTES).map_err(IsolationError)?;
     load_spec_text(&path.display().to_string(), &text)
 }
 
