@@ -359,6 +359,7 @@ pub fn open(mut cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFi
     let engine = Engine::build(cfg, smgr(dir)?, TableSource::Open, Some(lock))?;
     engine.multixact.start_at(crate::multixact::MultiXactId(control.next_multixact));
     check_relations(&engine, dir, &control)?;
+    check_pg_xact_unassigned(dir, TransactionId(control.next_xid))?;
     let read = control.clone();
     control.state = ClusterState::InProduction;
     write_control(dir, &control)?;
@@ -444,8 +445,16 @@ pub fn check_pg_xact(dir: &Path, next_xid: TransactionId) -> Result<(), EngineEr
             )));
         }
     }
-    // No transaction at or after next_xid has a status yet: garbage there would fail a later
-    // commit ("transaction N is aborted, cannot become committed") without naming the file.
+    Ok(())
+}
+
+/// No transaction at or after `next_xid` has a status yet: garbage there would fail a later
+/// commit ("transaction N is aborted, cannot become committed") without naming the file.
+/// Checked after the relations, whose xids say whether `next_xid` itself is too low.
+///
+/// # Errors
+/// [`EngineError::Usage`] naming the pg_xact segment file.
+fn check_pg_xact_unassigned(dir: &Path, next_xid: TransactionId) -> Result<(), EngineError> {
     let (page, xpb) = (clog_page(next_xid), CLOG_XACTS_PER_BYTE);
     let path = dir.join("pg_xact").join(segment_file_name(page / SLRU_PAGES_PER_SEGMENT));
     if fs::metadata(&path).is_ok_and(|m| m.is_file()) {

@@ -330,7 +330,7 @@ fn garbage_after_next_xid_in_pg_xact_is_refused_naming_the_file() {
     let c = run_and_shut_down(&dir, 10);
     let seg = dir.join("pg_xact").join("0000");
     let clean = fs::read(&seg).unwrap();
-    for offset in [0u64, 1, 3, 4, 500] {
+    for offset in [0u32, 1, 3, 4, 500] {
         let xid = c.next_xid + offset;
         let mut bytes = clean.clone();
         let at = (xid / 4) as usize;

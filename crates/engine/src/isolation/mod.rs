@@ -4,8 +4,8 @@
 //! A spec ([`spec`]) names sessions and their steps; each permutation launches the steps in
 //! order, each session being a backend thread of one [`lockstack_lmgr::Lmgr`]. A step is
 //! reported `<waiting ...>` when the lock manager says its backend is queued behind another
-//! backend ([`lockstack_lmgr::Lmgr::blocking_backends`], `pg_blocking_pids`), never after a
-//! guessed sleep; completions are reported in `isolationtester.c`'s order, errors as
+//! backend (queued on a lock, [`lockstack_lmgr::Lmgr::waiting_for`]: `pg_blocking_pids` is
+//! then never empty), never after a guessed sleep; completions are reported in `isolationtester.c`'s order, errors as
 //! `ERROR:  <primary message>`, advisory-lock results in `PQprint`'s aligned format.
 //!
 //! The SQL is the lock-only subset of [`sql`]; anything else is refused when the spec is
@@ -141,6 +141,21 @@ pub struct IsolationRun {
 /// # Errors
 /// Failures to set up the sessions; a lock manager left with broken invariants.
 pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, IsolationError> {
+    run_with(spec, cfg, &mut |_| {})
+}
+
+/// [`run`], passing the output to `emit` as it is produced, as PostgreSQL's tester prints it:
+/// everything printed so far has been passed before the runner waits for a step, a setup or a
+/// teardown, so a spec that hangs or times out has shown what led there. The pieces passed
+/// add up to [`IsolationRun::output`] (a dry run passes its whole output at once).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    spec: &LoadedSpec,
+    cfg: &IsolationConfig,
+    emit: &mut dyn FnMut(&str),
+) -> Result<IsolationRun, IsolationError> {
     let perms = spec.spec.all_permutations();
     if cfg.dry_run {
         let mut output = String::new();
@@ -151,9 +166,10 @@ pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, Iso
             }
             output.push('\n');
         }
+        emit(&output);
         return Ok(IsolationRun { output, warnings: Vec::new(), stats: LmgrStats::default(), aborted: None });
     }
-    let mut r = runner::Runner::new(spec, cfg)?;
+    let mut r = runner::Runner::new(spec, cfg, emit)?;
     r.out.push_str(&format!("Parsed test spec with {} sessions\n", spec.spec.sessions.len()));
     let mut aborted = None;
     for p in &perms {
@@ -163,6 +179,7 @@ pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, Iso
             break;
         }
     }
+    r.flush();
     let stats = r.lmgr().stats();
     let lmgr = r.lmgr().clone();
     let output = std::mem::take(&mut r.out);
