@@ -69,17 +69,26 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::input(e.0))?;
     let mut failed = 0;
     for (path, spec) in &specs {
-        let r = isolation::run(spec, &cfg).map_err(|e| Failure { message: e.0, code: 2 })?;
+        // Without --expected the output is printed as it is produced (as PostgreSQL's tester
+        // prints it), so a spec that hangs shows what led there; with it, it is compared whole.
+        let r = match &args.expected {
+            None => isolation::run_with(spec, &cfg, &mut |s| out!("{s}")),
+            Some(_) => isolation::run(spec, &cfg),
+        }
+        .map_err(|e| Failure { message: e.0, code: 2 })?;
         for w in &r.warnings {
-            errln!("{w}");
+            errln!("{}", lockstack_engine::input::one_line(w));
         }
         if let Some(e) = r.aborted {
-            // Show what ran before the stuck step, then stop with its error.
-            out!("{}", r.output);
+            // Show what ran before the stuck step (already shown without --expected), then
+            // stop with its error.
+            if args.expected.is_some() {
+                out!("{}", r.output);
+            }
             return Err(Failure { message: e.0, code: 2 });
         }
         match &args.expected {
-            None => out!("{}", r.output),
+            None => {}
             Some(exp) => {
                 let cands = isolation::expected_candidates(path, exp);
                 match isolation::compare(&r.output, &cands).map_err(|e| Failure::input(e.0))? {

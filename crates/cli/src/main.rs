@@ -289,7 +289,10 @@ fn main() -> ExitCode {
                 .filter(|a| Cli::command().get_subcommands().any(|s| s.get_name() == a.as_str()))
                 .map(|s| format!(" {s}"))
                 .unwrap_or_default();
-            errln!("lockstack: {} (see 'lockstack{sub} --help')", clap_error_line(&e.to_string()));
+            errln!(
+                "lockstack: {} (see 'lockstack{sub} --help')",
+                lockstack_engine::input::one_line(&clap_error_line(&e.to_string()))
+            );
             return ExitCode::from(1);
         }
     };
@@ -315,8 +318,89 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            errln!("lockstack: {}", f.message);
+            // One line whatever the message quotes (a flag value or file name with a newline).
+            errln!("lockstack: {}", lockstack_engine::input::one_line(&f.message));
             ExitCode::from(f.code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Valid command lines the flag fuzz target mutates.
+    const SEEDS: [&[&str]; 4] = [
+        &[
+            "lockstack",
+            "pgbench",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-T",
+            "1.5",
+            "-b",
+            "select-only@3",
+            "--preset",
+            "pg15",
+        ],
+        &[
+            "lockstack",
+            "isolation",
+            "a.spec",
+            "--fast-path",
+            "off",
+            "--vxid",
+            "eager",
+            "--step-timeout",
+            "0.5",
+        ],
+        &["lockstack", "pgbench", "-i", "-s", "2", "--data-dir", "d", "--set", "clog.buffers=64"],
+        &["lockstack", "experiment", "fastpath", "-s", "1"],
+    ];
+
+    /// The flag fuzz target (issue 19): mutated command lines (a byte or a multi-byte or
+    /// control character inserted or replaced in one argument, an argument dropped or doubled)
+    /// never panic clap's parsing, and every error the command prints is one line.
+    #[test]
+    fn mutated_flags_never_panic_and_errors_are_one_line() {
+        let parse = |args: &[String]| {
+            Cli::command()
+                .mut_subcommands(|sc| sc.mut_args(|a| a.allow_negative_numbers(true)))
+                .try_get_matches_from(args)
+                .and_then(|m| Cli::from_arg_matches(&m))
+        };
+        for seed in SEEDS {
+            let args: Vec<String> = seed.iter().map(|s| s.to_string()).collect();
+            assert!(parse(&args).is_ok(), "{seed:?}");
+        }
+        let spice = ["é", "\n", "\r", "-", "=", "@", "0", "😀", ""];
+        let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+        let cfg = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
+        proptest!(cfg, |(seed in 0..SEEDS.len(), arg in 1usize..16, at in 0usize..16, kind in 0u8..4, s in 0..9usize)| {
+            let mut args: Vec<String> = SEEDS[seed].iter().map(|s| s.to_string()).collect();
+            let arg = arg % args.len();
+            match kind {
+                0 => {
+                    let a = &mut args[arg];
+                    let at = a.char_indices().map(|(i, _)| i).nth(at).unwrap_or(a.len());
+                    a.insert_str(at, spice[s]);
+                }
+                1 => args[arg] = spice[s].to_string(),
+                2 if arg > 0 => {
+                    args.remove(arg);
+                }
+                _ => {
+                    let dup = args[arg].clone();
+                    args.insert(arg, dup);
+                }
+            }
+            if let Err(e) = parse(&args) {
+                let line = lockstack_engine::input::one_line(&clap_error_line(&e.to_string()));
+                prop_assert!(!line.contains('\n') && !line.contains('\r'), "{line:?}");
+            }
+        });
     }
 }

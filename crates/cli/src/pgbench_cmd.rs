@@ -5,8 +5,9 @@ use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::{EngineConfig, EngineError};
+use lockstack_engine::input::{one_line, read_limited};
 use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
-use lockstack_engine::pgbench::script::{Builtin, Script, parse_script};
+use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
 use lockstack_engine::report::MachineNote;
 use lockstack_engine::settings;
 
@@ -274,22 +275,17 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     for f in &args.file {
         let (path, w) = split_weight(f, "file")?;
-        // `-f -` reads the script from standard input, as pgbench's process_file does.
+        // `-f -` reads the script from standard input, as pgbench's process_file does; at most
+        // MAX_SCRIPT_BYTES either way (`-f /dev/zero` is refused, not buffered without end).
         let bytes = if path == "-" {
-            let mut b = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-                .map_err(|e| Failure::input(format!("could not read the script from standard input: {e}")))?;
-            b
+            read_limited(std::io::stdin(), MAX_SCRIPT_BYTES, "standard input")
+                .map_err(|e| Failure::input(format!("could not read the script from {e}")))?
         } else {
-            std::fs::read(&path)
-                .map_err(|e| Failure::input(format!("could not open file \"{path}\": {e}")))?
+            let f = std::fs::File::open(&path)
+                .map_err(|e| Failure::input(format!("could not open file \"{}\": {e}", one_line(&path))))?;
+            read_limited(f, MAX_SCRIPT_BYTES, &path).map_err(Failure::input)?
         };
-        let text = String::from_utf8(bytes).map_err(|e| {
-            Failure::input(format!(
-                "{path}: not valid UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ))
-        })?;
+        let text = lockstack_engine::input::text(bytes, &path).map_err(Failure::input)?;
         let mut s = parse_script(&path, &text).map_err(|e| Failure::input(e.to_string()))?;
         s.weight = w;
         scripts.push(s);

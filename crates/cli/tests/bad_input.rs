@@ -399,3 +399,68 @@ fn a_script_can_come_from_standard_input() {
         text(&o.stdout)
     );
 }
+
+/// Issue 19 items 7, 10, 12 and 13 from the command line: a multi-byte character after `(`
+/// (was a panic, exit 101), endless inputs (were read until memory ran out), a flag value with
+/// a newline (was two lines on stderr), and an isolation level the engine does not implement
+/// (ran as READ COMMITTED): each is one line naming the input, exit code 1.
+#[test]
+fn parser_defects_of_issue_19_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(p("e.sql"), "\\set x (\u{e9}\n").unwrap();
+    bad(&["pgbench", "-f", &p("e.sql"), "-t", "1"], "e.sql:1: \\set x: unexpected character '\u{e9}'");
+    bad(&["pgbench", "-f", "/dev/zero", "-t", "1"], "/dev/zero: larger than 1048576 bytes");
+    bad(&["isolation", "/dev/zero"], "/dev/zero: larger than 4194304 bytes");
+    std::fs::write(p("ok.spec"), "session s\nstep a { SELECT pg_advisory_lock(1); }\n").unwrap();
+    bad(&["isolation", "--fast-path", "on\nx", &p("ok.spec")], "got 'on\\nx'");
+    bad(&["pgbench", "-f", &p("no\nsuch.sql"), "-t", "1"], "no\\nsuch.sql");
+    std::fs::write(p("rr.sql"), "\\set aid 1\nBEGIN ISOLATION LEVEL REPEATABLE READ;\nEND;\n").unwrap();
+    bad(
+        &["pgbench", "-f", &p("rr.sql"), "-t", "1"],
+        "rr.sql:2: unsupported: ISOLATION LEVEL REPEATABLE READ",
+    );
+    std::fs::write(p("rr.spec"), "session s\nstep a { BEGIN ISOLATION LEVEL SERIALIZABLE; }\n").unwrap();
+    bad(
+        &["isolation", &p("rr.spec")],
+        "rr.spec:2: session s, step a: unsupported: ISOLATION LEVEL SERIALIZABLE",
+    );
+}
+
+/// Issue 19 item 12: a global teardown blocked by a transaction a session left open printed
+/// nothing and ignored --step-timeout; it now prints as it goes and stops at the timeout.
+#[test]
+fn a_blocked_teardown_prints_what_ran_and_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("t.spec");
+    std::fs::write(
+        &spec,
+        "setup { CREATE TABLE t (id int); }\nteardown { DROP TABLE t; }\n\
+         session s1\nstep b1 { BEGIN; LOCK TABLE t IN SHARE MODE; }\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["isolation", spec.to_str().unwrap(), "--step-timeout", "0.3"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the blocked teardown hung the run");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(out.contains("step b1: BEGIN; LOCK TABLE t IN SHARE MODE;"), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("t.spec: setup or teardown on the control connection timed out after 0.300 s"),
+        "{err}"
+    );
+}

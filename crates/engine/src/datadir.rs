@@ -40,7 +40,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lockstack_bufmgr::{FileSmgr, ForkNumber, Smgr};
-use lockstack_clog::{SLRU_PAGE_SIZE, SLRU_PAGES_PER_SEGMENT, SlruStorage, clog_page, segment_file_name};
+use lockstack_clog::{
+    CLOG_XACTS_PER_BYTE, CLOG_XACTS_PER_PAGE, SLRU_PAGE_SIZE, SLRU_PAGES_PER_SEGMENT, SlruStorage, clog_page,
+    segment_file_name,
+};
 use lockstack_common::TransactionId;
 use lockstack_xlog::{Wal, WalSink};
 use serde::{Deserialize, Serialize};
@@ -567,6 +570,7 @@ pub fn open_wrapped(
     let engine = Engine::build(cfg, wrap(smgr(dir, control.data_checksums)?), TableSource::Open, Some(lock))?;
     engine.multixact.start_at(crate::multixact::MultiXactId(control.next_multixact));
     check_relations(&engine, dir, &control)?;
+    check_pg_xact_unassigned(dir, TransactionId(control.next_xid))?;
     check_balances(&engine, dir, &control)?;
     let read = control.clone();
     control.state = ClusterState::InProduction;
@@ -594,6 +598,16 @@ pub fn check_control(dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
         return bad(
             "next_xid",
             format!("must be at least {}, got {}", TransactionId::FIRST_NORMAL.0, c.next_xid),
+        );
+    }
+    if c.next_wal_segment > lockstack_xlog::WalConfig::MAX_START_SEGMENT {
+        return bad(
+            "next_wal_segment",
+            format!(
+                "must be at most {}, got {}",
+                lockstack_xlog::WalConfig::MAX_START_SEGMENT,
+                c.next_wal_segment
+            ),
         );
     }
     if c.next_wal_segment < Wal::start_segment_after(lockstack_xlog::XLogRecPtr(c.end_of_wal)) {
@@ -762,6 +776,26 @@ fn check_balances(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(
                 h.balance,
                 w.rows,
                 w.balance
+/// No transaction at or after `next_xid` has a status yet: garbage there would fail a later
+/// commit ("transaction N is aborted, cannot become committed") without naming the file.
+/// Checked after the relations, whose xids say whether `next_xid` itself is too low.
+///
+/// # Errors
+/// [`EngineError::Usage`] naming the pg_xact segment file.
+fn check_pg_xact_unassigned(dir: &Path, next_xid: TransactionId) -> Result<(), EngineError> {
+    let (page, xpb) = (clog_page(next_xid), CLOG_XACTS_PER_BYTE);
+    let path = dir.join("pg_xact").join(segment_file_name(page / SLRU_PAGES_PER_SEGMENT));
+    if fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        let bytes = fs::read(&path).map_err(|e| io(&path, "could not read", e))?;
+        let at = (page % SLRU_PAGES_PER_SEGMENT) as usize * SLRU_PAGE_SIZE
+            + (next_xid.0 % CLOG_XACTS_PER_PAGE / xpb) as usize;
+        let first = bytes.get(at).map_or(0, |b| b >> (2 * (next_xid.0 % xpb)));
+        if first != 0 || bytes.get(at + 1..).is_some_and(|rest| rest.iter().any(|b| *b != 0)) {
+            return Err(usage(format!(
+                "pg_xact segment file \"{}\" is damaged: it holds statuses for transactions at or after \
+                 next_xid {} that were never assigned",
+                path.display(),
+                next_xid.0
             )));
         }
     }

@@ -10,6 +10,7 @@ pub mod datadir;
 pub mod engine;
 pub mod experiments;
 pub mod heap;
+pub mod input;
 pub mod isolation;
 pub mod micro;
 pub mod multixact;

@@ -327,6 +327,31 @@ fn missing_or_truncated_pg_xact_is_refused() {
     drop(tmp);
 }
 
+/// Issue 19 item 12: status bits for transactions not yet assigned (garbage in pg_xact past
+/// next_xid) are refused at open naming the segment file; they used to fail the run's first
+/// commits with "transaction N is aborted, cannot become committed", naming nothing.
+#[test]
+fn garbage_after_next_xid_in_pg_xact_is_refused_naming_the_file() {
+    let (_tmp, dir) = loaded();
+    let c = run_and_shut_down(&dir, 10);
+    let seg = dir.join("pg_xact").join("0000");
+    let clean = fs::read(&seg).unwrap();
+    for offset in [0u32, 1, 3, 4, 500] {
+        let xid = c.next_xid + offset;
+        let mut bytes = clean.clone();
+        let at = (xid / 4) as usize;
+        if bytes.len() <= at {
+            bytes.resize(8192, 0);
+        }
+        bytes[at] |= 2 << (2 * (xid % 4)); // ABORTED
+        fs::write(&seg, &bytes).unwrap();
+        let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
+        assert!(e.contains("pg_xact segment file") && e.contains("0000") && e.contains("damaged"), "{e}");
+    }
+    fs::write(&seg, &clean).unwrap();
+    run_and_shut_down(&dir, 5);
+}
+
 #[test]
 fn control_file_fields_are_checked_against_the_data() {
     let (_tmp, dir) = loaded();
@@ -339,6 +364,11 @@ fn control_file_fields_are_checked_against_the_data() {
         (datadir::ControlFile { next_xid: 1, ..good.clone() }, "next_xid must be at least 3, got 1"),
         (datadir::ControlFile { next_xid: 10, ..good.clone() }, "next_xid 10 is not above transaction"),
         (datadir::ControlFile { next_wal_segment: 0, ..good.clone() }, "next_wal_segment 0 is not after"),
+        // Issue 19 item 12: out of range for the WAL was an error without the file's name.
+        (
+            datadir::ControlFile { next_wal_segment: u64::MAX, ..good.clone() },
+            "next_wal_segment must be at most",
+        ),
     ];
     for (c, want) in cases {
         datadir::write_control(&dir, &c).unwrap();

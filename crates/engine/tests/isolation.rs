@@ -124,3 +124,60 @@ fn runtime_errors_are_reported_like_postgres() {
          s1: WARNING:  there is no transaction in progress\nstep d: COMMIT;\n"
     );
 }
+
+/// Issue 19 item 12: a teardown that blocks on a transaction a session left open (here the
+/// global teardown's DROP TABLE behind s1's lock) is bounded by the step timeout, and what ran
+/// before it has already been passed to the caller. It used to block the runner for ever
+/// without printing anything. (Run on a thread so that a regression fails instead of hanging.)
+#[test]
+fn a_blocked_teardown_times_out_and_the_output_came_first() {
+    let spec = isolation::load_spec_text(
+        "stuck-teardown.spec",
+        "setup { CREATE TABLE t (id int); }\nteardown { DROP TABLE t; }\n\
+         session s1\nstep b1 { BEGIN; LOCK TABLE t IN SHARE MODE; }\npermutation b1\n",
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let cfg =
+            IsolationConfig { step_timeout: std::time::Duration::from_millis(300), ..Default::default() };
+        let mut pieces = Vec::new();
+        let r = isolation::run_with(&spec, &cfg, &mut |s| pieces.push(s.to_string()));
+        let _ = tx.send((r, pieces));
+    });
+    let (r, pieces) = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the run hung");
+    let r = r.unwrap();
+    let e = r.aborted.expect("the teardown cannot finish").0;
+    assert!(e.contains("stuck-teardown.spec: setup or teardown on the control connection timed out"), "{e}");
+    assert_eq!(pieces.concat(), r.output);
+    assert!(
+        r.output.contains("starting permutation: b1\nstep b1: BEGIN; LOCK TABLE t IN SHARE MODE;\n"),
+        "{}",
+        r.output
+    );
+}
+
+/// Issue 19 item 12: a thousand sessions queued on one lock complete in order. Finding the
+/// waiting steps asked the lock manager for every waiting step's blockers at every launch (a
+/// walk of the whole queue each time); it now reads the backend's wait state.
+#[test]
+fn a_thousand_sessions_queued_on_one_lock_complete() {
+    let n = 1000;
+    let mut text = String::from(
+        "session h\nstep hl { SELECT pg_advisory_lock(1); }\nstep hu { SELECT pg_advisory_unlock(1); }\n",
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "session s{i}\nsetup {{ SET deadlock_timeout = '1000s'; }}\nstep st{i} {{ SELECT pg_advisory_xact_lock(1); }}\n"
+        ));
+    }
+    text.push_str(&format!(
+        "permutation hl {} hu\n",
+        (0..n).map(|i| format!("st{i}")).collect::<Vec<_>>().join(" ")
+    ));
+    let spec = isolation::load_spec_text("many.spec", &text).unwrap();
+    let r = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+    assert!(r.aborted.is_none(), "{:?}", r.aborted);
+    assert_eq!(r.output.matches("<waiting ...>").count(), n, "every queued step was reported waiting");
+    assert_eq!(r.output.matches("<... completed>").count(), n);
+}

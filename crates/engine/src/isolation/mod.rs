@@ -4,8 +4,8 @@
 //! A spec ([`spec`]) names sessions and their steps; each permutation launches the steps in
 //! order, each session being a backend thread of one [`lockstack_lmgr::Lmgr`]. A step is
 //! reported `<waiting ...>` when the lock manager says its backend is queued behind another
-//! backend ([`lockstack_lmgr::Lmgr::blocking_backends`], `pg_blocking_pids`), never after a
-//! guessed sleep; completions are reported in `isolationtester.c`'s order, errors as
+//! backend (queued on a lock, [`lockstack_lmgr::Lmgr::waiting_for`]: `pg_blocking_pids` is
+//! then never empty), never after a guessed sleep; completions are reported in `isolationtester.c`'s order, errors as
 //! `ERROR:  <primary message>`, advisory-lock results in `PQprint`'s aligned format.
 //!
 //! The SQL is the lock-only subset of [`sql`]; anything else is refused when the spec is
@@ -75,9 +75,14 @@ pub struct LoadedSpec {
 /// `file:line: message` for syntax errors, and `file:line: session S, step T: unsupported
 /// SQL: ...` (or `setup` / `teardown`) for SQL outside the supported subset.
 pub fn load_spec_text(file: &str, text: &str) -> Result<LoadedSpec, IsolationError> {
-    let spec = parse_spec(file, text).map_err(|e| IsolationError(e.to_string()))?;
+    let file = &crate::input::one_line(file);
+    if text.len() as u64 > MAX_SPEC_BYTES {
+        return Err(IsolationError(format!("{file}: larger than {MAX_SPEC_BYTES} bytes, the most accepted")));
+    }
+    let one_line = crate::input::one_line;
+    let spec = parse_spec(file, text).map_err(|e| IsolationError(one_line(&e.to_string())))?;
     let check = |what: &str, b: &spec::SqlBlock| {
-        parse_block(&b.sql).map_err(|e| IsolationError(format!("{file}:{}: {what}: {e}", b.line)))
+        parse_block(&b.sql).map_err(|e| IsolationError(one_line(&format!("{file}:{}: {what}: {e}", b.line))))
     };
     let setup = spec.setup.iter().map(|b| check("setup", b)).collect::<Result<_, _>>()?;
     let teardown = spec.teardown.as_ref().map(|b| check("teardown", b)).transpose()?;
@@ -97,13 +102,19 @@ pub fn load_spec_text(file: &str, text: &str) -> Result<LoadedSpec, IsolationErr
     Ok(LoadedSpec { spec, setup, teardown, session_setup, session_teardown, steps })
 }
 
-/// Reads and loads a spec file.
+/// The largest spec [`load_spec`] and [`load_spec_text`] accept, bytes (4 MiB). PostgreSQL's
+/// isolation tester reads a spec whatever its size; a bound keeps `isolation /dev/zero` from
+/// filling memory. PostgreSQL's largest specs are tens of kilobytes, and a spec of 5,000
+/// one-step sessions is about 300 KB.
+pub const MAX_SPEC_BYTES: u64 = 4 << 20;
+
+/// Reads (at most [`MAX_SPEC_BYTES`]) and loads a spec file.
 ///
 /// # Errors
-/// The file cannot be read, or [`load_spec_text`]'s errors.
+/// The file cannot be read, is larger than [`MAX_SPEC_BYTES`] or not UTF-8, or
+/// [`load_spec_text`]'s errors.
 pub fn load_spec(path: &Path) -> Result<LoadedSpec, IsolationError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| IsolationError(format!("{}: {e}", path.display())))?;
+    let text = crate::input::read_text_file(path, MAX_SPEC_BYTES).map_err(IsolationError)?;
     load_spec_text(&path.display().to_string(), &text)
 }
 
@@ -130,6 +141,21 @@ pub struct IsolationRun {
 /// # Errors
 /// Failures to set up the sessions; a lock manager left with broken invariants.
 pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, IsolationError> {
+    run_with(spec, cfg, &mut |_| {})
+}
+
+/// [`run`], passing the output to `emit` as it is produced, as PostgreSQL's tester prints it:
+/// everything printed so far has been passed before the runner waits for a step, a setup or a
+/// teardown, so a spec that hangs or times out has shown what led there. The pieces passed
+/// add up to [`IsolationRun::output`] (a dry run passes its whole output at once).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    spec: &LoadedSpec,
+    cfg: &IsolationConfig,
+    emit: &mut dyn FnMut(&str),
+) -> Result<IsolationRun, IsolationError> {
     let perms = spec.spec.all_permutations();
     if cfg.dry_run {
         let mut output = String::new();
@@ -140,9 +166,10 @@ pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, Iso
             }
             output.push('\n');
         }
+        emit(&output);
         return Ok(IsolationRun { output, warnings: Vec::new(), stats: LmgrStats::default(), aborted: None });
     }
-    let mut r = runner::Runner::new(spec, cfg)?;
+    let mut r = runner::Runner::new(spec, cfg, emit)?;
     r.out.push_str(&format!("Parsed test spec with {} sessions\n", spec.spec.sessions.len()));
     let mut aborted = None;
     for p in &perms {
@@ -152,6 +179,7 @@ pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, Iso
             break;
         }
     }
+    r.flush();
     let stats = r.lmgr().stats();
     let lmgr = r.lmgr().clone();
     let output = std::mem::take(&mut r.out);

@@ -1,6 +1,9 @@
 //! The permutation runner: PostgreSQL 14+'s `run_permutation`, `try_complete_step(s)` and
 //! `step_has_blocker` (`isolationtester.c`), with session threads instead of libpq
-//! connections and the lock manager's own waiting state instead of the `pg_locks` query.
+//! connections (the control connection too, so that a setup or teardown that blocks is bounded
+//! by the step timeout) and the lock manager's own waiting state instead of the `pg_locks`
+//! query. Output goes to the caller as it is produced (before every wait), as the tester
+//! prints it, so a run that hangs has shown what led to the hang.
 
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
@@ -77,9 +80,14 @@ impl SessionThread {
 }
 
 impl Drop for SessionThread {
+    /// Tells the thread to exit and joins it, unless it is still running a query (a step or
+    /// teardown that timed out, stuck on a lock): that thread is left to end on its own when
+    /// its query does, rather than hanging the caller.
     fn drop(&mut self) {
         let _ = self.tx.send(None);
-        if let Some(h) = self.handle.take() {
+        if let Some(h) = self.handle.take()
+            && self.done()
+        {
             let _ = h.join();
         }
     }
@@ -100,10 +108,14 @@ pub(super) struct Runner<'a> {
     spec: &'a LoadedSpec,
     cfg: &'a IsolationConfig,
     lmgr: Arc<Lmgr>,
-    control: Conn,
+    control: SessionThread,
     sessions: Vec<SessionThread>,
     active: Vec<Option<usize>>,
+    /// Everything printed so far.
     pub(super) out: String,
+    /// How much of `out` has been passed to `emit`.
+    emitted: usize,
+    emit: &'a mut dyn FnMut(&str),
     pub(super) warnings: Vec<String>,
 }
 
@@ -119,13 +131,18 @@ fn print_result(out: &mut String, session: &str, r: &QueryResult, sets: bool) {
 }
 
 impl<'a> Runner<'a> {
-    pub(super) fn new(spec: &'a LoadedSpec, cfg: &'a IsolationConfig) -> Result<Runner<'a>, IsolationError> {
+    /// A runner whose output is passed to `emit` as it is produced.
+    pub(super) fn new(
+        spec: &'a LoadedSpec,
+        cfg: &'a IsolationConfig,
+        emit: &'a mut dyn FnMut(&str),
+    ) -> Result<Runner<'a>, IsolationError> {
         let mut lcfg = cfg.lmgr;
         lcfg.max_backends = spec.spec.sessions.len() + 1;
         let lmgr = Lmgr::new(lcfg).map_err(IsolationError)?;
         let catalog = Arc::new(Catalog::new());
         let attach = |i: usize| lmgr.backend(BackendId(i as u32)).map_err(IsolationError);
-        let control = Conn::new(attach(0)?, Arc::clone(&catalog));
+        let control = SessionThread::spawn("control connection", Conn::new(attach(0)?, Arc::clone(&catalog)));
         let mut sessions = Vec::new();
         for (i, s) in spec.spec.sessions.iter().enumerate() {
             sessions.push(SessionThread::spawn(&s.name, Conn::new(attach(i + 1)?, Arc::clone(&catalog))));
@@ -139,6 +156,8 @@ impl<'a> Runner<'a> {
             sessions,
             active: vec![None; n],
             out: String::new(),
+            emitted: 0,
+            emit,
             warnings: Vec::new(),
         })
     }
@@ -147,16 +166,33 @@ impl<'a> Runner<'a> {
         &self.lmgr
     }
 
-    fn session_exec(&mut self, i: usize, stmts: &[Statement]) -> Result<QueryResult, IsolationError> {
-        let s = &self.sessions[i];
+    /// Passes what was printed since the last call to the caller.
+    pub(super) fn flush(&mut self) {
+        if self.emitted < self.out.len() {
+            (self.emit)(&self.out[self.emitted..]);
+            self.emitted = self.out.len();
+        }
+    }
+
+    /// Runs a setup or teardown block on session `i` (`None`: the control connection) and
+    /// waits for it, at most the step timeout.
+    fn session_exec(&mut self, i: Option<usize>, stmts: &[Statement]) -> Result<QueryResult, IsolationError> {
+        self.flush();
+        let s = match i {
+            Some(i) => &self.sessions[i],
+            None => &self.control,
+        };
         s.launch(stmts.to_vec());
         let start = Instant::now();
         while !s.wait(Duration::from_millis(5)) {
             if start.elapsed() > self.cfg.step_timeout {
+                let what = match i {
+                    Some(_) => format!("setup or teardown of session {}", s.name),
+                    None => "setup or teardown on the control connection".to_string(),
+                };
                 return Err(IsolationError(format!(
-                    "{}: setup or teardown of session {} timed out after {:.3} s",
+                    "{}: {what} timed out after {:.3} s",
                     self.spec.spec.file,
-                    s.name,
                     self.cfg.step_timeout.as_secs_f64()
                 )));
             }
@@ -197,7 +233,7 @@ impl<'a> Runner<'a> {
         }
         self.out.push('\n');
         for (i, _) in spec.setup.iter().enumerate() {
-            let r = self.control.exec(&self.spec.setup[i]);
+            let r = self.session_exec(None, &self.spec.setup[i])?;
             if let Some(e) = &r.error {
                 return Err(IsolationError(format!("{file}: setup failed: ERROR:  {e}")));
             }
@@ -205,7 +241,7 @@ impl<'a> Runner<'a> {
         }
         for i in 0..spec.sessions.len() {
             if let Some(stmts) = self.spec.session_setup[i].clone() {
-                let r = self.session_exec(i, &stmts)?;
+                let r = self.session_exec(Some(i), &stmts)?;
                 if let Some(e) = &r.error {
                     return Err(IsolationError(format!(
                         "{file}: setup of session {} failed: ERROR:  {e}",
@@ -251,7 +287,7 @@ impl<'a> Runner<'a> {
         }
         for i in 0..spec.sessions.len() {
             if let Some(stmts) = self.spec.session_teardown[i].clone() {
-                let r = self.session_exec(i, &stmts)?;
+                let r = self.session_exec(Some(i), &stmts)?;
                 let name = spec.sessions[i].name.clone();
                 if let Some(e) = &r.error {
                     self.warnings.push(format!("teardown of session {name} failed: ERROR:  {e}"));
@@ -260,12 +296,13 @@ impl<'a> Runner<'a> {
             }
         }
         if let Some(stmts) = self.spec.teardown.clone() {
-            let r = self.control.exec(&stmts);
+            let r = self.session_exec(None, &stmts)?;
             if let Some(e) = &r.error {
                 self.warnings.push(format!("teardown failed: ERROR:  {e}"));
             }
             self.print_exec("control connection", &r);
         }
+        self.flush();
         Ok(())
     }
 
@@ -314,11 +351,17 @@ impl<'a> Runner<'a> {
             return Ok(true);
         }
         let start = Instant::now();
+        let mut flushed = false;
         loop {
             if s.done() {
                 break;
             }
-            if flags & NONBLOCK != 0 && !self.lmgr.blocking_backends(s.backend).is_empty() {
+            // Queued on a lock: `pg_isolation_test_session_is_blocked`. The lock manager marks a
+            // backend waiting only while it is in a wait queue, where something it conflicts
+            // with always holds or precedes it; asking for the blockers themselves
+            // (`blocking_backends`) costs a walk of the queue, and with thousands of sessions
+            // queued on one lock the runner asks for every waiting step at every launch.
+            if flags & NONBLOCK != 0 && self.lmgr.waiting_for(s.backend).is_some() {
                 if s.done() {
                     break;
                 }
@@ -334,6 +377,14 @@ impl<'a> Runner<'a> {
                     st.name,
                     self.cfg.step_timeout.as_secs_f64()
                 )));
+            }
+            if !flushed {
+                // About to wait: show what ran so far (`flush`, on the fields `s` leaves free).
+                flushed = true;
+                if self.emitted < self.out.len() {
+                    (self.emit)(&self.out[self.emitted..]);
+                    self.emitted = self.out.len();
+                }
             }
             s.wait(Duration::from_micros(200));
         }

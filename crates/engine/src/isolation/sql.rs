@@ -73,7 +73,8 @@ impl Guc {
 /// One parsed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `BEGIN` / `START TRANSACTION` (isolation level clauses accepted and ignored).
+    /// `BEGIN` / `START TRANSACTION`, READ COMMITTED (other isolation levels and READ ONLY are
+    /// refused as unsupported).
     Begin,
     /// `COMMIT` / `END`.
     Commit,
@@ -324,11 +325,59 @@ fn parse_advisory(name: &str) -> Option<Call> {
     Some(Call::Advisory(AdvisoryFn { op, xact, shared }, AdvisoryKey::Int8(0)))
 }
 
+/// The transaction modes of `BEGIN` / `START TRANSACTION` (`xact.c`, PostgreSQL 15):
+/// `ISOLATION LEVEL READ COMMITTED` (and `READ UNCOMMITTED`, which PostgreSQL runs as READ
+/// COMMITTED), `READ WRITE`, `[NOT] DEFERRABLE` (which has no effect unless the transaction is
+/// SERIALIZABLE and READ ONLY), separated by blanks or commas. REPEATABLE READ, SERIALIZABLE and
+/// READ ONLY change what a transaction may do, which the runner does not implement: they are
+/// refused, never run as READ COMMITTED.
+fn transaction_modes(p: &mut P) -> Result<(), String> {
+    let mut first = true;
+    loop {
+        if !first {
+            p.eat_p(',');
+        }
+        first = false;
+        if p.eat("isolation") {
+            if !p.eat("level") {
+                return Err("expected LEVEL after ISOLATION".into());
+            }
+            if p.eat("read") && (p.eat("committed") || p.eat("uncommitted")) {
+                continue;
+            }
+            let level = if p.eat("repeatable") && p.eat("read") {
+                "REPEATABLE READ"
+            } else if p.eat("serializable") {
+                "SERIALIZABLE"
+            } else {
+                return Err("expected an isolation level after ISOLATION LEVEL".into());
+            };
+            return Err(format!("unsupported: ISOLATION LEVEL {level} (only READ COMMITTED is implemented)"));
+        } else if p.eat("read") {
+            if p.eat("write") {
+                continue;
+            }
+            if p.eat("only") {
+                return Err("unsupported: READ ONLY transactions".into());
+            }
+            return Err("expected READ WRITE or READ ONLY".into());
+        } else if p.eat("not") {
+            if !p.eat("deferrable") {
+                return Err("expected DEFERRABLE after NOT".into());
+            }
+        } else if !p.eat("deferrable") {
+            return Ok(());
+        }
+    }
+}
+
 /// Parses one statement (no trailing semicolon).
 ///
 /// # Errors
 /// A one-line description of what is not supported or malformed.
 pub fn parse_statement(sql: &str) -> Result<Statement, String> {
+    // Messages quote the statement on one line, whatever its line breaks.
+    let sql = &sql.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut p = P { t: tokens(sql)?, i: 0 };
     let first = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
     p.i += 1;
@@ -337,11 +386,10 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             if first == "start" && !p.eat("transaction") {
                 return Err(format!("unsupported SQL: {sql}"));
             }
-            let _ = p.eat("transaction") || p.eat("work");
-            // ISOLATION LEVEL ... / READ WRITE / READ ONLY: accepted, no effect on locking.
-            while p.word().is_some() || p.eat_p(',') {
-                p.i += 1;
+            if first == "begin" {
+                let _ = p.eat("transaction") || p.eat("work");
             }
+            transaction_modes(&mut p)?;
             Statement::Begin
         }
         "commit" | "end" => {
@@ -361,7 +409,17 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         }
         "set" | "reset" => {
             if first == "set" {
-                let _ = p.eat("session") || p.eat("local");
+                if p.eat("local") {
+                    // SET LOCAL reverts at the end of the transaction; the connection keeps
+                    // one saved value per transaction for SET only.
+                    return Err(format!("unsupported: SET LOCAL (use SET): {sql}"));
+                }
+                if p.eat("transaction") || (p.eat("session") && p.word() == Some("characteristics")) {
+                    return Err(format!(
+                        "unsupported: SET TRANSACTION / SET SESSION CHARACTERISTICS (only the default \
+                         READ COMMITTED transactions are implemented): {sql}"
+                    ));
+                }
             }
             let name = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
             p.i += 1;
@@ -569,6 +627,43 @@ mod tests {
         }
         let e = parse_statement("SELECT pg_advisory_lock(-9223372036854775809)").unwrap_err();
         assert_eq!(e, "integer out of range: -9223372036854775809");
+    }
+
+    /// Issue 19 item 13: isolation levels other than READ COMMITTED, READ ONLY, SET LOCAL and
+    /// SET TRANSACTION were accepted and run as plain READ COMMITTED statements; they are
+    /// refused as unsupported, and what PostgreSQL itself runs as READ COMMITTED is accepted.
+    #[test]
+    fn unimplemented_transaction_modes_are_refused() {
+        for ok in [
+            "BEGIN",
+            "begin transaction isolation level read committed",
+            "START TRANSACTION ISOLATION LEVEL READ UNCOMMITTED, READ WRITE",
+            "BEGIN WORK READ WRITE NOT DEFERRABLE",
+            "BEGIN ISOLATION LEVEL READ COMMITTED DEFERRABLE",
+        ] {
+            assert_eq!(parse_statement(ok), Ok(Statement::Begin), "{ok}");
+        }
+        for (bad, want) in [
+            ("BEGIN ISOLATION LEVEL REPEATABLE READ", "unsupported: ISOLATION LEVEL REPEATABLE READ"),
+            ("begin isolation level serializable", "unsupported: ISOLATION LEVEL SERIALIZABLE"),
+            ("START TRANSACTION READ WRITE, ISOLATION LEVEL SERIALIZABLE", "unsupported: ISOLATION LEVEL"),
+            ("BEGIN READ ONLY", "unsupported: READ ONLY"),
+            ("BEGIN ISOLATION LEVEL", "expected an isolation level"),
+            ("BEGIN FOO", "unexpected text at the end"),
+            ("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", "unsupported: SET TRANSACTION"),
+            (
+                "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                "unsupported: SET TRANSACTION",
+            ),
+            ("SET LOCAL lock_timeout = 10", "unsupported: SET LOCAL"),
+            ("LOCK TABLE ONLY t", "unexpected text at the end"),
+            ("DROP TABLE t CASCADE", "unexpected text at the end"),
+        ] {
+            let e = parse_statement(bad).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let e = parse_block("BEGIN\n  ISOLATION LEVEL\n  SERIALIZABLE;").unwrap_err();
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

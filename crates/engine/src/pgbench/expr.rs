@@ -274,6 +274,8 @@ pub const MAX_ZIPFIAN_PARAM: f64 = 1000.0;
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     Int(i64),
+    /// `9223372036854775808`, legal only right after a unary minus.
+    MaxIntPlusOne,
     Double(f64),
     Var(String),
     Ident(String),
@@ -283,12 +285,25 @@ enum Tok {
     Comma,
 }
 
+/// A double constant as pgbench's scanner reads it (`strtodouble` over `strtod`, PostgreSQL 15
+/// `exprscan.l`): a value that overflows to infinity or underflows (to zero or a subnormal from
+/// a nonzero mantissa), where C's `strtod` sets `ERANGE`, is refused.
+fn parse_double(text: &str) -> Result<f64, String> {
+    let bad = || format!("double constant out of range: \"{text}\"");
+    let d: f64 = text.parse().map_err(|_| format!("invalid number \"{text}\""))?;
+    let mantissa = text.split(['e', 'E']).next().unwrap_or("");
+    let nonzero = mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    if d.is_infinite() || (nonzero && !d.is_normal()) { Err(bad()) } else { Ok(d) }
+}
+
 fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
     let b = s.as_bytes();
     let mut i = 0;
     let mut out = Vec::new();
     while i < b.len() {
-        let c = b[i] as char;
+        // `i` is always at a char boundary: every branch below advances over ASCII bytes or
+        // over whole chars, so slicing `s` at `i` never splits a UTF-8 sequence.
+        let Some(c) = s[i..].chars().next() else { break };
         if c.is_ascii_whitespace() {
             i += 1;
             continue;
@@ -318,7 +333,10 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             }
             let text = &s[start..i];
             if is_double {
-                out.push(Tok::Double(text.parse().map_err(|_| format!("invalid number \"{text}\""))?));
+                out.push(Tok::Double(parse_double(text)?));
+            } else if text == "9223372036854775808" {
+                // 2^63: only valid after a unary minus (pgbench's MAXINT_PLUS_ONE_CONST).
+                out.push(Tok::MaxIntPlusOne);
             } else {
                 out.push(Tok::Int(text.parse().map_err(|_| format!("bigint out of range: \"{text}\""))?));
             }
@@ -344,7 +362,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             out.push(Tok::Ident(s[start..i].to_string()));
             continue;
         }
-        let two = if i + 1 < b.len() { &s[i..i + 2] } else { "" };
+        let two = s.get(i..i + 2).unwrap_or("");
         let op2 = match two {
             "<=" => Some("<="),
             ">=" => Some(">="),
@@ -375,7 +393,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             '|' => Tok::Op("|"),
             '#' => Tok::Op("#"),
             '~' => Tok::Op("~"),
-            _ => return Err(format!("unexpected character '{c}'")),
+            _ => return Err(format!("unexpected character '{}'", c.escape_debug())),
         };
         out.push(tok);
         i += 1;
@@ -484,6 +502,11 @@ impl Parser {
         let r = match self.peek() {
             Some(Tok::Op("-")) => {
                 self.pos += 1;
+                if self.peek() == Some(&Tok::MaxIntPlusOne) {
+                    self.pos += 1;
+                    self.nesting -= 1;
+                    return Ok((Expr::Const(Value::Int(i64::MIN)), 1));
+                }
                 let (x, d) = self.unary()?;
                 Self::node(Expr::Neg(Box::new(x)), d)
             }
@@ -528,6 +551,7 @@ impl Parser {
                 }
             }
             Some(Tok::Ident(name)) => self.ident(&name),
+            Some(Tok::MaxIntPlusOne) => Err("bigint out of range: \"9223372036854775808\"".into()),
             Some(t) => Err(format!("syntax error at {t:?}")),
             None => Err("unexpected end of expression".into()),
         }
@@ -897,6 +921,38 @@ mod tests {
         assert!(ev("random_gaussian(1, 10, 1.0)").unwrap_err().contains("at least"));
         assert!(ev("random_zipfian(1, 10, 0.5)").unwrap_err().contains("zipfian parameter"));
         assert!(ev("random_exponential(1, 10, 0)").unwrap_err().contains("greater than zero"));
+    }
+
+    /// Issue 19 item 7: a multi-byte character right after a one-byte token used to be sliced
+    /// through its middle (a panic); it is an error quoting the character as written.
+    #[test]
+    fn non_ascii_text_is_an_error_not_a_panic() {
+        for text in ["(é", "<é", "1 é", "é", ":x<€", "1 +\u{1F600}"] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains("unexpected character"), "{text}: {e}");
+            assert!(!e.contains('Ã'), "{text}: mojibake in {e}");
+        }
+        assert_eq!(parse("(é").unwrap_err(), "unexpected character 'é'");
+        assert_eq!(parse("1 <\n").unwrap_err(), "unexpected end of expression");
+        assert!(parse("1 \u{7}").unwrap_err().contains("'\\u{7}'"), "control characters are escaped");
+    }
+
+    /// Issue 19 item 12: numbers are read as pgbench reads them: `-9223372036854775808` is
+    /// `i64::MIN` (2^63 is legal only after a unary minus), and doubles that overflow or
+    /// underflow `strtod` are refused.
+    #[test]
+    fn number_limits_follow_pgbench() {
+        assert_eq!(ev("-9223372036854775808").unwrap(), Value::Int(i64::MIN));
+        assert_eq!(ev("1 + -9223372036854775808").unwrap(), Value::Int(i64::MIN + 1));
+        assert!(parse("9223372036854775808").unwrap_err().contains("bigint out of range"));
+        assert!(parse("-9223372036854775809").unwrap_err().contains("bigint out of range"));
+        assert!(ev("- -9223372036854775808").unwrap_err().contains("out of range"));
+        for bad in ["1e309", "1e-400", "1e-310", "-1.5e400"] {
+            assert!(parse(bad).unwrap_err().contains("double constant out of range"), "{bad}");
+        }
+        assert_eq!(ev("1e308").unwrap(), Value::Double(1e308));
+        assert_eq!(ev("0e999").unwrap(), Value::Double(0.0));
+        assert_eq!(ev("2.2250738585072014e-308").unwrap(), Value::Double(f64::MIN_POSITIVE));
     }
 
     #[test]

@@ -297,12 +297,26 @@ impl Builtin {
     }
 }
 
+/// The largest script text [`parse_script`] accepts, bytes (1 MiB). pgbench itself reads a
+/// script file whatever its size; a bound keeps `-f /dev/zero` from filling memory, and the
+/// largest realistic script is a few kilobytes.
+pub const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
 /// Parses a script's text; `file` names it in errors.
 ///
 /// # Errors
-/// The first problem, as `FILE:LINE: message`.
+/// The first problem, as `FILE:LINE: message` (one line: control characters of the input are
+/// escaped); a text above [`MAX_SCRIPT_BYTES`] is refused at line 1.
 pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
-    let err = |line: usize, message: String| ScriptError { file: file.to_string(), line, message };
+    let file = &crate::input::one_line(file);
+    let err = |line: usize, message: String| ScriptError {
+        file: file.to_string(),
+        line,
+        message: crate::input::one_line(&message),
+    };
+    if text.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(err(1, format!("script is larger than {MAX_SCRIPT_BYTES} bytes, the most accepted")));
+    }
     let mut commands = Vec::new();
     let mut texts = Vec::new();
     let mut sql = String::new();
@@ -478,7 +492,43 @@ fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
     let (bound, names) = bind_variables(trimmed);
     let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &bound).map_err(|_| unsupported(trimmed))?;
     let [stmt] = stmts.as_slice() else { return Err(unsupported(trimmed)) };
+    if let Some(clause) = unsupported_clause(stmt) {
+        return Err(format!(
+            "unsupported: {clause}: {}",
+            unsupported(trimmed).trim_start_matches("unsupported statement: ")
+        ));
+    }
     convert(stmt, &names).ok_or_else(|| unsupported(trimmed))
+}
+
+/// A clause of an otherwise supported statement that changes what it does and that the engine
+/// does not implement: refused by name, never parsed and dropped. Isolation levels other than
+/// READ COMMITTED (PostgreSQL runs READ UNCOMMITTED as READ COMMITTED) and READ ONLY
+/// transactions (`xact.c`), `AND CHAIN`, `SET TRANSACTION`, and row-lock clauses with `OF`,
+/// `NOWAIT` or `SKIP LOCKED` (`heapam.c`'s wait policies).
+fn unsupported_clause(stmt: &Statement) -> Option<String> {
+    use ast::{TransactionAccessMode as A, TransactionIsolationLevel as L, TransactionMode as M};
+    match stmt {
+        Statement::StartTransaction { modes, .. } => modes.iter().find_map(|m| match m {
+            M::IsolationLevel(L::ReadCommitted | L::ReadUncommitted) | M::AccessMode(A::ReadWrite) => None,
+            M::IsolationLevel(l) => Some(format!("ISOLATION LEVEL {l} (only READ COMMITTED is implemented)")),
+            M::AccessMode(a) => Some(format!("{a} transactions")),
+        }),
+        Statement::Set(ast::Set::SetTransaction { .. }) => {
+            Some("SET TRANSACTION (only the default READ COMMITTED transactions are implemented)".into())
+        }
+        Statement::Commit { chain: true, .. } | Statement::Rollback { chain: true, .. } => {
+            Some("AND CHAIN".into())
+        }
+        Statement::Query(q) => q.locks.iter().find_map(|l| {
+            if l.of.is_some() {
+                Some("FOR UPDATE/SHARE OF".into())
+            } else {
+                l.nonblock.as_ref().map(|n| format!("{n}"))
+            }
+        }),
+        _ => None,
+    }
 }
 
 fn value(e: &ast::Expr, names: &[String]) -> Option<SqlValue> {
@@ -537,9 +587,17 @@ fn normalize(s: &str) -> String {
 
 fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
     match stmt {
-        Statement::StartTransaction { .. } => Some(SqlCommand::Begin),
-        Statement::Commit { .. } => Some(SqlCommand::Commit),
-        Statement::Rollback { savepoint: None, .. } => Some(SqlCommand::Rollback),
+        // Transaction modes were checked by `unsupported_clause`; a BEGIN block with statements
+        // or a modifier (other dialects' syntax) is not a transaction start.
+        Statement::StartTransaction {
+            modifier: None,
+            statements,
+            exception: None,
+            has_end_keyword: false,
+            ..
+        } if statements.is_empty() => Some(SqlCommand::Begin),
+        Statement::Commit { chain: false, modifier: None, .. } => Some(SqlCommand::Commit),
+        Statement::Rollback { savepoint: None, chain: false } => Some(SqlCommand::Rollback),
         Statement::Query(q) => {
             let SetExpr::Select(sel) = q.body.as_ref() else { return None };
             let [from] = sel.from.as_slice() else { return None };
@@ -635,14 +693,27 @@ fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
                 return None;
             }
             let mut values: [Option<SqlValue>; 5] = Default::default();
-            for (c, e) in cols.iter().zip(row_exprs) {
+            for (c, e) in cols.iter().zip(&row_exprs) {
                 let idx = Table::History.column_index(c)?;
                 if values[idx].is_some() {
                     return None;
                 }
                 values[idx] = Some(value(e, names)?);
             }
-            Some(SqlCommand::InsertHistory { values })
+            // Nothing else may be present (ON CONFLICT, RETURNING, an alias, OVERRIDING ...):
+            // the statement must print back as exactly the parts we understood.
+            let listed = if ins.columns.is_empty() {
+                String::new()
+            } else {
+                format!("({}) ", ins.columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))
+            };
+            let canon = format!(
+                "insert into {} {listed}values ({})",
+                ins.table,
+                row_exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            (normalize(&canon) == normalize(&stmt.to_string()))
+                .then_some(SqlCommand::InsertHistory { values })
         }
         _ => None,
     }
@@ -744,6 +815,48 @@ mod tests {
             let e = parse_script("bad.sql", bad).unwrap_err().to_string();
             assert!(e.starts_with("bad.sql:"), "{e}");
             assert!(e.contains(what), "{bad:?} gave {e}");
+        }
+    }
+
+    /// Issue 19 item 13: BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION,
+    /// FOR ... OF, NOWAIT, SKIP LOCKED and INSERT's ON CONFLICT / RETURNING were accepted and
+    /// dropped (a REPEATABLE READ script ran as READ COMMITTED); each is refused, naming the file
+    /// and line, and what PostgreSQL runs as READ COMMITTED is accepted.
+    #[test]
+    fn clauses_that_would_be_dropped_are_refused() {
+        for ok in [
+            "BEGIN ISOLATION LEVEL READ COMMITTED;",
+            "START TRANSACTION ISOLATION LEVEL READ UNCOMMITTED, READ WRITE;",
+            "BEGIN TRANSACTION;",
+            "COMMIT WORK;",
+            "ROLLBACK;",
+        ] {
+            let s = parse_script("ok.sql", ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(s.commands.len(), 1, "{ok}");
+        }
+        for (bad, want) in [
+            ("BEGIN ISOLATION LEVEL REPEATABLE READ;", "unsupported: ISOLATION LEVEL REPEATABLE READ"),
+            ("BEGIN ISOLATION LEVEL SERIALIZABLE;", "unsupported: ISOLATION LEVEL SERIALIZABLE"),
+            ("START TRANSACTION READ ONLY;", "unsupported: READ ONLY transactions"),
+            ("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;", "unsupported: SET TRANSACTION"),
+            ("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE;", "unsupported"),
+            ("COMMIT AND CHAIN;", "unsupported: AND CHAIN"),
+            ("ROLLBACK AND CHAIN;", "unsupported: AND CHAIN"),
+            (
+                "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE OF pgbench_accounts;",
+                "unsupported: FOR UPDATE/SHARE OF",
+            ),
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE NOWAIT;", "unsupported: NOWAIT"),
+            (
+                "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR SHARE SKIP LOCKED;",
+                "unsupported: SKIP LOCKED",
+            ),
+            ("INSERT INTO pgbench_history (tid) VALUES (1) ON CONFLICT DO NOTHING;", "unsupported statement"),
+            ("INSERT INTO pgbench_history (tid) VALUES (1) RETURNING tid;", "unsupported statement"),
+        ] {
+            let text = format!("\\set x 1\n{bad}\n");
+            let e = parse_script("rr.sql", &text).unwrap_err().to_string();
+            assert!(e.starts_with("rr.sql:2: ") && e.contains(want), "{bad}: {e}");
         }
     }
 
