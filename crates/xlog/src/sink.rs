@@ -76,11 +76,21 @@ pub(crate) struct Sink {
     /// Contiguous bytes waiting to be written, starting at `pending_start`.
     pending: Vec<u8>,
     pending_start: u64,
+    /// [`crate::WalConfig::write_limit`]: writes ending more than this many bytes past
+    /// `image_start` fail with `ENOSPC`.
+    write_limit: Option<u64>,
 }
 
 impl Sink {
     /// A sink for a log whose first page starts at byte position `start` (a segment start).
-    pub(crate) fn new(sink: &WalSink, keep_in_memory: bool, start: u64) -> Result<Sink, WalError> {
+    /// With `write_limit`, a file write ending more than that many bytes past `start` fails
+    /// with `ENOSPC` (fault injection: a full disk).
+    pub(crate) fn new(
+        sink: &WalSink,
+        keep_in_memory: bool,
+        start: u64,
+        write_limit: Option<u64>,
+    ) -> Result<Sink, WalError> {
         let kind = match sink {
             WalSink::Files { dir } => {
                 std::fs::create_dir_all(dir).map_err(|e| WalError::io(dir, "create directory", e))?;
@@ -99,6 +109,7 @@ impl Sink {
             image_start: start,
             pending: Vec::with_capacity(64 * 1024),
             pending_start: start,
+            write_limit,
         })
     }
 
@@ -169,6 +180,11 @@ impl Sink {
             let _scope = WaitEventScope::new(WaitEvent::WAL_WRITE);
             let segno = start / WAL_SEG_SIZE;
             let seg = open_segment(dir, open, segno)?;
+            if self.write_limit.is_some_and(|l| end - self.image_start > l) {
+                // ENOSPC, as write(2) reports it on a full file system.
+                let full = std::io::Error::from_raw_os_error(28);
+                return Err(WalError::io(&seg.path, "write", full));
+            }
             seg.file
                 .seek(SeekFrom::Start(start % WAL_SEG_SIZE))
                 .and_then(|_| seg.file.write_all(&self.pending))

@@ -144,7 +144,7 @@ impl Wal {
                 }
             }
         }
-        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory, start.0)?;
+        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory, start.0, cfg.write_limit)?;
         let nbuf = cfg.wal_buffers;
         let start_bytepos = recptr_to_bytepos(start);
         let ins = InsertionLocks::new(cfg.insert_mode, cfg.lwlock_kind)?;
