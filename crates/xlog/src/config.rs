@@ -156,11 +156,13 @@ pub struct WalConfig {
     /// log restarts at a segment boundary instead, as if an `XLOG_SWITCH` had followed that
     /// record, so nothing of the old log's last page has to be read back into the buffers.
     pub start_segment: u64,
-    /// Fault injection, for a file sink only: the log may take at most this many bytes from
-    /// the first byte of [`start_segment`](Self::start_segment); a write that would reach past
-    /// them fails with `ENOSPC` ("No space left on device") naming the segment file, as a
-    /// full disk fails `XLogWrite`, and poisons the WAL like any write error. `None` (the
-    /// default): no limit but the file system's. Lets tests fill the disk deterministically.
+    /// Fault injection: the log may take at most this many bytes from the first byte of
+    /// [`start_segment`](Self::start_segment); a write (whole pages) that would reach past
+    /// them fails, writing nothing, with `ENOSPC` ("No space left on device") naming the
+    /// segment file (its path with a file sink, its name with the others), as a full disk
+    /// fails `XLogWrite`, and poisons the WAL like any write error. Applies to every sink
+    /// (memory and modelled sinks count the bytes they would write). `None` (the default): no
+    /// limit but the file system's. Lets tests fill the disk deterministically.
     pub write_limit: Option<u64>,
 }
 
@@ -237,9 +239,6 @@ impl WalConfig {
                 Self::MAX_START_SEGMENT,
                 self.start_segment
             )));
-        }
-        if self.write_limit.is_some() && !matches!(self.sink, WalSink::Files { .. }) {
-            return Err(WalError::Config("write_limit applies to a file sink only".into()));
         }
         if let WalSink::Modelled { flush_delay } = self.sink
             && flush_delay > Duration::from_secs(1)

@@ -77,14 +77,14 @@ pub(crate) struct Sink {
     pending: Vec<u8>,
     pending_start: u64,
     /// [`crate::WalConfig::write_limit`]: writes ending more than this many bytes past
-    /// `image_start` fail with `ENOSPC`.
+    /// `image_start` fail with `ENOSPC` ([`Sink::check_space`]).
     write_limit: Option<u64>,
 }
 
 impl Sink {
     /// A sink for a log whose first page starts at byte position `start` (a segment start).
-    /// With `write_limit`, a file write ending more than that many bytes past `start` fails
-    /// with `ENOSPC` (fault injection: a full disk).
+    /// With `write_limit`, a write ending more than that many bytes past `start` fails with
+    /// `ENOSPC` (fault injection: a full disk).
     pub(crate) fn new(
         sink: &WalSink,
         keep_in_memory: bool,
@@ -111,6 +111,23 @@ impl Sink {
             pending_start: start,
             write_limit,
         })
+    }
+
+    /// Fails if writing up to byte position `end` would take the log past its
+    /// [`crate::WalConfig::write_limit`]: `ENOSPC`, as `write(2)` reports a full file system,
+    /// naming the segment that holds the first byte past the limit.
+    pub(crate) fn check_space(&self, end: u64) -> Result<(), WalError> {
+        match self.write_limit {
+            Some(limit) if end.saturating_sub(self.image_start) > limit => {
+                let name = segment_file_name((self.image_start + limit) / WAL_SEG_SIZE);
+                let path = match &self.kind {
+                    SinkKind::Files { dir, .. } => dir.join(name),
+                    _ => PathBuf::from(name),
+                };
+                Err(WalError::io(path, "write", std::io::Error::from_raw_os_error(28)))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// True if `flush` costs something (files or modelled): PostgreSQL's `enableFsync`.
@@ -180,11 +197,6 @@ impl Sink {
             let _scope = WaitEventScope::new(WaitEvent::WAL_WRITE);
             let segno = start / WAL_SEG_SIZE;
             let seg = open_segment(dir, open, segno)?;
-            if self.write_limit.is_some_and(|l| end - self.image_start > l) {
-                // ENOSPC, as write(2) reports it on a full file system.
-                let full = std::io::Error::from_raw_os_error(28);
-                return Err(WalError::io(&seg.path, "write", full));
-            }
             seg.file
                 .seek(SeekFrom::Start(start % WAL_SEG_SIZE))
                 .and_then(|_| seg.file.write_all(&self.pending))

@@ -72,9 +72,15 @@ fn a_write_past_the_write_limit_fails_like_a_full_disk() {
     assert!(again.starts_with("WAL is unusable after an earlier failure: could not write"), "{again}");
     let got = read_all(WalReader::new(SegmentDir::new(dir.path()), Wal::first_record()));
     assert!(got.len() as u64 >= committed, "{} records read, {committed} committed", got.len());
-    // Only a file sink can be limited.
-    let bad = WalConfig { write_limit: Some(1), ..WalConfig::default() };
-    assert!(Wal::open(bad).unwrap_err().to_string().contains("write_limit"));
+    // A memory sink counts the bytes it would write, and fails the same way, naming the
+    // segment (it has no file).
+    let mem = Wal::open(WalConfig { write_limit: Some(limit), ..WalConfig::default() }).unwrap();
+    let mut b = mem.backend();
+    let err = (0..1000)
+        .find_map(|_| b.insert(&record(0, &data)).and_then(|end| b.commit(end)).err())
+        .expect("the limit stops a memory sink too")
+        .to_string();
+    assert_eq!(err, "could not write 000000010000000000000000: No space left on device (os error 28)");
 }
 
 #[test]
