@@ -13,7 +13,12 @@
 //! `EvalPlanQual`): find the version the statement's snapshot sees; if another in-progress
 //! transaction has already set its xmax, take that version's heavyweight tuple lock
 //! (`heap_acquire_tuplock`), wait on that transaction's xid lock in lmgr and try again; if a
-//! committed transaction has, retry on the newest committed version. The new version goes on
+//! committed transaction has, retry on the newest committed version, first waiting on the
+//! committer's xid lock if a fresh snapshot still shows it running (committed in CLOG but not
+//! yet out of the ProcArray), so that a retry never loops on snapshots.
+//!
+//! Every error path ends the transaction: [`Session::commit`] and [`Session::rollback`] clear
+//! the ProcArray entry, release every lock and wake the waiters even when WAL or CLOG fails. The new version goes on
 //! the same page when it fits (a HOT update, no index entry), after an opportunistic prune
 //! under a conditional cleanup lock when the page is nearly full; otherwise on another page
 //! with a new index entry. Row locks of several `FOR SHARE` lockers are shared through a
