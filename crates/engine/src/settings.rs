@@ -163,6 +163,11 @@ pub const KNOBS: &[Knob] = &[
         about: "wal_writer_delay, in ms (synchronous_commit off)",
     },
     Knob {
+        key: "wal.write_limit",
+        values: "0..=1099511627776 (bytes)",
+        about: "fault injection: WAL writes past this many bytes of log fail with ENOSPC, as on a full disk (0: no limit)",
+    },
+    Knob {
         key: "engine.btree_search",
         values: "interpolation|binary",
         about: "B-tree page search: interpolation from the parent's key range, or _bt_binsrch's bisection",
@@ -294,6 +299,10 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
         }
         "wal.writer_delay" => {
             c.wal.wal_writer_delay = Duration::from_millis(number(key, v, 1u64, 10_000)?);
+        }
+        "wal.write_limit" => {
+            let n = number(key, v, 0u64, 1 << 40)?;
+            c.wal.write_limit = (n > 0).then_some(n);
         }
         "engine.btree_search" => c.btree_search = parsed::<crate::btree::Search>(key, v)?,
         _ => return Err(format!("unknown --set key \"{key}\" (valid: {})", valid_keys())),

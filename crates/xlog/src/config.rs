@@ -156,11 +156,20 @@ pub struct WalConfig {
     /// log restarts at a segment boundary instead, as if an `XLOG_SWITCH` had followed that
     /// record, so nothing of the old log's last page has to be read back into the buffers.
     pub start_segment: u64,
+    /// Fault injection: the log may take at most this many bytes from the first byte of
+    /// [`start_segment`](Self::start_segment); a write (whole pages) that would reach past
+    /// them fails, writing nothing, with `ENOSPC` ("No space left on device") naming the
+    /// segment file (its path with a file sink, its name with the others), as a full disk
+    /// fails `XLogWrite`, and poisons the WAL like any write error. Applies to every sink
+    /// (memory and modelled sinks count the bytes they would write). `None` (the default): no
+    /// limit but the file system's. Lets tests fill the disk deterministically.
+    pub write_limit: Option<u64>,
 }
 
 impl Default for WalConfig {
     /// 8 insertion locks, 512 buffers, memory sink, no copy kept, no commit_delay,
-    /// commit_siblings 5, synchronous commit, 200 ms writer delay, log starting in segment 0.
+    /// commit_siblings 5, synchronous commit, 200 ms writer delay, log starting in segment 0,
+    /// no write limit.
     fn default() -> Self {
         WalConfig {
             insert_mode: InsertMode::default(),
@@ -173,6 +182,7 @@ impl Default for WalConfig {
             synchronous_commit: true,
             wal_writer_delay: Duration::from_millis(200),
             start_segment: 0,
+            write_limit: None,
         }
     }
 }

@@ -76,11 +76,21 @@ pub(crate) struct Sink {
     /// Contiguous bytes waiting to be written, starting at `pending_start`.
     pending: Vec<u8>,
     pending_start: u64,
+    /// [`crate::WalConfig::write_limit`]: writes ending more than this many bytes past
+    /// `image_start` fail with `ENOSPC` ([`Sink::check_space`]).
+    write_limit: Option<u64>,
 }
 
 impl Sink {
     /// A sink for a log whose first page starts at byte position `start` (a segment start).
-    pub(crate) fn new(sink: &WalSink, keep_in_memory: bool, start: u64) -> Result<Sink, WalError> {
+    /// With `write_limit`, a write ending more than that many bytes past `start` fails with
+    /// `ENOSPC` (fault injection: a full disk).
+    pub(crate) fn new(
+        sink: &WalSink,
+        keep_in_memory: bool,
+        start: u64,
+        write_limit: Option<u64>,
+    ) -> Result<Sink, WalError> {
         let kind = match sink {
             WalSink::Files { dir } => {
                 std::fs::create_dir_all(dir).map_err(|e| WalError::io(dir, "create directory", e))?;
@@ -99,7 +109,25 @@ impl Sink {
             image_start: start,
             pending: Vec::with_capacity(64 * 1024),
             pending_start: start,
+            write_limit,
         })
+    }
+
+    /// Fails if writing up to byte position `end` would take the log past its
+    /// [`crate::WalConfig::write_limit`]: `ENOSPC`, as `write(2)` reports a full file system,
+    /// naming the segment that holds the first byte past the limit.
+    pub(crate) fn check_space(&self, end: u64) -> Result<(), WalError> {
+        match self.write_limit {
+            Some(limit) if end.saturating_sub(self.image_start) > limit => {
+                let name = segment_file_name((self.image_start + limit) / WAL_SEG_SIZE);
+                let path = match &self.kind {
+                    SinkKind::Files { dir, .. } => dir.join(name),
+                    _ => PathBuf::from(name),
+                };
+                Err(WalError::io(path, "write", std::io::Error::from_raw_os_error(28)))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// True if `flush` costs something (files or modelled): PostgreSQL's `enableFsync`.

@@ -144,7 +144,7 @@ impl Wal {
                 }
             }
         }
-        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory, start.0)?;
+        let sink = Sink::new(&cfg.sink, cfg.keep_in_memory, start.0, cfg.write_limit)?;
         let nbuf = cfg.wal_buffers;
         let start_bytepos = recptr_to_bytepos(start);
         let ins = InsertionLocks::new(cfg.insert_mode, cfg.lwlock_kind)?;
@@ -497,8 +497,8 @@ impl Wal {
             let first = written - written % XLOG_BLCKSZ;
             let last = write_upto.div_ceil(XLOG_BLCKSZ) * XLOG_BLCKSZ;
             let npages = (last - first) / XLOG_BLCKSZ;
-            let mut result = Ok(());
-            if sink.stores() {
+            let mut result = sink.check_space(last);
+            if result.is_ok() && sink.stores() {
                 let mut p = first;
                 while p < last && result.is_ok() {
                     let slot = self.slot_of(p);

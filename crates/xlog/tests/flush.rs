@@ -34,6 +34,55 @@ fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// `write_limit` (a full disk, injected): the first write that would end past the limit fails
+/// with ENOSPC naming the segment file; the WAL is poisoned and every later call says so,
+/// with the first failure's message; what was flushed before the limit is readable.
+#[test]
+fn a_write_past_the_write_limit_fails_like_a_full_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 * 1024;
+    let cfg = WalConfig {
+        wal_buffers: 8,
+        sink: WalSink::Files { dir: dir.path().to_path_buf() },
+        write_limit: Some(limit),
+        ..WalConfig::default()
+    };
+    let wal = Wal::open(cfg).unwrap();
+    let mut b = wal.backend();
+    let data = vec![7u8; 1000];
+    let mut committed = 0u64;
+    let err = loop {
+        let end = match b.insert(&record(0, &data)) {
+            Ok(end) => end,
+            Err(e) => break e,
+        };
+        match b.commit(end) {
+            Ok(()) => committed += 1,
+            Err(e) => break e,
+        }
+        assert!(committed < 1000, "the limit never stopped a write");
+    };
+    let msg = err.to_string();
+    let seg = dir.path().join("000000010000000000000000");
+    assert!(msg.starts_with(&format!("could not write {}: ", seg.display())), "{msg}");
+    assert!(msg.contains("os error 28"), "{msg}");
+    assert!(wal.flushed_upto().0 <= limit, "nothing past the limit was flushed");
+    assert!(committed > 10, "writes below the limit went through ({committed})");
+    let again = b.insert(&record(0, &data)).unwrap_err().to_string();
+    assert!(again.starts_with("WAL is unusable after an earlier failure: could not write"), "{again}");
+    let got = read_all(WalReader::new(SegmentDir::new(dir.path()), Wal::first_record()));
+    assert!(got.len() as u64 >= committed, "{} records read, {committed} committed", got.len());
+    // A memory sink counts the bytes it would write, and fails the same way, naming the
+    // segment (it has no file).
+    let mem = Wal::open(WalConfig { write_limit: Some(limit), ..WalConfig::default() }).unwrap();
+    let mut b = mem.backend();
+    let err = (0..1000)
+        .find_map(|_| b.insert(&record(0, &data)).and_then(|end| b.commit(end)).err())
+        .expect("the limit stops a memory sink too")
+        .to_string();
+    assert_eq!(err, "could not write 000000010000000000000000: No space left on device (os error 28)");
+}
+
 #[test]
 fn a_flush_to_files_is_on_disk_when_it_returns() {
     for mode in [InsertMode::SingleLock, InsertMode::InsertionLocks(8)] {

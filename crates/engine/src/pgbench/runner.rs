@@ -722,9 +722,12 @@ pub fn run_on_with(
                             // Give back what the failed transaction holds (its row and tuple
                             // locks, its xid) at once, or the clients waiting on them would wait
                             // until the end, which they would never reach; then stop the run.
+                            // The rollback ends the transaction even when it fails itself (a
+                            // full disk, a poisoned WAL): its error adds nothing to `e`.
                             if s.in_transaction() {
                                 let _ = s.rollback();
                             }
+                            debug_assert!(!s.in_transaction());
                             shared.stop.store(true, Ordering::Relaxed);
                             r = Err(match e {
                                 EngineError::Usage(m) => {
@@ -825,6 +828,18 @@ pub fn run_on_with(
             texts: s.texts.clone(),
         })
         .collect();
+    // A failed run reports the failure that started it: after a WAL write error the other
+    // clients fail with "WAL is unusable after an earlier failure" (which repeats it).
+    let mut outs = outs;
+    let consequence = |e: &EngineError| matches!(e, EngineError::Wal(lockstack_xlog::WalError::Poisoned(_)));
+    if let Some(i) = outs
+        .iter()
+        .position(|o| o.as_ref().is_err_and(|e| !consequence(e)))
+        .or_else(|| outs.iter().position(Result::is_err))
+        && let Err(e) = outs.swap_remove(i)
+    {
+        return Err(e);
+    }
     for o in outs {
         let o = o?;
         lat_sum_ns += o.lat_sum_ns;
