@@ -776,6 +776,12 @@ fn check_balances(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(
                 h.balance,
                 w.rows,
                 w.balance
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// No transaction at or after `next_xid` has a status yet: garbage there would fail a later
 /// commit ("transaction N is aborted, cannot become committed") without naming the file.
 /// Checked after the relations, whose xids say whether `next_xid` itself is too low.
