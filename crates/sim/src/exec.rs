@@ -169,13 +169,30 @@ const EV_RESUME: u8 = 0;
 const EV_TIMER: u8 = 1;
 
 /// An event: resume a task that holds a hardware thread, or a timer (sleep or timed park)
-/// expiring. Ordered by time, then task id: ties go to the lower task id.
+/// expiring. Packed in one `u128` so that the heap compares one integer: time (64 bits), then
+/// task id (32), then kind (1), then the park generation (31). Ties go to the lower task id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Ev {
-    pub(crate) time: u64,
-    pub(crate) task: u32,
-    kind: u8,
-    generation: u32,
+pub(crate) struct Ev(u128);
+
+impl Ev {
+    fn new(time: u64, task: u32, kind: u8, generation: u32) -> Ev {
+        Ev((u128::from(time) << 64)
+            | (u128::from(task) << 32)
+            | (u128::from(kind & 1) << 31)
+            | u128::from(generation & 0x7fff_ffff))
+    }
+    pub(crate) fn time(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+    pub(crate) fn task(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    fn kind(self) -> u8 {
+        ((self.0 >> 31) & 1) as u8
+    }
+    fn generation(self) -> u32 {
+        (self.0 & 0x7fff_ffff) as u32
+    }
 }
 
 /// What a task is doing.
@@ -389,20 +406,20 @@ impl Exec {
     pub(crate) fn must_yield(&self, id: u32) -> bool {
         match self.heap.peek() {
             None => false,
-            Some(Reverse(ev)) => (ev.time, ev.task) < (self.tasks[id as usize].clock, id),
+            Some(Reverse(ev)) => (ev.time(), ev.task()) < (self.tasks[id as usize].clock, id),
         }
     }
 
     /// Queues the running task to resume at its clock.
     pub(crate) fn push_resume(&mut self, id: u32) {
         let time = self.tasks[id as usize].clock;
-        self.heap.push(Reverse(Ev { time, task: id, kind: EV_RESUME, generation: 0 }));
+        self.heap.push(Reverse(Ev::new(time, id, EV_RESUME, 0)));
     }
 
     /// Queues a timer for task `id` at `time`, valid while its park generation is unchanged.
     pub(crate) fn push_timer(&mut self, id: u32, time: u64) {
         let generation = self.tasks[id as usize].generation;
-        self.heap.push(Reverse(Ev { time, task: id, kind: EV_TIMER, generation }));
+        self.heap.push(Reverse(Ev::new(time, id, EV_TIMER, generation)));
     }
 
     /// After an operation that did not block: preempts the task when its slice is used and
@@ -745,15 +762,15 @@ impl Simulation {
                     None => break Err(ex.deadlock()),
                 }
             };
-            let id = ev.task;
-            if ev.kind == EV_TIMER {
+            let id = ev.task();
+            if ev.kind() == EV_TIMER {
                 let mut ex = exec.borrow_mut();
                 let t = &ex.tasks[id as usize];
-                if t.generation == ev.generation {
+                if t.generation & 0x7fff_ffff == ev.generation() {
                     match t.state {
-                        State::Parked => ex.wake(id, ev.time, false),
+                        State::Parked => ex.wake(id, ev.time(), false),
                         State::Sleeping => {
-                            let when = ev.time + ex.m.wake_latency;
+                            let when = ev.time() + ex.m.wake_latency;
                             ex.end_block(id, when);
                             let t = &mut ex.tasks[id as usize];
                             t.generation = t.generation.wrapping_add(1);
@@ -768,7 +785,7 @@ impl Simulation {
             {
                 let mut ex = exec.borrow_mut();
                 let t = &ex.tasks[id as usize];
-                debug_assert!(t.state == State::Running && t.clock == ev.time, "stale resume event");
+                debug_assert!(t.state == State::Running && t.clock == ev.time(), "stale resume event");
                 ex.current = id;
                 ex.in_task = true;
             }

@@ -273,7 +273,7 @@ impl Lines {
             m.l1
         };
         let start = t.max(l.busy_until);
-        let done = match access {
+        match access {
             Access::Read => {
                 if l.owner == core || l.sharers.contains(core) {
                     start + local
@@ -337,7 +337,6 @@ impl Lines {
                 }
                 done
             }
-        };
-        done
+        }
     }
 }

@@ -295,7 +295,7 @@ impl MachineProfile {
             named.push(("remote.memory_ns", r.memory_ns));
         }
         for (what, v) in named {
-            if !v.is_finite() || v < 0.0 || v > 1e9 {
+            if !v.is_finite() || !(0.0..=1e9).contains(&v) {
                 return Err(format!("costs.{what} is {v}; it must be a finite number of ns in 0..1e9"));
             }
         }

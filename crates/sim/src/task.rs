@@ -414,7 +414,7 @@ pub fn seed() -> u64 {
 pub fn wait_class(class: &'static str) -> WaitClassGuard {
     let mut ex = exec().borrow_mut();
     let cur = ex.current as usize;
-    let prev = std::mem::replace(&mut ex.tasks[cur].wait_class, Some(class));
+    let prev = ex.tasks[cur].wait_class.replace(class);
     WaitClassGuard { prev, _not_send: std::marker::PhantomData }
 }
 
