@@ -292,6 +292,18 @@ impl Drop for CurrentGuard {
     }
 }
 
+/// Sets the executor's teardown flag when dropped (also by a panic of the scheduler loop), so
+/// that coroutines unwound afterwards do not suspend again.
+struct TeardownGuard<'a>(&'a RefCell<Exec>);
+
+impl Drop for TeardownGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut ex) = self.0.try_borrow_mut() {
+            ex.teardown = true;
+        }
+    }
+}
+
 /// What an operation did to the task that performed it.
 pub(crate) enum After {
     /// It continues (after the scheduler's turn, if another task is earlier).
@@ -750,6 +762,9 @@ impl Simulation {
         let _guard = CurrentGuard;
         exec.borrow_mut().new_task("main".to_string(), 0, Box::new(main));
         let mut coros: Vec<Option<Coro>> = Vec::new();
+        // Declared after `coros`, so dropped before it: if the loop below panics, the
+        // coroutines are unwound with operations already turned into no-ops.
+        let teardown = TeardownGuard(&exec);
         let result = loop {
             self.start_spawned(&exec, &mut coros)?;
             let ev = {
@@ -809,6 +824,7 @@ impl Simulation {
                 exec.borrow_mut().in_task = false;
             }
         }
+        drop(teardown);
         drop(coros);
         let host_seconds = host_start.elapsed().as_secs_f64();
         let mut ex = exec.borrow_mut();

@@ -5,7 +5,13 @@
 //! previous operation (the segment between the two call sites), then waits until no other
 //! task's event comes earlier in virtual time, then applies its cost (a line transfer, a
 //! futex sleep, ...). The caller performs the real memory operation after the call returns,
-//! so shared memory changes in virtual-time order.
+//! so operations take effect in the order of their start times, and accesses to one line in
+//! the order the coherence model serializes them.
+//!
+//! Code between two operations runs on the host with nothing else interleaved: a host lock
+//! (a `std::sync::Mutex`) held across an operation blocks the one host thread when another
+//! task asks for it. Shared state goes through the facade, or is released before the next
+//! operation.
 //!
 //! Called outside a simulation they panic (the facade only routes here while one runs). While
 //! a simulation is being torn down (its main task returned, or it deadlocked), they return at
@@ -54,8 +60,8 @@ fn suspend(ex: std::cell::RefMut<'_, Exec>) {
 }
 
 /// The driver of every operation: charge the segment ending at `site`, wait for the task's
-/// turn, apply `f`, then preempt or wait for the completion time's turn. Returns `None` in
-/// teardown (the operation did nothing).
+/// turn, apply `f`, then preempt if the slice is used. Returns `None` in teardown (the
+/// operation did nothing).
 fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After) -> Option<()> {
     let cell = exec();
     let mut ex = cell.borrow_mut();
@@ -74,18 +80,14 @@ fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After)
             return None;
         }
     }
+    // The caller performs the real memory operation as soon as this returns, in the order
+    // operations are applied (their start times): accesses to one line are serialized by the
+    // line's busy time, so each sees the effects of those applied before it, as the coherence
+    // order says. The task does not wait for its completion time here: its clock is ahead,
+    // and its next operation waits for its turn before it touches shared memory again.
     let suspended = match f(&mut ex, id) {
         After::Block => true,
-        After::Continue => {
-            if ex.maybe_preempt(id) {
-                true
-            } else if ex.must_yield(id) {
-                ex.push_resume(id);
-                true
-            } else {
-                false
-            }
-        }
+        After::Continue => ex.maybe_preempt(id),
     };
     if suspended {
         suspend(ex);

@@ -42,7 +42,8 @@ fn hammer(
                                 // keeps alive.
                                 fetch_add(unsafe { &*a });
                             }
-                            e.lock().unwrap().push(task::now());
+                            let t = task::now();
+                            e.lock().unwrap().push(t);
                         }),
                     )
                 })

@@ -185,7 +185,8 @@ fn time_slicing_with_more_tasks_than_hardware_threads() {
                             for _ in 0..20 {
                                 task::compute(Duration::from_micros(500), Location::caller());
                             }
-                            e.lock().unwrap().push(task::now());
+                            let t = task::now();
+                            e.lock().unwrap().push(t);
                         }),
                     )
                 })
@@ -221,7 +222,8 @@ fn park_unpark_pays_the_futex_latency_and_keeps_the_token() {
                 "waiter",
                 Box::new(move || {
                     let r = task::park(None);
-                    s3.lock().unwrap().push((task::now(), r));
+                    let t = task::now();
+                    s3.lock().unwrap().push((t, r));
                 }),
             );
             task::sleep(Duration::from_millis(1));
@@ -237,7 +239,8 @@ fn park_unpark_pays_the_futex_latency_and_keeps_the_token() {
                     task::sleep(Duration::from_millis(1));
                     let before = task::now();
                     let r = task::park(None);
-                    s4.lock().unwrap().push((task::now() - before, r));
+                    let d = task::now() - before;
+                    s4.lock().unwrap().push((d, r));
                 }),
             );
             task::unpark(w2);
@@ -266,7 +269,8 @@ fn sleep_and_timed_park_run_in_virtual_time() {
             let t1 = task::now();
             s2.lock().unwrap().push((t1 - t0, true));
             let r = task::park(Some(Duration::from_secs(2)));
-            s2.lock().unwrap().push((task::now() - t1, r));
+            let d = task::now() - t1;
+            s2.lock().unwrap().push((d, r));
         })
         .unwrap();
     let seen = seen.lock().unwrap();
@@ -355,4 +359,58 @@ fn abandoned_tasks_are_torn_down_when_main_returns() {
         .unwrap();
     assert!(!report.stats.tasks[1].finished);
     assert!(report.stats.tasks[0].finished);
+}
+
+/// The call site of this line, as a `&'static Location`.
+#[track_caller]
+fn here() -> &'static Location<'static> {
+    Location::caller()
+}
+
+fn key(a: &Location<'_>, b: &Location<'_>) -> String {
+    format!("{}:{}:{} -> {}:{}:{}", a.file(), a.line(), a.column(), b.file(), b.line(), b.column())
+}
+
+#[test]
+fn an_operation_after_long_local_work_waits_for_earlier_operations() {
+    // Task A computes 1 us, then runs a 3 us segment (from the table) before its RMW: the RMW
+    // starts at 4 us. Task B computes 2 us and does its RMW at once: it starts at 2 us. B's
+    // RMW must take effect first, although A is resumed first (at 1 us).
+    let (a1, a2, b1, b2) = (here(), here(), here(), here());
+    let mut table = lockstack_sim::SegmentTable::default();
+    table.segments.insert(key(a1, a2), lockstack_sim::SegmentCost { ns: 3000.0, samples: 1 });
+    let sim = Simulation::new(profile(1, 4, 1, 1e7)).with_config(SimConfig {
+        clock: ClockMode::Deterministic(table),
+        default_segment_ns: 0.0,
+        ..SimConfig::default()
+    });
+    let got: Arc<Mutex<Vec<(&'static str, u64)>>> = Arc::default();
+    let g = Arc::clone(&got);
+    sim.run(move || {
+        let x = Arc::new(Padded::default());
+        let spawn = |name: &'static str,
+                     d_ns: u64,
+                     s1: &'static Location<'static>,
+                     s2: &'static Location<'static>| {
+            let (x, g) = (Arc::clone(&x), Arc::clone(&g));
+            task::spawn(
+                name,
+                Box::new(move || {
+                    common::sleep_until(Duration::from_millis(1));
+                    task::compute(Duration::from_nanos(d_ns), s1);
+                    task::atomic(&x.0 as *const AtomicU64 as usize, 8, lockstack_sim::Access::Rmw, s2);
+                    let old = x.0.fetch_add(1, Ordering::SeqCst);
+                    g.lock().unwrap().push((name, old));
+                }),
+            )
+        };
+        let a = spawn("A", 1_000, a1, a2);
+        let b = spawn("B", 2_000, b1, b2);
+        task::join(a).unwrap();
+        task::join(b).unwrap();
+    })
+    .unwrap();
+    let mut got = got.lock().unwrap().clone();
+    got.sort();
+    assert_eq!(got, vec![("A", 1), ("B", 0)], "B's earlier RMW takes effect first");
 }
