@@ -145,7 +145,16 @@ impl fmt::Display for ProfileError {
                 BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             ),
             ProfileError::Parse { source, message } => {
-                write!(f, "machine profile {source}: {}", message.trim_end())
+                // The parser's message on one line: its first line and its explanation, without
+                // the quoted source snippet.
+                let parts: Vec<&str> = message
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| {
+                        !l.is_empty() && !l.starts_with('|') && !l.starts_with(|c: char| c.is_ascii_digit())
+                    })
+                    .collect();
+                write!(f, "machine profile {source}: {}", parts.join(": "))
             }
             ProfileError::Invalid { source, message } => {
                 write!(f, "machine profile {source}: {message}")
