@@ -35,6 +35,7 @@ mod experiment_cmd;
 mod isolation_cmd;
 mod locks_cmd;
 mod lwlock_cmd;
+mod machine_cmd;
 mod pgbench_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
@@ -105,6 +106,9 @@ enum Command {
     /// The five seed experiments, one command each (`experiment list` names them): tables,
     /// counters, the seed's figures, CSV/JSON/SVG.
     Experiment(experiment_cmd::ExperimentArgs),
+    /// The simulated machines' profiles: `machine list`, `machine show NAME|FILE`,
+    /// `machine calibrate [--out FILE]` (measure this host).
+    Machine(machine_cmd::MachineArgs),
 }
 
 /// A failure to report: one line on stderr, and the exit code.
@@ -305,6 +309,7 @@ fn main() -> ExitCode {
         Command::Isolation(args) => isolation_cmd::run(args),
         Command::Pgbench(args) => pgbench_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
+        Command::Machine(args) => machine_cmd::run(args),
     };
     if !STDOUT_CLOSED.load(Ordering::Relaxed)
         && let Err(e) = std::io::stdout().flush()

@@ -1,0 +1,903 @@
+//! The executor: tasks as stackful coroutines on one host thread, resumed in virtual-time
+//! order (a conservative discrete-event simulation), on the hardware threads of a [`Machine`].
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::fmt;
+use std::panic::{AssertUnwindSafe, Location};
+use std::time::{Duration, Instant};
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{LineMap, Lines, Machine, PS_PER_NS, ps};
+use crate::profile::MachineProfile;
+use crate::stats::{HostStats, LineStats, SimReport, SimStats, TaskStats};
+
+/// A simulated task (a backend, a worker, a session): its index in spawn order, the main
+/// task being 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TaskId(pub u32);
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {}", self.0)
+    }
+}
+
+/// How local work between two operations advances a task's virtual clock.
+#[derive(Debug, Clone)]
+pub enum ClockMode {
+    /// Each segment (the code between two operations, keyed by the call sites that bound it)
+    /// costs what the table says, times the profile's speed factor; segments missing from the
+    /// table cost [`SimConfig::default_segment_ns`]. The same inputs give byte-identical
+    /// statistics.
+    Deterministic(SegmentTable),
+    /// Each segment costs the host time it took (`Instant`), times the speed factor. The run
+    /// also fills a [`SegmentTable`] (returned in [`SimReport::segments`]): this is the
+    /// calibration pass of the deterministic mode.
+    Measured,
+}
+
+/// Mean host cost of each segment, keyed by `"from_site -> to_site"` (`file:line:col`, or
+/// `<start>`/`<exit>` for a task's first and last segment). Serializable, so a calibration can
+/// be saved and reused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SegmentTable {
+    /// Segment key to its mean host cost.
+    pub segments: BTreeMap<String, SegmentCost>,
+}
+
+/// One segment's calibrated cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SegmentCost {
+    /// Mean host nanoseconds.
+    pub ns: f64,
+    /// Samples the mean is over.
+    pub samples: u64,
+}
+
+/// How a simulation runs.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The clock mode (default: deterministic with an empty table).
+    pub clock: ClockMode,
+    /// Host ns charged for a segment the table does not know (scaled by the speed factor):
+    /// 20 ns, assumed (a few dozen instructions between two synchronization operations).
+    pub default_segment_ns: f64,
+    /// Each task's coroutine stack, bytes (default 256 KiB; mapped lazily).
+    pub stack_size: usize,
+    /// How many hottest lines [`SimStats::hot_lines`] lists (default 10).
+    pub top_lines: usize,
+    /// The run's seed: tasks read it (mixed with their id) through [`crate::task::seed`].
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            clock: ClockMode::Deterministic(SegmentTable::default()),
+            default_segment_ns: 20.0,
+            stack_size: 256 * 1024,
+            top_lines: 10,
+            seed: 0,
+        }
+    }
+}
+
+/// Why a simulation did not complete.
+#[derive(Debug)]
+pub enum SimError {
+    /// Every unfinished task waits on something no other task can provide (parked without a
+    /// deadline, or joining such a task) and no timer is pending.
+    Deadlock {
+        /// Virtual time at which the simulation ran out of events, ns.
+        at_ns: u64,
+        /// Each unfinished task and what it waits on.
+        tasks: Vec<BlockedTask>,
+    },
+    /// The main task panicked; the payload's message.
+    MainPanicked(String),
+    /// [`Simulation::run`] was called from inside a running simulation.
+    Nested,
+    /// A coroutine stack could not be allocated.
+    Stack(String),
+}
+
+/// One task that was still waiting when a deadlock was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedTask {
+    /// The task.
+    pub id: TaskId,
+    /// Its name.
+    pub name: String,
+    /// What it does: `parked`, `joining task N`, `runnable`.
+    pub state: String,
+    /// The call site it waits at (`file:line:col`).
+    pub site: String,
+    /// The wait class set with [`crate::task::wait_class`], if any.
+    pub class: Option<String>,
+    /// Since when it waits, ns of virtual time.
+    pub since_ns: u64,
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Deadlock { at_ns, tasks } => {
+                write!(
+                    f,
+                    "simulation deadlock at {at_ns} ns of virtual time: no task can run and no timer is pending"
+                )?;
+                for t in tasks {
+                    write!(
+                        f,
+                        "\n  {} {:?}: {} since {} ns at {}",
+                        t.id, t.name, t.state, t.since_ns, t.site
+                    )?;
+                    if let Some(c) = &t.class {
+                        write!(f, " (wait class {c})")?;
+                    }
+                }
+                Ok(())
+            }
+            SimError::MainPanicked(m) => write!(f, "the simulation's main task panicked: {m}"),
+            SimError::Nested => write!(f, "a simulation cannot be run from inside a simulated task"),
+            SimError::Stack(e) => write!(f, "could not allocate a coroutine stack: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// A simulation of one machine profile: build it, then [`Simulation::run`] a main task.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    profile: MachineProfile,
+    config: SimConfig,
+}
+
+pub(crate) const NONE: u32 = u32::MAX;
+/// Reserved site ids: a task's first and last segment boundaries.
+pub(crate) const SITE_START: u32 = 0;
+pub(crate) const SITE_EXIT: u32 = 1;
+
+const EV_RESUME: u8 = 0;
+const EV_TIMER: u8 = 1;
+
+/// An event: resume a task that holds a hardware thread, or a timer (sleep or timed park)
+/// expiring. Packed in one `u128` so that the heap compares one integer: time (64 bits), then
+/// task id (32), then kind (1), then the park generation (31). Ties go to the lower task id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Ev(u128);
+
+impl Ev {
+    fn new(time: u64, task: u32, kind: u8, generation: u32) -> Ev {
+        Ev((u128::from(time) << 64)
+            | (u128::from(task) << 32)
+            | (u128::from(kind & 1) << 31)
+            | u128::from(generation & 0x7fff_ffff))
+    }
+    pub(crate) fn time(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+    pub(crate) fn task(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    fn kind(self) -> u8 {
+        ((self.0 >> 31) & 1) as u8
+    }
+    fn generation(self) -> u32 {
+        (self.0 & 0x7fff_ffff) as u32
+    }
+}
+
+/// What a task is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Holds a hardware thread (executing, or waiting in the event heap for its turn).
+    Running,
+    /// Runnable, waiting in the run queue for a hardware thread.
+    Ready,
+    /// Asleep in park.
+    Parked,
+    /// Asleep in sleep.
+    Sleeping,
+    /// Waiting for the task to finish.
+    Joining(u32),
+    /// Done.
+    Finished,
+}
+
+type Payload = Box<dyn Any + Send + 'static>;
+
+pub(crate) struct Task {
+    pub(crate) name: String,
+    pub(crate) clock: u64,
+    pub(crate) state: State,
+    pub(crate) hw: u32,
+    last_hw: u32,
+    pub(crate) last_site: u32,
+    slice_start: u64,
+    pub(crate) token: bool,
+    pub(crate) generation: u32,
+    pub(crate) park_result: bool,
+    pub(crate) wait_site: Option<&'static Location<'static>>,
+    pub(crate) wait_class: Option<&'static str>,
+    pub(crate) since: u64,
+    pub(crate) outcome: Option<Result<(), Payload>>,
+    pub(crate) joined: bool,
+    pub(crate) joiners: Vec<u32>,
+    pub(crate) locals: HashMap<usize, Box<dyn Any>>,
+    pub(crate) yielder: *const Yielder<(), ()>,
+    pub(crate) seg_start: Option<Instant>,
+    pub(crate) ops: u64,
+    running_ps: u64,
+    spinning_ps: BTreeMap<&'static str, u64>,
+    waiting_ps: BTreeMap<&'static str, u64>,
+    sleeping_ps: u64,
+    joining_ps: u64,
+    runnable_ps: u64,
+    panicked: bool,
+}
+
+/// The class time is booked under when a task waits or spins without naming one.
+pub(crate) const UNCLASSIFIED: &str = "unclassified";
+
+pub(crate) struct Exec {
+    pub(crate) m: Machine,
+    pub(crate) lines: Lines,
+    pub(crate) line_names: LineMap<String>,
+    pub(crate) tasks: Vec<Task>,
+    heap: BinaryHeap<Reverse<Ev>>,
+    ready: VecDeque<u32>,
+    hw_task: Vec<u32>,
+    hw_last_task: Vec<u32>,
+    running: u32,
+    max_running: u32,
+    pub(crate) current: u32,
+    pub(crate) in_task: bool,
+    pub(crate) teardown: bool,
+    pub(crate) events: u64,
+    context_switches: u64,
+    preemptions: u64,
+    pub(crate) parks: u64,
+    pub(crate) wakes: u64,
+    pub(crate) spawned: Vec<(u32, Box<dyn FnOnce()>)>,
+    site_ids: LineMap<u32>,
+    site_names: Vec<String>,
+    seg_cache: LineMap<u64>,
+    measured: Option<LineMap<(f64, u64)>>,
+    table: SegmentTable,
+    default_segment_ps: u64,
+    pub(crate) seed: u64,
+    main_done: bool,
+    end_time: u64,
+}
+
+thread_local! {
+    /// The simulation running on this host thread, while [`Simulation::run`] runs.
+    pub(crate) static CURRENT: Cell<*const RefCell<Exec>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Resets [`CURRENT`] when a run ends, also by a panic.
+struct CurrentGuard;
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+}
+
+/// Sets the executor's teardown flag when dropped (also by a panic of the scheduler loop), so
+/// that coroutines unwound afterwards do not suspend again.
+struct TeardownGuard<'a>(&'a RefCell<Exec>);
+
+impl Drop for TeardownGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut ex) = self.0.try_borrow_mut() {
+            ex.teardown = true;
+        }
+    }
+}
+
+/// What an operation did to the task that performed it.
+pub(crate) enum After {
+    /// It continues (after the scheduler's turn, if another task is earlier).
+    Continue,
+    /// It gave up its hardware thread (parked, slept, joined, was preempted): suspend until
+    /// the scheduler resumes it.
+    Block,
+}
+
+impl Exec {
+    fn new(profile: &MachineProfile, config: &SimConfig) -> Exec {
+        let m = Machine::new(profile);
+        let hw = profile.hw_threads() as usize;
+        let (measured, table) = match &config.clock {
+            ClockMode::Deterministic(t) => (None, t.clone()),
+            ClockMode::Measured => (Some(LineMap::default()), SegmentTable::default()),
+        };
+        let default_segment_ps = ps(config.default_segment_ns * m.speed_factor);
+        Exec {
+            m,
+            lines: Lines::default(),
+            line_names: LineMap::default(),
+            tasks: Vec::new(),
+            heap: BinaryHeap::new(),
+            ready: VecDeque::new(),
+            hw_task: vec![NONE; hw],
+            hw_last_task: vec![NONE; hw],
+            running: 0,
+            max_running: 0,
+            current: NONE,
+            in_task: false,
+            teardown: false,
+            events: 0,
+            context_switches: 0,
+            preemptions: 0,
+            parks: 0,
+            wakes: 0,
+            spawned: Vec::new(),
+            site_ids: LineMap::default(),
+            site_names: vec!["<start>".to_string(), "<exit>".to_string()],
+            seg_cache: LineMap::default(),
+            measured,
+            table,
+            default_segment_ps,
+            seed: config.seed,
+            main_done: false,
+            end_time: 0,
+        }
+    }
+
+    /// Interns a call site.
+    pub(crate) fn site(&mut self, loc: &'static Location<'static>) -> u32 {
+        let key = loc as *const Location<'static> as usize as u64;
+        if let Some(&id) = self.site_ids.get(&key) {
+            return id;
+        }
+        let id = self.site_names.len() as u32;
+        self.site_names.push(format!("{}:{}:{}", loc.file(), loc.line(), loc.column()));
+        self.site_ids.insert(key, id);
+        id
+    }
+
+    /// Charges `cost` ps of execution to the current task, under its wait class if it has one.
+    pub(crate) fn charge(&mut self, id: u32, cost: u64) {
+        let t = &mut self.tasks[id as usize];
+        t.clock += cost;
+        match t.wait_class {
+            None => t.running_ps += cost,
+            Some(c) => *t.spinning_ps.entry(c).or_insert(0) += cost,
+        }
+    }
+
+    /// Charges `cost` ps of spinning (a pause) to the current task.
+    pub(crate) fn charge_spin(&mut self, id: u32, cost: u64) {
+        let t = &mut self.tasks[id as usize];
+        t.clock += cost;
+        *t.spinning_ps.entry(t.wait_class.unwrap_or(UNCLASSIFIED)).or_insert(0) += cost;
+    }
+
+    /// Charges the local work since the task's previous operation (the segment ending at
+    /// `site`), and counts the operation.
+    pub(crate) fn enter(&mut self, id: u32, site: u32) {
+        self.events += 1;
+        let from = self.tasks[id as usize].last_site;
+        let key = (u64::from(from) << 32) | u64::from(site);
+        let cost = if let Some(measured) = &mut self.measured {
+            let t = &self.tasks[id as usize];
+            let host_ns = t.seg_start.map_or(0.0, |s| s.elapsed().as_nanos() as f64);
+            let e = measured.entry(key).or_insert((0.0, 0));
+            e.0 += host_ns;
+            e.1 += 1;
+            ps(host_ns * self.m.speed_factor)
+        } else if let Some(&c) = self.seg_cache.get(&key) {
+            c
+        } else {
+            let name = format!("{} -> {}", self.site_names[from as usize], self.site_names[site as usize]);
+            let c = self
+                .table
+                .segments
+                .get(&name)
+                .map_or(self.default_segment_ps, |s| ps(s.ns * self.m.speed_factor));
+            self.seg_cache.insert(key, c);
+            c
+        };
+        self.charge(id, cost);
+        self.tasks[id as usize].ops += 1;
+        self.tasks[id as usize].last_site = site;
+    }
+
+    /// True when another event comes before the running task's clock, so it must wait its
+    /// turn in the heap.
+    pub(crate) fn must_yield(&self, id: u32) -> bool {
+        match self.heap.peek() {
+            None => false,
+            Some(Reverse(ev)) => (ev.time(), ev.task()) < (self.tasks[id as usize].clock, id),
+        }
+    }
+
+    /// Queues the running task to resume at its clock.
+    pub(crate) fn push_resume(&mut self, id: u32) {
+        let time = self.tasks[id as usize].clock;
+        self.heap.push(Reverse(Ev::new(time, id, EV_RESUME, 0)));
+    }
+
+    /// Queues a timer for task `id` at `time`, valid while its park generation is unchanged.
+    pub(crate) fn push_timer(&mut self, id: u32, time: u64) {
+        let generation = self.tasks[id as usize].generation;
+        self.heap.push(Reverse(Ev::new(time, id, EV_TIMER, generation)));
+    }
+
+    /// After an operation that did not block: preempts the task when its slice is used and
+    /// another task waits for a hardware thread. Returns whether it was preempted.
+    pub(crate) fn maybe_preempt(&mut self, id: u32) -> bool {
+        let t = &self.tasks[id as usize];
+        if self.ready.is_empty() || t.clock - t.slice_start < self.m.time_slice {
+            return false;
+        }
+        self.preemptions += 1;
+        self.requeue(id);
+        true
+    }
+
+    /// Gives the task's hardware thread to the head of the run queue and queues the task
+    /// behind it (a preemption or a yield with waiters).
+    pub(crate) fn requeue(&mut self, id: u32) {
+        let now = self.tasks[id as usize].clock;
+        self.release_hw(id, now);
+        let t = &mut self.tasks[id as usize];
+        t.state = State::Ready;
+        t.since = now;
+        self.ready.push_back(id);
+    }
+
+    pub(crate) fn ready_is_empty(&self) -> bool {
+        self.ready.is_empty()
+    }
+
+    /// Puts task `id` on hardware thread `hw` at time `at` (plus a context switch when `switch`
+    /// and the thread last ran another task).
+    fn dispatch(&mut self, id: u32, hw: u32, mut at: u64, switch: bool) {
+        let last = self.hw_last_task[hw as usize];
+        if last != id && last != NONE {
+            self.context_switches += 1;
+            if switch {
+                at += self.m.context_switch;
+            }
+        }
+        self.hw_last_task[hw as usize] = id;
+        self.hw_task[hw as usize] = id;
+        self.running += 1;
+        self.max_running = self.max_running.max(self.running);
+        let t = &mut self.tasks[id as usize];
+        t.hw = hw;
+        t.state = State::Running;
+        t.clock = t.clock.max(at);
+        t.slice_start = t.clock;
+        self.push_resume(id);
+    }
+
+    /// Frees task `id`'s hardware thread at time `at`; the head of the run queue takes it.
+    pub(crate) fn release_hw(&mut self, id: u32, at: u64) {
+        let hw = self.tasks[id as usize].hw;
+        debug_assert_ne!(hw, NONE);
+        let t = &mut self.tasks[id as usize];
+        t.hw = NONE;
+        t.last_hw = hw;
+        self.hw_task[hw as usize] = NONE;
+        self.running -= 1;
+        if let Some(next) = self.ready.pop_front() {
+            let n = &mut self.tasks[next as usize];
+            n.runnable_ps += at.saturating_sub(n.since);
+            self.dispatch(next, hw, at, true);
+        }
+    }
+
+    /// Task `id` becomes runnable at `at`: on a free hardware thread (its last one if free,
+    /// else the first free in the scheduler's order) or at the back of the run queue.
+    pub(crate) fn make_ready(&mut self, id: u32, at: u64) {
+        let last = self.tasks[id as usize].last_hw;
+        let hw = if last != NONE && self.hw_task[last as usize] == NONE {
+            Some(last)
+        } else {
+            self.m.hw_order.iter().copied().find(|&h| self.hw_task[h as usize] == NONE)
+        };
+        match hw {
+            Some(h) => self.dispatch(id, h, at, false),
+            None => {
+                let t = &mut self.tasks[id as usize];
+                t.state = State::Ready;
+                t.since = at;
+                self.ready.push_back(id);
+            }
+        }
+    }
+
+    /// Books the time task `id` spent blocked (since `since`) until `at`, by what it did.
+    pub(crate) fn end_block(&mut self, id: u32, at: u64) {
+        let t = &mut self.tasks[id as usize];
+        let d = at.saturating_sub(t.since);
+        match t.state {
+            State::Parked => *t.waiting_ps.entry(t.wait_class.unwrap_or(UNCLASSIFIED)).or_insert(0) += d,
+            State::Sleeping => t.sleeping_ps += d,
+            State::Joining(_) => t.joining_ps += d,
+            _ => {}
+        }
+    }
+
+    /// Blocks the running task `id` in `state` at its clock, freeing its hardware thread.
+    pub(crate) fn block(&mut self, id: u32, state: State, site: &'static Location<'static>) {
+        let now = self.tasks[id as usize].clock;
+        let t = &mut self.tasks[id as usize];
+        t.state = state;
+        t.since = now;
+        t.wait_site = Some(site);
+        t.generation = t.generation.wrapping_add(1);
+        self.release_hw(id, now);
+    }
+
+    /// Wakes a parked task at `at` (an unpark: `result` true; a time-out: false).
+    /// The wake latency counts as part of the wait.
+    pub(crate) fn wake(&mut self, id: u32, at: u64, result: bool) {
+        let when = at + self.m.wake_latency;
+        self.end_block(id, when);
+        let t = &mut self.tasks[id as usize];
+        t.generation = t.generation.wrapping_add(1);
+        t.park_result = result;
+        t.wait_site = None;
+        self.make_ready(id, when);
+    }
+
+    /// Creates a task record, runnable at `at`.
+    pub(crate) fn new_task(&mut self, name: String, at: u64, f: Box<dyn FnOnce()>) -> u32 {
+        let id = self.tasks.len() as u32;
+        self.tasks.push(Task {
+            name,
+            clock: at,
+            state: State::Ready,
+            hw: NONE,
+            last_hw: NONE,
+            last_site: SITE_START,
+            slice_start: at,
+            token: false,
+            generation: 0,
+            park_result: false,
+            wait_site: None,
+            wait_class: None,
+            since: at,
+            outcome: None,
+            joined: false,
+            joiners: Vec::new(),
+            locals: HashMap::new(),
+            yielder: std::ptr::null(),
+            seg_start: None,
+            ops: 0,
+            running_ps: 0,
+            spinning_ps: BTreeMap::new(),
+            waiting_ps: BTreeMap::new(),
+            sleeping_ps: 0,
+            joining_ps: 0,
+            runnable_ps: 0,
+            panicked: false,
+        });
+        self.spawned.push((id, f));
+        self.make_ready(id, at);
+        id
+    }
+
+    /// The task ends (its exit operation ran at its clock): frees its hardware thread, wakes
+    /// its joiners after the futex latency.
+    pub(crate) fn finish(&mut self, id: u32, outcome: Result<(), Payload>) {
+        let now = self.tasks[id as usize].clock;
+        let t = &mut self.tasks[id as usize];
+        t.panicked = outcome.is_err();
+        t.outcome = Some(outcome);
+        let joiners = std::mem::take(&mut t.joiners);
+        self.release_hw(id, now);
+        self.tasks[id as usize].state = State::Finished;
+        for j in joiners {
+            let when = now + self.m.wake_latency;
+            self.end_block(j, when);
+            self.make_ready(j, when);
+        }
+        if id == 0 {
+            self.main_done = true;
+            self.end_time = now;
+        }
+    }
+
+    fn stats(&self, top: usize, mode: &str) -> SimStats {
+        let mut lines: Vec<(&u64, &crate::machine::Line)> = self.lines.map.iter().collect();
+        lines.sort_by_key(|(_, l)| (Reverse(l.transfers), l.first_touch));
+        let hot_lines = lines
+            .iter()
+            .take(top)
+            .filter(|(_, l)| l.transfers > 0)
+            .map(|&(&line, l)| LineStats {
+                name: self
+                    .line_names
+                    .get(&line)
+                    .cloned()
+                    .unwrap_or_else(|| format!("line #{}", l.first_touch)),
+                addr: line << crate::machine::LINE_SHIFT,
+                transfers: l.transfers,
+                invalidations: l.invalidations,
+                memory_fills: l.memory_fills,
+                accesses: l.accesses,
+            })
+            .collect();
+        let ns = |p: u64| (p as f64 / PS_PER_NS).round() as u64;
+        let tasks = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskStats {
+                id: i as u32,
+                name: t.name.clone(),
+                ops: t.ops,
+                running_ns: ns(t.running_ps),
+                spinning_ns: t.spinning_ps.iter().map(|(k, v)| (k.to_string(), ns(*v))).collect(),
+                waiting_ns: t.waiting_ps.iter().map(|(k, v)| (k.to_string(), ns(*v))).collect(),
+                sleeping_ns: ns(t.sleeping_ps),
+                joining_ns: ns(t.joining_ps),
+                runnable_ns: ns(t.runnable_ps),
+                finished: t.state == State::Finished,
+                panicked: t.panicked,
+            })
+            .collect();
+        SimStats {
+            machine: self.m.name.clone(),
+            clock_mode: mode.to_string(),
+            virtual_ns: ns(self.end_time),
+            virtual_seconds: self.end_time as f64 / 1e12,
+            events: self.events,
+            context_switches: self.context_switches,
+            preemptions: self.preemptions,
+            parks: self.parks,
+            wakes: self.wakes,
+            max_running: self.max_running,
+            lines_touched: self.lines.map.len() as u64,
+            transfers: self.lines.map.values().map(|l| l.transfers).sum(),
+            hot_lines,
+            tasks,
+        }
+    }
+
+    fn deadlock(&self) -> SimError {
+        let at = self.tasks.iter().filter(|t| t.state != State::Finished).map(|t| t.since).max().unwrap_or(0);
+        let tasks = self
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.state != State::Finished)
+            .map(|(i, t)| BlockedTask {
+                id: TaskId(i as u32),
+                name: t.name.clone(),
+                state: match t.state {
+                    State::Parked => "parked".to_string(),
+                    State::Sleeping => "sleeping".to_string(),
+                    State::Joining(j) => format!("joining task {j}"),
+                    State::Ready | State::Running => "runnable".to_string(),
+                    State::Finished => unreachable!("filtered"),
+                },
+                site: t
+                    .wait_site
+                    .map_or_else(|| "?".to_string(), |l| format!("{}:{}:{}", l.file(), l.line(), l.column())),
+                class: t.wait_class.map(str::to_string),
+                since_ns: (t.since as f64 / PS_PER_NS).round() as u64,
+            })
+            .collect();
+        SimError::Deadlock { at_ns: (at as f64 / PS_PER_NS).round() as u64, tasks }
+    }
+
+    fn segment_table(&self) -> SegmentTable {
+        let mut out = SegmentTable::default();
+        if let Some(measured) = &self.measured {
+            for (&key, &(sum, n)) in measured {
+                let (from, to) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+                let name = format!("{} -> {}", self.site_names[from], self.site_names[to]);
+                let e = out.segments.entry(name).or_insert(SegmentCost { ns: 0.0, samples: 0 });
+                let total = e.ns * e.samples as f64 + sum;
+                e.samples += n;
+                e.ns = if e.samples == 0 { 0.0 } else { total / e.samples as f64 };
+            }
+        }
+        out
+    }
+}
+
+type Coro = Coroutine<(), (), (), DefaultStack>;
+
+/// A message from a panic payload.
+pub(crate) fn panic_message(p: &Payload) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
+}
+
+impl Simulation {
+    /// A simulation of `profile` with the default configuration (deterministic clock with an
+    /// empty segment table).
+    pub fn new(profile: MachineProfile) -> Simulation {
+        Simulation { profile, config: SimConfig::default() }
+    }
+
+    /// Replaces the configuration.
+    pub fn with_config(mut self, config: SimConfig) -> Simulation {
+        self.config = config;
+        self
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> &MachineProfile {
+        &self.profile
+    }
+
+    /// Runs `main` as task 0 (named `main`) until it returns, with every task it spawns, in
+    /// virtual time. Tasks still unfinished when `main` returns are abandoned (their stacks
+    /// unwound, their operations turned into no-ops), as a process's threads end with `main`.
+    ///
+    /// # Errors
+    /// [`SimError::Deadlock`] when no task can run and no timer is pending before `main`
+    /// returns; [`SimError::MainPanicked`] when `main` panics; [`SimError::Nested`] when called
+    /// from a simulated task; [`SimError::Stack`] when a stack cannot be mapped.
+    pub fn run<F: FnOnce() + 'static>(&self, main: F) -> Result<SimReport, SimError> {
+        if !CURRENT.with(Cell::get).is_null() {
+            return Err(SimError::Nested);
+        }
+        let host_start = Instant::now();
+        let exec = Box::new(RefCell::new(Exec::new(&self.profile, &self.config)));
+        let exec_ptr: *const RefCell<Exec> = &*exec;
+        CURRENT.with(|c| c.set(exec_ptr));
+        let _guard = CurrentGuard;
+        exec.borrow_mut().new_task("main".to_string(), 0, Box::new(main));
+        let mut coros: Vec<Option<Coro>> = Vec::new();
+        // Declared after `coros`, so dropped before it: if the loop below panics, the
+        // coroutines are unwound with operations already turned into no-ops.
+        let teardown = TeardownGuard(&exec);
+        let result = loop {
+            self.start_spawned(&exec, &mut coros)?;
+            let ev = {
+                let mut ex = exec.borrow_mut();
+                if ex.main_done {
+                    break Ok(());
+                }
+                match ex.heap.pop() {
+                    Some(Reverse(ev)) => ev,
+                    None => break Err(ex.deadlock()),
+                }
+            };
+            let id = ev.task();
+            if ev.kind() == EV_TIMER {
+                let mut ex = exec.borrow_mut();
+                let t = &ex.tasks[id as usize];
+                if t.generation & 0x7fff_ffff == ev.generation() {
+                    match t.state {
+                        State::Parked => ex.wake(id, ev.time(), false),
+                        State::Sleeping => {
+                            let when = ev.time() + ex.m.wake_latency;
+                            ex.end_block(id, when);
+                            let t = &mut ex.tasks[id as usize];
+                            t.generation = t.generation.wrapping_add(1);
+                            t.wait_site = None;
+                            ex.make_ready(id, when);
+                        }
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            {
+                let mut ex = exec.borrow_mut();
+                let t = &ex.tasks[id as usize];
+                debug_assert!(t.state == State::Running && t.clock == ev.time(), "stale resume event");
+                ex.current = id;
+                ex.in_task = true;
+            }
+            let coro = coros[id as usize].as_mut().expect("a running task has a coroutine");
+            let r = coro.resume(());
+            exec.borrow_mut().in_task = false;
+            if let CoroutineResult::Return(()) = r {
+                coros[id as usize] = None;
+            }
+        };
+        // Tear down: abandoned tasks unwind with their operations turned into no-ops.
+        exec.borrow_mut().teardown = true;
+        for (i, c) in coros.iter_mut().enumerate() {
+            if let Some(c) = c.as_mut() {
+                {
+                    let mut ex = exec.borrow_mut();
+                    ex.current = i as u32;
+                    ex.in_task = true;
+                }
+                c.force_unwind();
+                exec.borrow_mut().in_task = false;
+            }
+        }
+        drop(teardown);
+        drop(coros);
+        let host_seconds = host_start.elapsed().as_secs_f64();
+        let mut ex = exec.borrow_mut();
+        for t in &mut ex.tasks {
+            t.locals.clear();
+        }
+        result?;
+        if let Some(Err(p)) = &ex.tasks[0].outcome {
+            return Err(SimError::MainPanicked(panic_message(p)));
+        }
+        let mode = if ex.measured.is_some() { "measured" } else { "deterministic" };
+        let stats = ex.stats(self.config.top_lines, mode);
+        let events = ex.events;
+        Ok(SimReport {
+            stats,
+            host: HostStats {
+                host_seconds,
+                events_per_second: if host_seconds > 0.0 { events as f64 / host_seconds } else { 0.0 },
+            },
+            segments: ex.segment_table(),
+        })
+    }
+
+    /// Runs `main` in measured mode and returns the segment table it filled: the calibration
+    /// pass of the deterministic mode.
+    ///
+    /// # Errors
+    /// As [`Simulation::run`].
+    pub fn calibrate<F: FnOnce() + 'static>(&self, main: F) -> Result<SegmentTable, SimError> {
+        let sim = self.clone().with_config(SimConfig { clock: ClockMode::Measured, ..self.config.clone() });
+        Ok(sim.run(main)?.segments)
+    }
+
+    /// Creates the coroutines of tasks spawned since the last call.
+    fn start_spawned(&self, exec: &RefCell<Exec>, coros: &mut Vec<Option<Coro>>) -> Result<(), SimError> {
+        let spawned = std::mem::take(&mut exec.borrow_mut().spawned);
+        for (id, f) in spawned {
+            let stack =
+                DefaultStack::new(self.config.stack_size).map_err(|e| SimError::Stack(e.to_string()))?;
+            let coro = Coro::with_stack(stack, move |y: &Yielder<(), ()>, ()| task_body(id, y, f));
+            debug_assert_eq!(coros.len(), id as usize);
+            coros.push(Some(coro));
+        }
+        Ok(())
+    }
+}
+
+/// A task's whole life inside its coroutine: run the closure, catch its panic, drop its
+/// task-locals (their destructors may perform operations), then the exit operation.
+fn task_body(id: u32, y: &Yielder<(), ()>, f: Box<dyn FnOnce()>) {
+    {
+        let exec = crate::task::exec();
+        let mut ex = exec.borrow_mut();
+        let t = &mut ex.tasks[id as usize];
+        t.yielder = y;
+        if ex.measured.is_some() {
+            ex.tasks[id as usize].seg_start = Some(Instant::now());
+        }
+    }
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(f));
+    let locals = std::mem::take(&mut crate::task::exec().borrow_mut().tasks[id as usize].locals);
+    // A panicking destructor of a task-local is dropped like std drops a panicking TLS value
+    // would not be: it is caught so that the task still ends.
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(locals)));
+    crate::task::exit(outcome);
+}
+
+/// A duration from virtual picoseconds.
+pub(crate) fn duration_ps(p: u64) -> Duration {
+    Duration::from_nanos(p / 1000) + Duration::from_nanos(u64::from(p % 1000 >= 500))
+}
+
+/// Virtual picoseconds from a duration (saturating).
+pub(crate) fn ps_of(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2000).saturating_mul(1000)
+}

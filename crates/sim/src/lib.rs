@@ -1,0 +1,37 @@
+//! `lockstack-sim`: a simulated many-core machine on which the lock stack's own code runs in
+//! virtual time.
+//!
+//! Each task (a backend, a worker) is a stackful coroutine ([`corosensei`]) on one host
+//! thread, with its own virtual clock. At every synchronization operation (an atomic, a fence,
+//! a `touch` of shared data, a spin hint, a park or unpark, a clock read, a sleep, a spawn or
+//! join: the functions of [`task`]) the task stops, and the scheduler resumes the runnable
+//! task with the smallest clock (a binary heap; ties go to the lower task id). Shared memory
+//! therefore changes in virtual-time order: a conservative discrete-event simulation.
+//!
+//! The machine model ([`MachineProfile`], a TOML file) prices each operation: a 64-byte
+//! line's coherence state (shared readers or one exclusive owner) decides whether an access
+//! hits or pulls the line from another core, and a line is handed over one transfer at a time,
+//! so cores queue on a hot lock word. Tasks occupy hardware threads; more runnable tasks than
+//! threads are time-sliced; parked tasks free their thread and wake after the futex latency.
+//!
+//! Why corosensei and not shuttle: shuttle runs each test many times under randomized
+//! schedulers and owns the primitives (its own `Mutex`, atomics, `thread`), with no notion of
+//! time or cost; we need one long run in virtual-time order whose scheduling decisions come
+//! from a cost model, and every primitive is the lock stack's own code calling [`task`]. A bare
+//! stackful coroutine switch (two per operation at most) is all the executor needs, and
+//! corosensei gives exactly that, with panics and forced unwinding handled.
+//!
+//! See docs/sim.md for the model, the built-in profiles with their citations, and what the
+//! model leaves out.
+
+pub mod calibrate;
+mod exec;
+pub mod machine;
+pub mod profile;
+pub mod stats;
+pub mod task;
+
+pub use exec::{BlockedTask, ClockMode, SegmentCost, SegmentTable, SimConfig, SimError, Simulation, TaskId};
+pub use machine::Access;
+pub use profile::{Costs, MachineProfile, ProfileError, RemoteCost, Topology};
+pub use stats::{HostStats, LineStats, SimReport, SimStats, TaskStats};

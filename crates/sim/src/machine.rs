@@ -1,0 +1,342 @@
+//! The machine model: hardware threads, cores, last-level caches and NUMA nodes, and the
+//! coherence state of every 64-byte line the simulated code touches.
+//!
+//! Time is kept in picoseconds (`u64`) inside the model so that sub-nanosecond costs add up
+//! exactly; the public API speaks [`std::time::Duration`].
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::profile::MachineProfile;
+
+/// Picoseconds per nanosecond.
+pub(crate) const PS_PER_NS: f64 = 1000.0;
+
+/// log2 of the coherence unit: 64-byte lines (x86, and the unit the seeds' padding assumes;
+/// POWER8's 128-byte line is not modelled, see docs/sim.md).
+pub const LINE_SHIFT: u32 = 6;
+
+/// How an operation uses a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// A load: the line may be shared with other cores.
+    Read,
+    /// A store: the line is taken exclusive, other copies are invalidated.
+    Write,
+    /// A locked read-modify-write (CAS, fetch_add, swap): exclusive, plus the RMW's own cost,
+    /// and the line stays busy until the RMW completes.
+    Rmw,
+}
+
+/// Converts a cost in ns to picoseconds.
+pub(crate) fn ps(ns: f64) -> u64 {
+    (ns * PS_PER_NS).round() as u64
+}
+
+/// The costs of a profile in picoseconds, and the topology as lookup tables.
+#[derive(Debug, Clone)]
+pub(crate) struct Machine {
+    pub(crate) name: String,
+    threads_per_core: u32,
+    /// Per core: its LLC group and NUMA node.
+    core_llc: Vec<u32>,
+    core_node: Vec<u32>,
+    /// `node_transfer[a * nodes + b]`: a line between cores on nodes a and b (a != b).
+    node_transfer: Vec<u64>,
+    /// `node_memory[a * nodes + b]`: a core on node a loading memory homed on node b.
+    node_memory: Vec<u64>,
+    nodes: usize,
+    /// Hardware threads in the order the scheduler hands them out: one thread per core first,
+    /// spread over sockets, then the second SMT threads, and so on.
+    pub(crate) hw_order: Vec<u32>,
+    pub(crate) l1: u64,
+    smt: u64,
+    same_llc: u64,
+    same_node: u64,
+    pub(crate) rmw: u64,
+    pub(crate) fence: u64,
+    pub(crate) pause: u64,
+    pub(crate) clock_read: u64,
+    pub(crate) syscall: u64,
+    pub(crate) futex_wait: u64,
+    pub(crate) futex_wake: u64,
+    pub(crate) wake_latency: u64,
+    pub(crate) context_switch: u64,
+    pub(crate) time_slice: u64,
+    pub(crate) speed_factor: f64,
+}
+
+impl Machine {
+    /// Builds the lookup tables of a validated profile.
+    pub(crate) fn new(p: &MachineProfile) -> Machine {
+        let t = &p.topology;
+        let c = &p.costs;
+        let cores = p.cores();
+        let per_node = cores / t.numa_nodes;
+        let nodes = t.numa_nodes as usize;
+        let core_llc = (0..cores).map(|k| k / t.cores_per_llc).collect();
+        let core_node = (0..cores).map(|k| k / per_node).collect();
+        let mut node_transfer = vec![0; nodes * nodes];
+        let mut node_memory = vec![ps(c.memory_ns); nodes * nodes];
+        for a in 0..nodes {
+            for b in 0..nodes {
+                if a != b {
+                    let d = t.numa_distances[a][b];
+                    let r = c.remote.iter().find(|r| r.distance == d).expect("validated");
+                    node_transfer[a * nodes + b] = ps(r.transfer_ns);
+                    node_memory[a * nodes + b] = ps(r.memory_ns);
+                }
+            }
+        }
+        let mut hw_order = Vec::with_capacity(p.hw_threads() as usize);
+        for smt in 0..t.threads_per_core {
+            for k in 0..t.cores_per_socket {
+                for s in 0..t.sockets {
+                    let core = s * t.cores_per_socket + k;
+                    hw_order.push(core * t.threads_per_core + smt);
+                }
+            }
+        }
+        Machine {
+            name: p.name.clone(),
+            threads_per_core: t.threads_per_core,
+            core_llc,
+            core_node,
+            node_transfer,
+            node_memory,
+            nodes,
+            hw_order,
+            l1: ps(c.l1_hit_ns),
+            smt: ps(c.smt_sibling_ns),
+            same_llc: ps(c.same_llc_ns),
+            same_node: ps(c.same_node_ns),
+            rmw: ps(c.atomic_rmw_ns),
+            fence: ps(c.fence_ns),
+            pause: ps(c.pause_ns),
+            clock_read: ps(c.clock_read_ns),
+            syscall: ps(c.syscall_ns),
+            futex_wait: ps(c.futex_wait_ns),
+            futex_wake: ps(c.futex_wake_ns),
+            wake_latency: ps(c.futex_wake_latency_ns),
+            context_switch: ps(c.context_switch_ns),
+            time_slice: ps(c.time_slice_ns),
+            speed_factor: c.speed_factor,
+        }
+    }
+
+    /// The core of hardware thread `hw`.
+    pub(crate) fn core_of(&self, hw: u32) -> u32 {
+        hw / self.threads_per_core
+    }
+
+    /// A line handed from core `from` to core `to` (`from != to`), in ps.
+    pub(crate) fn transfer(&self, from: u32, to: u32) -> u64 {
+        let (nf, nt) = (self.core_node[from as usize], self.core_node[to as usize]);
+        if nf != nt {
+            self.node_transfer[nf as usize * self.nodes + nt as usize]
+        } else if self.core_llc[from as usize] == self.core_llc[to as usize] {
+            self.same_llc
+        } else {
+            self.same_node
+        }
+    }
+
+    /// A load by core `core` of memory homed on node `home`, in ps.
+    fn memory(&self, core: u32, home: u32) -> u64 {
+        self.node_memory[self.core_node[core as usize] as usize * self.nodes + home as usize]
+    }
+}
+
+/// A set of cores, one bit each ([`crate::profile::MAX_CORES`] bits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct CoreSet([u64; 4]);
+
+impl CoreSet {
+    fn insert(&mut self, c: u32) {
+        self.0[(c >> 6) as usize] |= 1 << (c & 63);
+    }
+    fn contains(&self, c: u32) -> bool {
+        self.0[(c >> 6) as usize] & (1 << (c & 63)) != 0
+    }
+    fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+    fn only(&self, c: u32) -> bool {
+        let mut me = CoreSet::default();
+        me.insert(c);
+        *self == me
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &bits)| {
+            let mut b = bits;
+            std::iter::from_fn(move || {
+                if b == 0 {
+                    return None;
+                }
+                let i = b.trailing_zeros();
+                b &= b - 1;
+                Some(w as u32 * 64 + i)
+            })
+        })
+    }
+}
+
+const NO_CORE: u32 = u32::MAX;
+
+/// The coherence state of one line.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    /// The core holding it modified/exclusive, or `NO_CORE`.
+    owner: u32,
+    /// Cores holding a shared copy (empty while there is an owner).
+    sharers: CoreSet,
+    /// The hardware thread that wrote it last.
+    last_writer_hw: u32,
+    /// No transfer of this line starts before this time (ps): one hand-off at a time.
+    busy_until: u64,
+    /// The NUMA node whose memory holds it (the node of the first core to touch it).
+    home: u32,
+    /// Order of first touch in this run (names unnamed lines deterministically).
+    pub(crate) first_touch: u64,
+    /// Core-to-core hand-offs of the line's data.
+    pub(crate) transfers: u64,
+    /// Writes that had to invalidate other cores' shared copies.
+    pub(crate) invalidations: u64,
+    /// Fills from memory.
+    pub(crate) memory_fills: u64,
+    /// Accesses of every kind.
+    pub(crate) accesses: u64,
+}
+
+/// A multiplicative hasher for line numbers (the standard SipHash would dominate the model's
+/// cost per operation).
+#[derive(Default)]
+pub(crate) struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Hash maps keyed by line numbers or addresses.
+pub(crate) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
+
+/// Every line touched so far.
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    pub(crate) map: LineMap<Line>,
+}
+
+impl Lines {
+    /// Charges an access of `access` kind by hardware thread `hw` to line `line`, issued at
+    /// time `t` (ps); returns the time the access completes. Updates the coherence state.
+    ///
+    /// A hit costs `l1` (or the SMT-sibling cost when the other thread of the core wrote the
+    /// line last). A miss fetches the line from its owner, the nearest sharer or memory; a
+    /// write also invalidates every other copy and pays for the farthest one. A miss starts no
+    /// earlier than the line's previous transfer ended (`busy_until`), so cores queue on a hot
+    /// line; an RMW keeps the line busy until it completes.
+    pub(crate) fn access(&mut self, m: &Machine, hw: u32, line: u64, access: Access, t: u64) -> u64 {
+        let core = m.core_of(hw);
+        let next = self.map.len() as u64;
+        let l = self.map.entry(line).or_insert_with(|| Line {
+            owner: NO_CORE,
+            sharers: CoreSet::default(),
+            last_writer_hw: u32::MAX,
+            busy_until: 0,
+            home: m.core_node[core as usize],
+            first_touch: next,
+            transfers: 0,
+            invalidations: 0,
+            memory_fills: 0,
+            accesses: 0,
+        });
+        l.accesses += 1;
+        let local = if l.last_writer_hw != hw
+            && l.last_writer_hw != u32::MAX
+            && m.core_of(l.last_writer_hw) == core
+        {
+            m.smt
+        } else {
+            m.l1
+        };
+        let start = t.max(l.busy_until);
+        match access {
+            Access::Read => {
+                if l.owner == core || l.sharers.contains(core) {
+                    start + local
+                } else {
+                    let cost = if l.owner != NO_CORE {
+                        l.transfers += 1;
+                        let c = m.transfer(l.owner, core);
+                        l.sharers.insert(l.owner);
+                        l.owner = NO_CORE;
+                        c
+                    } else if !l.sharers.is_empty() {
+                        l.transfers += 1;
+                        l.sharers.iter().map(|s| m.transfer(s, core)).min().unwrap_or(0)
+                    } else {
+                        l.memory_fills += 1;
+                        m.memory(core, l.home)
+                    };
+                    l.sharers.insert(core);
+                    let done = start + cost;
+                    l.busy_until = done;
+                    done
+                }
+            }
+            Access::Write | Access::Rmw => {
+                let cost = if l.owner == core {
+                    local
+                } else if l.owner != NO_CORE {
+                    l.transfers += 1;
+                    m.transfer(l.owner, core)
+                } else if l.sharers.only(core) {
+                    // An upgrade from shared to exclusive with no other copy.
+                    local
+                } else if !l.sharers.is_empty() {
+                    let held = l.sharers.contains(core);
+                    let far = l
+                        .sharers
+                        .iter()
+                        .filter(|&s| s != core)
+                        .map(|s| m.transfer(s, core))
+                        .max()
+                        .unwrap_or(0);
+                    l.invalidations += 1;
+                    if !held {
+                        l.transfers += 1;
+                    }
+                    far
+                } else {
+                    l.memory_fills += 1;
+                    m.memory(core, l.home)
+                };
+                let missed = l.owner != core && !l.sharers.only(core);
+                l.owner = core;
+                l.sharers = CoreSet::default();
+                l.last_writer_hw = hw;
+                let mut done = start + cost;
+                if access == Access::Rmw {
+                    done += m.rmw;
+                }
+                if missed || access == Access::Rmw {
+                    l.busy_until = done;
+                }
+                done
+            }
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Machine profiles: the topology and the costs of one simulated machine, read from TOML.
+//!
+//! A profile is a TOML document (see `crates/sim/profiles/*.toml` for the built-in ones, each
+//! number with its citation or the word "assumed" in a comment beside it). Built-in profiles are
+//! embedded in the binary with `include_str!`; [`MachineProfile::resolve`] takes a built-in name
+//! or a path to a FILE. Every cost is in nanoseconds of the simulated machine.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The most physical cores a profile may have (the coherence model keeps one bit per core).
+pub const MAX_CORES: u32 = 256;
+
+/// The most hardware threads a profile may have.
+pub const MAX_HW_THREADS: u32 = 1024;
+
+/// One simulated machine: its name, a one-line description, its topology and its costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineProfile {
+    /// The profile's name (`opteron-24`), as `lockstack machine list` shows it.
+    pub name: String,
+    /// One line: which machine this models and where its figures come from.
+    pub description: String,
+    /// Sockets, cores, SMT threads, last-level-cache groups and NUMA nodes.
+    pub topology: Topology,
+    /// Latencies and rates, in nanoseconds of the simulated machine.
+    pub costs: Costs,
+}
+
+/// The shape of the machine. Cores are numbered socket-major (core `c` is on socket
+/// `c / cores_per_socket`); hardware thread `h` is SMT thread `h % threads_per_core` of core
+/// `h / threads_per_core`; NUMA node `n` holds the cores `n * k .. (n + 1) * k` with
+/// `k = cores / numa_nodes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// Sockets (packages), at least 1.
+    pub sockets: u32,
+    /// Physical cores per socket, at least 1.
+    pub cores_per_socket: u32,
+    /// Hardware (SMT) threads per core, at least 1.
+    pub threads_per_core: u32,
+    /// Cores that share one last-level cache (an Intel socket, an AMD CCX); divides the number
+    /// of cores. A line moves between two such cores at `costs.same_llc_ns`.
+    pub cores_per_llc: u32,
+    /// NUMA nodes; divides the number of cores.
+    pub numa_nodes: u32,
+    /// The NUMA distance matrix (ACPI SLIT values as `numactl --hardware` prints them):
+    /// `numa_nodes` rows of `numa_nodes` entries, 10 on the diagonal, larger off it. Each
+    /// off-diagonal value must have an entry in `costs.remote`.
+    pub numa_distances: Vec<Vec<u32>>,
+}
+
+/// The cost of one NUMA distance: a cache line handed between cores that far apart, and a
+/// memory access to a node that far away.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteCost {
+    /// The SLIT distance this entry prices (> 10).
+    pub distance: u32,
+    /// A line handed from a core on one node to a core on the other, ns.
+    pub transfer_ns: f64,
+    /// A load from the other node's memory, ns.
+    pub memory_ns: f64,
+}
+
+/// Costs of the simulated machine, in nanoseconds (dimensionless for `speed_factor`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    /// An access to a line this core already holds in the needed state.
+    pub l1_hit_ns: f64,
+    /// An access to a line last written by the other SMT thread of the same core.
+    pub smt_sibling_ns: f64,
+    /// A line handed between two cores that share a last-level cache.
+    pub same_llc_ns: f64,
+    /// A line handed between two cores on one NUMA node but different last-level caches.
+    pub same_node_ns: f64,
+    /// Line hand-offs and memory loads between NUMA nodes, one entry per SLIT distance used.
+    pub remote: Vec<RemoteCost>,
+    /// A load from local memory (a line no core holds).
+    pub memory_ns: f64,
+    /// What a locked read-modify-write (CAS, fetch_add, swap) adds once the line is held
+    /// exclusively.
+    pub atomic_rmw_ns: f64,
+    /// A full fence (`mfence`, `sync`).
+    pub fence_ns: f64,
+    /// One spin-wait hint (`pause`, `or 27,27,27`).
+    pub pause_ns: f64,
+    /// A clock read (`clock_gettime` through the vDSO).
+    pub clock_read_ns: f64,
+    /// A cheap system call (`sched_yield` on an idle core).
+    pub syscall_ns: f64,
+    /// What a thread pays to go to sleep in `futex(FUTEX_WAIT)` before its core is free.
+    pub futex_wait_ns: f64,
+    /// What the waker pays for `futex(FUTEX_WAKE)` of a sleeping thread.
+    pub futex_wake_ns: f64,
+    /// From a wake (or a timer's expiry) to the woken thread running on an idle core.
+    pub futex_wake_latency_ns: f64,
+    /// A context switch between two runnable threads on one hardware thread.
+    pub context_switch_ns: f64,
+    /// The scheduler's time slice: a thread that ran this long is preempted at its next
+    /// operation when another runnable thread waits for a hardware thread.
+    pub time_slice_ns: f64,
+    /// How much slower the simulated core runs local code than this host (2.0 = half as fast);
+    /// multiplies measured and calibrated segment times.
+    pub speed_factor: f64,
+}
+
+/// Why a profile could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileError {
+    /// The name is no built-in profile and no readable file.
+    Unknown {
+        /// The name or path given.
+        spec: String,
+        /// Why it could not be read as a file (the I/O error).
+        reason: String,
+    },
+    /// The TOML did not parse into a profile.
+    Parse {
+        /// The built-in name or file path.
+        source: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The profile parsed but is inconsistent (a zero count, a bad distance matrix, ...).
+    Invalid {
+        /// The built-in name or file path.
+        source: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Unknown { spec, reason } => write!(
+                f,
+                "machine profile {spec:?}: no built-in profile of that name ({}) and no readable file ({reason})",
+                BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+            ProfileError::Parse { source, message } => {
+                // The parser's message on one line: its first line and its explanation, without
+                // the quoted source snippet.
+                let parts: Vec<&str> = message
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| {
+                        !l.is_empty() && !l.starts_with('|') && !l.starts_with(|c: char| c.is_ascii_digit())
+                    })
+                    .collect();
+                write!(f, "machine profile {source}: {}", parts.join(": "))
+            }
+            ProfileError::Invalid { source, message } => {
+                write!(f, "machine profile {source}: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// The built-in profiles: (name, TOML source), in the order `lockstack machine list` shows them.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("host", include_str!("../profiles/host.toml")),
+    ("opteron-24", include_str!("../profiles/opteron-24.toml")),
+    ("xeon-32", include_str!("../profiles/xeon-32.toml")),
+    ("itanium-32", include_str!("../profiles/itanium-32.toml")),
+    ("power8-192", include_str!("../profiles/power8-192.toml")),
+    ("xeon-12", include_str!("../profiles/xeon-12.toml")),
+    ("epyc-2s", include_str!("../profiles/epyc-2s.toml")),
+];
+
+impl MachineProfile {
+    /// Parses and validates a profile from TOML text; `source` names it in errors.
+    ///
+    /// # Errors
+    /// [`ProfileError::Parse`] for TOML that is not a profile (an unknown key included),
+    /// [`ProfileError::Invalid`] for an inconsistent one (see [`MachineProfile::validate`]).
+    pub fn from_toml(text: &str, source: &str) -> Result<Self, ProfileError> {
+        let p: MachineProfile = toml::from_str(text)
+            .map_err(|e| ProfileError::Parse { source: source.to_string(), message: e.to_string() })?;
+        p.validate().map_err(|message| ProfileError::Invalid { source: source.to_string(), message })?;
+        Ok(p)
+    }
+
+    /// The built-in profile `name`, or `None` when there is none of that name.
+    pub fn builtin(name: &str) -> Option<Self> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
+        // The built-in files are checked by this crate's tests, so this cannot fail.
+        Some(Self::from_toml(text, name).expect("built-in profile is valid"))
+    }
+
+    /// The TOML source of the built-in profile `name` (with its citation comments).
+    pub fn builtin_source(name: &str) -> Option<&'static str> {
+        BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    }
+
+    /// A built-in profile by name, or else a profile read from the file at `spec`.
+    ///
+    /// # Errors
+    /// [`ProfileError::Unknown`] when `spec` is neither; parse and validation errors of the
+    /// file otherwise.
+    pub fn resolve(spec: &str) -> Result<Self, ProfileError> {
+        if let Some(p) = Self::builtin(spec) {
+            return Ok(p);
+        }
+        let text = std::fs::read_to_string(Path::new(spec))
+            .map_err(|e| ProfileError::Unknown { spec: spec.to_string(), reason: e.to_string() })?;
+        Self::from_toml(&text, spec)
+    }
+
+    /// Renders the profile as TOML (without comments).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a profile serializes")
+    }
+
+    /// Physical cores (`sockets * cores_per_socket`).
+    pub fn cores(&self) -> u32 {
+        self.topology.sockets * self.topology.cores_per_socket
+    }
+
+    /// Hardware threads (`cores * threads_per_core`).
+    pub fn hw_threads(&self) -> u32 {
+        self.cores() * self.topology.threads_per_core
+    }
+
+    /// Checks the counts, the distance matrix and the costs.
+    ///
+    /// # Errors
+    /// A one-line description of the first inconsistency found.
+    pub fn validate(&self) -> Result<(), String> {
+        let t = &self.topology;
+        for (what, v) in [
+            ("topology.sockets", t.sockets),
+            ("topology.cores_per_socket", t.cores_per_socket),
+            ("topology.threads_per_core", t.threads_per_core),
+            ("topology.cores_per_llc", t.cores_per_llc),
+            ("topology.numa_nodes", t.numa_nodes),
+        ] {
+            if v == 0 {
+                return Err(format!("{what} must be at least 1"));
+            }
+        }
+        let cores = t.sockets.checked_mul(t.cores_per_socket).ok_or("too many cores")?;
+        if cores > MAX_CORES {
+            return Err(format!("{cores} cores; at most {MAX_CORES} are supported"));
+        }
+        let hw = cores.checked_mul(t.threads_per_core).ok_or("too many hardware threads")?;
+        if hw > MAX_HW_THREADS {
+            return Err(format!("{hw} hardware threads; at most {MAX_HW_THREADS} are supported"));
+        }
+        if !cores.is_multiple_of(t.cores_per_llc) {
+            return Err(format!("topology.cores_per_llc {} does not divide {cores} cores", t.cores_per_llc));
+        }
+        if !cores.is_multiple_of(t.numa_nodes) {
+            return Err(format!("topology.numa_nodes {} does not divide {cores} cores", t.numa_nodes));
+        }
+        let n = t.numa_nodes as usize;
+        if t.numa_distances.len() != n || t.numa_distances.iter().any(|r| r.len() != n) {
+            return Err(format!("topology.numa_distances must be {n} rows of {n} entries"));
+        }
+        for (i, row) in t.numa_distances.iter().enumerate() {
+            for (j, &d) in row.iter().enumerate() {
+                if i == j && d != 10 {
+                    return Err(format!("topology.numa_distances[{i}][{i}] is {d}; the diagonal is 10"));
+                }
+                if i != j {
+                    if d <= 10 {
+                        return Err(format!(
+                            "topology.numa_distances[{i}][{j}] is {d}; off the diagonal it exceeds 10"
+                        ));
+                    }
+                    if !self.costs.remote.iter().any(|r| r.distance == d) {
+                        return Err(format!("NUMA distance {d} has no entry in costs.remote"));
+                    }
+                }
+            }
+        }
+        let c = &self.costs;
+        let mut named = vec![
+            ("l1_hit_ns", c.l1_hit_ns),
+            ("smt_sibling_ns", c.smt_sibling_ns),
+            ("same_llc_ns", c.same_llc_ns),
+            ("same_node_ns", c.same_node_ns),
+            ("memory_ns", c.memory_ns),
+            ("atomic_rmw_ns", c.atomic_rmw_ns),
+            ("fence_ns", c.fence_ns),
+            ("pause_ns", c.pause_ns),
+            ("clock_read_ns", c.clock_read_ns),
+            ("syscall_ns", c.syscall_ns),
+            ("futex_wait_ns", c.futex_wait_ns),
+            ("futex_wake_ns", c.futex_wake_ns),
+            ("futex_wake_latency_ns", c.futex_wake_latency_ns),
+            ("context_switch_ns", c.context_switch_ns),
+        ];
+        for r in &c.remote {
+            named.push(("remote.transfer_ns", r.transfer_ns));
+            named.push(("remote.memory_ns", r.memory_ns));
+        }
+        for (what, v) in named {
+            if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+                return Err(format!("costs.{what} is {v}; it must be a finite number of ns in 0..1e9"));
+            }
+        }
+        for (what, v) in [("time_slice_ns", c.time_slice_ns), ("speed_factor", c.speed_factor)] {
+            if !v.is_finite() || v <= 0.0 || v > 1e10 {
+                return Err(format!("costs.{what} is {v}; it must be a finite positive number"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! What a simulation run reports: deterministic statistics (virtual time, operations, line
+//! transfers, per-task time split) and the host's timing, kept apart so that two runs of the
+//! same inputs in deterministic mode serialize [`SimStats`] byte for byte.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The result of [`crate::Simulation::run`]: the deterministic statistics and the host timing.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimReport {
+    /// Everything that depends only on the inputs (in deterministic mode).
+    pub stats: SimStats,
+    /// Host wall-clock figures, which differ run to run.
+    pub host: HostStats,
+    /// In measured mode, the segment costs the run observed (the calibration of the
+    /// deterministic mode); empty in deterministic mode.
+    #[serde(skip)]
+    pub segments: crate::exec::SegmentTable,
+}
+
+/// Host-side timing of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostStats {
+    /// Host wall-clock seconds the run took.
+    pub host_seconds: f64,
+    /// Simulated operations (facade calls that reached the scheduler) per host second.
+    pub events_per_second: f64,
+}
+
+/// Deterministic statistics of one run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SimStats {
+    /// The machine profile's name.
+    pub machine: String,
+    /// `"deterministic"` or `"measured"`.
+    pub clock_mode: String,
+    /// Virtual time from the start to the main task's end, ns.
+    pub virtual_ns: u64,
+    /// The same in seconds.
+    pub virtual_seconds: f64,
+    /// Simulated operations (atomics, fences, touches, spins, parks, ...).
+    pub events: u64,
+    /// Context switches (a task dispatched on a hardware thread another task left).
+    pub context_switches: u64,
+    /// Preemptions at the end of a time slice.
+    pub preemptions: u64,
+    /// Parks that went to sleep (not those that consumed a pending unpark).
+    pub parks: u64,
+    /// Unparks that woke a sleeping task.
+    pub wakes: u64,
+    /// The most tasks that ran at once (never above the hardware threads).
+    pub max_running: u32,
+    /// Distinct 64-byte lines touched.
+    pub lines_touched: u64,
+    /// Core-to-core line hand-offs, all lines.
+    pub transfers: u64,
+    /// The hottest lines by hand-offs (at most [`crate::SimConfig::top_lines`]), hottest first.
+    pub hot_lines: Vec<LineStats>,
+    /// One entry per task, in task-id order.
+    pub tasks: Vec<TaskStats>,
+}
+
+/// One line's traffic.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LineStats {
+    /// The name given with [`crate::task::name_line`], or `line #k` (the k-th line touched).
+    pub name: String,
+    /// The line's address (`addr & !63`); not serialized, since it changes run to run.
+    #[serde(skip)]
+    pub addr: u64,
+    /// Core-to-core hand-offs of its data.
+    pub transfers: u64,
+    /// Writes that invalidated shared copies.
+    pub invalidations: u64,
+    /// Fills from memory.
+    pub memory_fills: u64,
+    /// Accesses of every kind.
+    pub accesses: u64,
+}
+
+/// How one task spent its virtual time, ns.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct TaskStats {
+    /// The task's id.
+    pub id: u32,
+    /// The name given at spawn.
+    pub name: String,
+    /// Simulated operations this task performed.
+    pub ops: u64,
+    /// Running outside any wait class: local work and operations.
+    pub running_ns: u64,
+    /// Running inside a wait class (spinning, retrying), per class.
+    pub spinning_ns: BTreeMap<String, u64>,
+    /// Parked (asleep in a futex), per wait class (`unclassified` when none was set).
+    pub waiting_ns: BTreeMap<String, u64>,
+    /// Asleep in [`crate::task::sleep`].
+    pub sleeping_ns: u64,
+    /// Waiting in [`crate::task::join`].
+    pub joining_ns: u64,
+    /// Runnable but without a hardware thread (time-sliced out, or waiting for one to free).
+    pub runnable_ns: u64,
+    /// The task finished (false: abandoned when the main task ended).
+    pub finished: bool,
+    /// The task ended with a panic.
+    pub panicked: bool,
+}

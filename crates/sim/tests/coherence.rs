@@ -1,0 +1,121 @@
+//! The coherence model's checks: one transfer per hand-off, one RMW per transfer time on a hot
+//! line, linear scaling on padded lines, none on a false-sharing pair.
+
+mod common;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Padded, exact, fetch_add, profile, sleep_until};
+use lockstack_sim::{SimReport, TaskId, task};
+
+const START: Duration = Duration::from_millis(1);
+
+/// Runs `n` tasks that each do `k` fetch_adds on the counter `pick(i)` returns, all starting at
+/// virtual time `START`; returns the report and the span from their start to the last end.
+fn hammer(
+    sockets: u32,
+    cores: u32,
+    n: usize,
+    k: usize,
+    pick: fn(&[Padded], &Pair, usize) -> *const AtomicU64,
+) -> (SimReport, Duration) {
+    let ends: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let e = Arc::clone(&ends);
+    let report = exact(profile(sockets, cores, 1, 1e9))
+        .run(move || {
+            let lines: Arc<Vec<Padded>> = Arc::new((0..n).map(|_| Padded::default()).collect());
+            let pair = Arc::new(Pair::default());
+            task::name_line(&lines[0].0 as *const AtomicU64 as usize, "counter 0");
+            task::name_line(&pair.a as *const AtomicU64 as usize, "false-sharing pair");
+            let hs: Vec<TaskId> = (0..n)
+                .map(|i| {
+                    let (lines, pair, e) = (Arc::clone(&lines), Arc::clone(&pair), Arc::clone(&e));
+                    task::spawn(
+                        &format!("core {i}"),
+                        Box::new(move || {
+                            let a = pick(&lines, &pair, i);
+                            sleep_until(START);
+                            for _ in 0..k {
+                                // SAFETY: `a` points into `lines` or `pair`, which this closure
+                                // keeps alive.
+                                fetch_add(unsafe { &*a });
+                            }
+                            let t = task::now();
+                            e.lock().unwrap().push(t);
+                        }),
+                    )
+                })
+                .collect();
+            for h in hs {
+                task::join(h).unwrap();
+            }
+        })
+        .unwrap();
+    // The tasks run from START + the sleep's system call (100 ns) + the wake latency (5 us).
+    let span = *ends.lock().unwrap().iter().max().unwrap() - START - Duration::from_nanos(5_100);
+    (report, span)
+}
+
+/// Two counters on one 64-byte line.
+#[repr(align(64))]
+#[derive(Default)]
+struct Pair {
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+fn same_line(l: &[Padded], _: &Pair, _: usize) -> *const AtomicU64 {
+    &l[0].0
+}
+fn own_line(l: &[Padded], _: &Pair, i: usize) -> *const AtomicU64 {
+    &l[i].0
+}
+fn pair_field(_: &[Padded], p: &Pair, i: usize) -> *const AtomicU64 {
+    if i == 0 { &p.a } else { &p.b }
+}
+
+// Profile costs (tests/common): transfer 50 ns in a socket, 150 ns across, RMW 10 ns, wake
+// latency 5 us.
+
+#[test]
+fn two_cores_ping_ponging_one_line_pay_one_transfer_per_hand_off() {
+    let k = 100;
+    let (r, span) = hammer(1, 2, 2, k, same_line);
+    // The first RMW fills the line from memory; each later one takes it from the other core.
+    assert_eq!(r.stats.transfers, 2 * k as u64 - 1);
+    assert_eq!(r.stats.hot_lines[0].name, "counter 0");
+    assert_eq!(r.stats.hot_lines[0].transfers, 2 * k as u64 - 1);
+    // Memory 100 + RMW 10, then (50 + 10) per hand-off.
+    assert_eq!(span, Duration::from_nanos(110 + (2 * k as u64 - 1) * 60));
+    // Across sockets a hand-off costs the remote transfer.
+    let (r, span) = hammer(2, 1, 2, k, same_line);
+    assert_eq!(r.stats.transfers, 2 * k as u64 - 1);
+    assert_eq!(span, Duration::from_nanos(110 + (2 * k as u64 - 1) * 160));
+}
+
+#[test]
+fn n_cores_on_one_line_complete_at_most_one_rmw_per_transfer() {
+    let (n, k) = (8, 50);
+    let (r, span) = hammer(1, 8, n, k, same_line);
+    let ops = (n * k) as u64;
+    assert!(r.stats.transfers >= ops - n as u64, "transfers {}", r.stats.transfers);
+    // At most one RMW completes per transfer time (50 ns): the span holds every hand-off.
+    assert!(span >= Duration::from_nanos((ops - 1) * 50), "span {span:?} for {ops} ops");
+}
+
+#[test]
+fn padded_lines_scale_linearly_and_a_false_sharing_pair_does_not() {
+    let k = 200;
+    let (_, one) = hammer(1, 8, 1, k, own_line);
+    let (r8, eight) = hammer(1, 8, 8, k, own_line);
+    assert_eq!(r8.stats.transfers, 0);
+    // 8 cores do 8x the work in the same virtual time: linear scaling.
+    assert_eq!(eight, one, "8 padded counters take as long as 1");
+    let (_, padded_pair) = hammer(1, 8, 2, k, own_line);
+    let (rf, shared_pair) = hammer(1, 8, 2, k, pair_field);
+    assert_eq!(rf.stats.hot_lines[0].name, "false-sharing pair");
+    assert!(rf.stats.transfers >= 2 * k as u64 - 2);
+    assert!(shared_pair > padded_pair * 4, "false sharing {shared_pair:?} vs padded {padded_pair:?}");
+}
