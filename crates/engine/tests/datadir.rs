@@ -346,7 +346,15 @@ fn garbage_after_next_xid_in_pg_xact_is_refused_naming_the_file() {
         bytes[at] |= 2 << (2 * (xid % 4)); // ABORTED
         fs::write(&seg, &bytes).unwrap();
         let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
-        assert!(e.contains("pg_xact segment file") && e.contains("0000") && e.contains("damaged"), "{e}");
+        // The page CRCs of the last shutdown (datadir_damage.rs) catch it first when they cover
+        // the page; the check of unassigned statuses catches it past them. Either names the file.
+        assert!(
+            e.contains("pg_xact")
+                && e.contains("segment file")
+                && e.contains("0000")
+                && e.contains("damaged"),
+            "{e}"
+        );
     }
     fs::write(&seg, &clean).unwrap();
     run_and_shut_down(&dir, 5);
