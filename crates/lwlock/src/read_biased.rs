@@ -247,6 +247,9 @@ impl ReadBiasedLwLock {
                 break Some(held);
             }
             self.inner.release(held);
+            // That hold was not an acquisition for LWLOCK_STATS: take back its count (the
+            // counter wraps, so adding -1 as a u64 subtracts one).
+            with_tranche(self.inner.tranche(), |c| c.ex_acquire.add(1u64.wrapping_neg()));
         };
         if registered {
             self.revokers.fetch_sub(1, Ordering::Release);
