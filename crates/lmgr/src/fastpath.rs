@@ -173,6 +173,34 @@ pub(crate) struct FpState {
     pub(crate) vxid_lxid: LocalTransactionId,
 }
 
+impl FpState {
+    /// The relation entries as (relid, modes) pairs, in group and slot order.
+    fn entries(&self) -> Vec<(u32, LockMask)> {
+        let mut v = Vec::new();
+        for g in self.groups.iter() {
+            for s in 0..FP_SLOTS_PER_GROUP {
+                let bits = g.slot_mask(s);
+                if bits != 0 {
+                    v.push((g.relid[s], bits));
+                }
+            }
+        }
+        v
+    }
+}
+
+/// A copy of one backend's fast-path state, taken by [`FastPathArea::with_all_locked`] and
+/// valid for as long as that call holds the backend's `fpInfoLock`.
+#[derive(Debug, Clone)]
+pub(crate) struct FpSnapshot {
+    /// The relation entries as (relid, modes) pairs.
+    pub(crate) entries: Vec<(u32, LockMask)>,
+    /// [`FpState::vxid_lock`].
+    pub(crate) vxid_lock: bool,
+    /// [`FpState::vxid_lxid`].
+    pub(crate) vxid_lxid: LocalTransactionId,
+}
+
 /// One backend's fast-path area: `fpInfoLock` and the data it protects. Each sits on its own
 /// cache line (`CachePadded` in [`FastPathArea`]), and so does each of its slot groups: in
 /// PostgreSQL both live in the backend's ~900-byte `PGPROC`, so two backends never share a line.
@@ -430,18 +458,47 @@ impl FastPathArea {
     /// Backend `b`'s fast-path relation entries as (relid, modes) pairs (for `pg_locks`-style
     /// listings and invariant checks).
     pub fn entries(&self, b: BackendId) -> Vec<(u32, LockMask)> {
-        self.with_state(b, |st| {
-            let mut v = Vec::new();
-            for g in st.groups.iter() {
-                for s in 0..FP_SLOTS_PER_GROUP {
-                    let bits = g.slot_mask(s);
-                    if bits != 0 {
-                        v.push((g.relid[s], bits));
-                    }
+        self.with_state(b, FpState::entries)
+    }
+
+    /// Takes every backend's `fpInfoLock` in shared mode, in backend order, copies each
+    /// backend's state, and runs `f` on the copies (indexed by backend) while still holding all
+    /// of them, so that nothing in any fast-path area changes until `f` returns: no grant,
+    /// release or transfer, no VXID start or end.
+    ///
+    /// Lock order: `f` may take partition locks (an fpInfoLock before a partition lock, the
+    /// order of `FastPathTransferRelationLocks` and `VirtualXactLock` in `lock.c`), but the
+    /// caller must hold no partition lock when calling this. Nobody holds two fpInfoLocks
+    /// otherwise, so taking them all in one order cannot deadlock against other backends.
+    pub(crate) fn with_all_locked<R>(&self, f: impl FnOnce(&[FpSnapshot]) -> R) -> R {
+        let helds: Vec<_> = self.procs.iter().map(|p| p.lock.acquire(LwLockMode::Shared)).collect();
+        let snaps: Vec<FpSnapshot> = self
+            .procs
+            .iter()
+            .map(|p| {
+                // SAFETY: we hold `p.lock` (this backend's fpInfoLock) in shared mode until the
+                // releases below, so no writer can hold it; writers only touch `p.state` under
+                // that lock held exclusively.
+                unsafe {
+                    p.state.with(|st| FpSnapshot {
+                        entries: st.entries(),
+                        vxid_lock: st.vxid_lock,
+                        vxid_lxid: st.vxid_lxid,
+                    })
                 }
-            }
-            v
-        })
+            })
+            .collect();
+        let r = f(&snaps);
+        for (p, held) in self.procs.iter().zip(helds).rev() {
+            p.lock.release(held);
+        }
+        r
+    }
+
+    /// Backend `b`'s `fpInfoLock` itself (for tests that force an interleaving around it).
+    #[cfg(test)]
+    pub(crate) fn info_lock(&self, b: BackendId) -> &LwLock {
+        &self.procs[b.index()].lock
     }
 
     /// Number of backends the area was built for.
