@@ -4,6 +4,7 @@
 //! simulation (a spawned task that lands on another host thread gets the same simulation
 //! installed there first).
 
+#[cfg(not(loom))]
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 
@@ -72,8 +73,10 @@ pub fn current_id() -> ThreadId {
 }
 
 /// Where a spawned thread's result lands.
+#[cfg(not(loom))]
 type Slot<T> = Arc<std::sync::Mutex<Option<Result<T>>>>;
 
+#[cfg(not(loom))]
 fn take_slot<T>(slot: &Slot<T>) -> Result<T> {
     slot.lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -14,6 +14,7 @@ use super::hook;
 pub struct Instant(Kind);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(loom, allow(dead_code))]
 enum Kind {
     Host(std::time::Instant),
     Virtual(Duration),
@@ -166,4 +167,22 @@ pub fn sleep(d: Duration) {
         let _ = d;
         loom::thread::yield_now();
     }
+}
+
+/// Time since a fixed point: the first call in the process (host), or the simulation's start
+/// (virtual). For timestamps stored in atomics as nanoseconds (the BRAVO inhibit window).
+/// Zero under loom.
+#[inline]
+#[track_caller]
+pub fn monotonic() -> Duration {
+    #[cfg(not(loom))]
+    {
+        if let Some(d) = hook::with_current(|s| s.backend().now()) {
+            return d;
+        }
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        EPOCH.get_or_init(std::time::Instant::now).elapsed()
+    }
+    #[cfg(loom)]
+    Duration::ZERO
 }
