@@ -6,6 +6,7 @@
 
 #[cfg(not(loom))]
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+#[cfg(not(loom))]
 use std::sync::Arc;
 
 #[cfg(not(loom))]
