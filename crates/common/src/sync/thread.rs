@@ -115,6 +115,18 @@ impl<T> JoinHandle<T> {
         }
     }
 
+    /// Whether the thread has finished (its result is ready). Loom cannot tell: `false`.
+    pub fn is_finished(&self) -> bool {
+        match &self.0 {
+            #[cfg(not(loom))]
+            JoinKind::Host(h) => h.is_finished(),
+            #[cfg(loom)]
+            JoinKind::Loom(_) => false,
+            #[cfg(not(loom))]
+            JoinKind::Task { slot, .. } => slot.lock().unwrap_or_else(|e| e.into_inner()).is_some(),
+        }
+    }
+
     /// The thread's id.
     pub fn thread_id(&self) -> ThreadId {
         match &self.0 {
