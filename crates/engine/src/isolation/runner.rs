@@ -2,13 +2,15 @@
 //! `step_has_blocker` (`isolationtester.c`), with session threads instead of libpq
 //! connections and the lock manager's own waiting state instead of the `pg_locks` query.
 
+use lockstack_common::sync::thread::JoinHandle;
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use lockstack_common::sync::Instant;
+
+use lockstack_common::sync::{Condvar, Mutex};
 use lockstack_lmgr::{BackendId, Lmgr};
-use parking_lot::{Condvar, Mutex};
 
 use super::conn::{Catalog, Conn, QueryResult};
 use super::spec::Blocker;
@@ -36,7 +38,7 @@ impl SessionThread {
         let (tx, rx) = channel::<Option<Vec<Statement>>>();
         let backend = conn.backend_id();
         let sh = Arc::clone(&shared);
-        let handle = std::thread::Builder::new()
+        let handle = lockstack_common::sync::thread::Builder::new()
             .name(format!("isolation-{name}"))
             .spawn(move || {
                 let mut conn = conn;
