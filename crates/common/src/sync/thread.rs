@@ -360,6 +360,11 @@ impl<'scope> Scope<'scope, '_> {
 
 #[cfg(not(loom))]
 impl<T> ScopedJoinHandle<'_, T> {
+    /// Whether the thread has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     /// Waits for the thread to finish; `Err` carries its panic payload (and the scope then does
     /// not panic for it).
     pub fn join(self) -> Result<T> {
