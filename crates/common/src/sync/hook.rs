@@ -7,11 +7,16 @@
 //! data through [`touch`], spin hints, yields, parks, clock reads, sleeps, spawns and joins,
 //! and the facade's thread-locals become per task.
 //!
-//! Cost in production: each operation loads one process-global `AtomicBool` ("a simulation was
-//! ever installed", `Relaxed`, a line every core keeps shared) and branches on it; the branch is
-//! predicted not taken and the slow path is out of line (`#[cold]`). Only when the flag is set
-//! does the operation read a const-initialised thread-local pointer to the installed
-//! [`Simulation`]. Under `--cfg loom` none of this exists: loom is the backend.
+//! Cost: nothing unless the `sim-hook` cargo feature of `lockstack-common` is on (the test
+//! builds turn it on through dev-dependencies; a simulating binary turns it on in its own
+//! build): without it every check is a constant `false` and the facade compiles to exactly the
+//! std operations. With it, each operation loads one process-global `AtomicBool` ("a
+//! simulation was ever installed", `Relaxed`) and branches on it, predicted not taken, with the
+//! slow path out of line (`#[cold]`); only when the flag is set does it read a const-initialised
+//! thread-local pointer to the installed [`Simulation`]. That check measured as a third to half
+//! of an uncontended LWLock acquire-release (`lockstack lwlock --impl atomic`, callgrind
+//! instructions), hence the feature. Under `--cfg loom` none of this exists: loom is the
+//! backend.
 //!
 //! Blocking with a key ([`crate::sync::park`]), mutexes and condition variables reduce to the
 //! backend's task [`park`](SimBackend::park) and [`unpark`](SimBackend::unpark): the facade keeps
@@ -161,6 +166,10 @@ impl std::fmt::Debug for Simulation {
     }
 }
 
+/// Whether the dispatch is compiled in (the `sim-hook` feature). Without it every check below
+/// is a constant `false` and the facade compiles to exactly the std operations.
+const ENABLED: bool = cfg!(feature = "sim-hook");
+
 /// Set once, when the first simulation is installed, and never cleared.
 static EVER_INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -174,17 +183,26 @@ std::thread_local! {
 #[derive(Debug)]
 pub struct InstallGuard {
     prev: *const Simulation,
+    /// Keeps the simulation alive while CURRENT points to it.
+    #[cfg_attr(not(feature = "sim-hook"), allow(dead_code))]
     sim: Arc<Simulation>,
 }
 
 /// Installs `sim` on the calling host thread until the guard drops; nests (the previous one
-/// comes back).
+/// comes back). Exists only with the `sim-hook` feature, which compiles the dispatch in.
+#[cfg(feature = "sim-hook")]
 pub fn install(sim: Arc<Simulation>) -> InstallGuard {
+    install_inner(sim)
+}
+
+/// [`install`], for the facade's own use (a spawned task re-installs its simulation).
+pub(crate) fn install_inner(sim: Arc<Simulation>) -> InstallGuard {
     EVER_INSTALLED.store(true, Ordering::SeqCst);
     let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(&sim)));
     InstallGuard { prev, sim }
 }
 
+#[cfg(feature = "sim-hook")]
 impl InstallGuard {
     /// The installed simulation.
     pub fn simulation(&self) -> &Arc<Simulation> {
@@ -202,7 +220,7 @@ impl Drop for InstallGuard {
 /// relaxed load of a global flag.
 #[inline(always)]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Simulation) -> R) -> Option<R> {
-    if !EVER_INSTALLED.load(Ordering::Relaxed) {
+    if !ENABLED || !EVER_INSTALLED.load(Ordering::Relaxed) {
         return None;
     }
     with_current_slow(f)
@@ -241,7 +259,7 @@ pub(crate) fn installed_here() -> bool {
 /// it run natively (used for the wake-up check of a keyed park, which must not be a switch
 /// point while the wait queues are held).
 pub(crate) fn suppressed<R>(f: impl FnOnce() -> R) -> R {
-    if !EVER_INSTALLED.load(Ordering::Relaxed) {
+    if !ENABLED || !EVER_INSTALLED.load(Ordering::Relaxed) {
         return f();
     }
     struct Restore(*const Simulation);
@@ -258,7 +276,7 @@ pub(crate) fn suppressed<R>(f: impl FnOnce() -> R) -> R {
 #[inline(always)]
 #[track_caller]
 pub(crate) fn atomic(addr: usize, size: usize, access: Access) {
-    if EVER_INSTALLED.load(Ordering::Relaxed) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
         atomic_slow(addr, size, access, Location::caller());
     }
 }
@@ -273,7 +291,7 @@ fn atomic_slow(addr: usize, size: usize, access: Access, site: Site) {
 #[inline(always)]
 #[track_caller]
 pub(crate) fn fence(site: Site) {
-    if EVER_INSTALLED.load(Ordering::Relaxed) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
         with_current_slow(|s| s.backend.fence(site));
     }
 }
@@ -284,7 +302,7 @@ pub(crate) fn fence(site: Site) {
 #[inline(always)]
 #[track_caller]
 pub fn touch(addr: *const u8, len: usize, access: Access) {
-    if EVER_INSTALLED.load(Ordering::Relaxed) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
         touch_slow(addr as usize, len, access, Location::caller());
     }
 }

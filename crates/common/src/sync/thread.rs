@@ -214,7 +214,7 @@ fn spawn_task(sim: &Arc<Simulation>, name: Option<String>, f: Box<dyn FnOnce() +
     sim.backend().spawn(
         name,
         Box::new(move || {
-            let _guard = (!hook::installed_here()).then(|| hook::install(sim2));
+            let _guard = (!hook::installed_here()).then(|| hook::install_inner(sim2));
             f()
         }),
     )
