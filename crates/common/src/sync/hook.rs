@@ -421,6 +421,9 @@ impl Op {
     ];
 }
 
+/// A task's unpark token for [`Counting`]: set by `unpark`, consumed by `park`.
+type Token = (std::sync::Mutex<bool>, std::sync::Condvar);
+
 /// A backend that runs every operation natively on host threads (one per task) and counts the
 /// operations by kind and by call site: the proof, in tests, that every facade operation of a
 /// piece of code reaches the hook. Its clock is host time since the backend was made.
@@ -428,7 +431,7 @@ pub struct Counting {
     counts: [std::sync::atomic::AtomicU64; 14],
     sites: std::sync::Mutex<HashMap<(Op, &'static str, u32), u64>>,
     next_task: std::sync::atomic::AtomicU64,
-    tokens: std::sync::Mutex<HashMap<TaskId, Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>>>,
+    tokens: std::sync::Mutex<HashMap<TaskId, Arc<Token>>>,
     handles: std::sync::Mutex<HashMap<TaskId, std::thread::JoinHandle<()>>>,
     start: std::time::Instant,
 }
@@ -497,7 +500,7 @@ impl Counting {
         })
     }
 
-    fn token(&self, task: TaskId) -> Arc<(std::sync::Mutex<bool>, std::sync::Condvar)> {
+    fn token(&self, task: TaskId) -> Arc<Token> {
         self.tokens.lock().unwrap_or_else(|e| e.into_inner()).entry(task).or_default().clone()
     }
 }
