@@ -131,5 +131,8 @@ fn the_check_catches_a_direct_use() {
     let lines = checked_lines(src);
     assert!(lines.iter().any(|(_, l)| l.contains("std::sync::atomic")));
     assert!(!lines.iter().any(|(_, l)| l.contains("std::thread")), "comments and test modules are skipped");
-    assert!(lines.iter().any(|(_, l)| l.contains("std::time::Instant")), "code after a test module is checked");
+    assert!(
+        lines.iter().any(|(_, l)| l.contains("std::time::Instant")),
+        "code after a test module is checked"
+    );
 }
