@@ -10,13 +10,12 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::Ordering;
 
 use lockstack_common::TrancheId;
 use lockstack_lwlock::{LwLock, LwLockKind};
 
 use crate::slock::{SLock, SpinDelayStatus};
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Latch};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Latch, Ordering};
 use crate::tag::BufferTag;
 
 /// One pin in the refcount field (`BUF_REFCOUNT_ONE`).

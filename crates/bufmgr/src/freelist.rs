@@ -10,7 +10,6 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::TrancheId;
@@ -20,7 +19,7 @@ use crate::desc::{
     BUF_REFCOUNT_MASK, BUF_REFCOUNT_ONE, BUF_USAGECOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     FREENEXT_END_OF_LIST, FREENEXT_NOT_IN_LIST, HeaderKind,
 };
-use crate::sync::{AtomicI32, AtomicU32};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// How victims are chosen: chosen once per pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -79,7 +78,7 @@ pub(crate) struct Strategy {
     next_victim: CachePadded<AtomicU32>,
     complete_passes: AtomicU32,
     /// Allocations (`numBufferAllocs`); plain `std` atomic, not part of any protocol.
-    num_allocs: std::sync::atomic::AtomicU64,
+    num_allocs: AtomicU64,
 }
 
 impl fmt::Debug for Strategy {
@@ -108,7 +107,7 @@ impl Strategy {
             last_free: AtomicI32::new(FREENEXT_END_OF_LIST),
             next_victim: CachePadded::new(AtomicU32::new(0)),
             complete_passes: AtomicU32::new(0),
-            num_allocs: std::sync::atomic::AtomicU64::new(0),
+            num_allocs: AtomicU64::new(0),
         }
     }
 

@@ -8,11 +8,11 @@
 //! under both mapping partitions; a dirty victim is written under a *conditional* shared content
 //! lock; WAL is flushed up to the page LSN before the page is written.
 
+use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering, RwLock};
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{BlockNumber, Oid, StatsRegistry, WaitEvent, WaitEventScope};
@@ -231,12 +231,12 @@ pub struct BufferPool {
     table: BufTable,
     strategy: Strategy,
     smgr: Arc<dyn Smgr>,
-    wal_flush: parking_lot::RwLock<Option<WalFlushHook>>,
-    page_verifier: parking_lot::RwLock<Option<PageVerifier>>,
-    flushed_lsn: std::sync::atomic::AtomicU64,
-    extension_locks: Box<[CachePadded<parking_lot::Mutex<()>>]>,
+    wal_flush: RwLock<Option<WalFlushHook>>,
+    page_verifier: RwLock<Option<PageVerifier>>,
+    flushed_lsn: AtomicU64,
+    extension_locks: Box<[CachePadded<Mutex<()>>]>,
     stats: StatsRegistry<BackendCounters>,
-    next_backend: std::sync::atomic::AtomicU32,
+    next_backend: AtomicU32,
 }
 
 impl fmt::Debug for BufferPool {
@@ -268,14 +268,12 @@ impl BufferPool {
             pages,
             strategy,
             smgr,
-            wal_flush: parking_lot::RwLock::new(None),
-            page_verifier: parking_lot::RwLock::new(None),
-            flushed_lsn: std::sync::atomic::AtomicU64::new(0),
-            extension_locks: (0..EXTENSION_LOCKS)
-                .map(|_| CachePadded::new(parking_lot::Mutex::new(())))
-                .collect(),
+            wal_flush: RwLock::new(None),
+            page_verifier: RwLock::new(None),
+            flushed_lsn: AtomicU64::new(0),
+            extension_locks: (0..EXTENSION_LOCKS).map(|_| CachePadded::new(Mutex::new(()))).collect(),
             stats: StatsRegistry::new(),
-            next_backend: std::sync::atomic::AtomicU32::new(0),
+            next_backend: AtomicU32::new(0),
         }))
     }
 

@@ -22,9 +22,8 @@
 //! small.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 
-use crate::sync::{AtomicBool, spin_hint};
+use crate::sync::{AtomicBool, Ordering, spin_hint, thread_local};
 
 /// `DEFAULT_SPINS_PER_DELAY`.
 const DEFAULT_SPINS_PER_DELAY: u32 = 100;
@@ -97,7 +96,7 @@ impl SpinDelayStatus {
         if self.cur_delay == 0 {
             self.cur_delay = MIN_DELAY_USEC;
         }
-        std::thread::sleep(std::time::Duration::from_micros(u64::from(self.cur_delay)));
+        lockstack_common::sync::sleep(std::time::Duration::from_micros(u64::from(self.cur_delay)));
         // Grow by a random fraction between 1x and 2x; wrap back to the minimum past the maximum.
         self.cur_delay += (f64::from(self.cur_delay) * random_fraction() + 0.5) as u32;
         if self.cur_delay > MAX_DELAY_USEC {

@@ -17,10 +17,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::sync::{AtomicU32, Mutex, Ordering, RwLock};
 use lockstack_common::{BlockNumber, Oid, WaitEvent, WaitEventScope};
-use parking_lot::{Mutex, RwLock};
 
 use crate::page::BLCKSZ;
 use crate::tag::ForkNumber;

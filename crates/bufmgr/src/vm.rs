@@ -24,7 +24,9 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, Ordering};
+// Plain: these atomics are views of page bytes (`from_ptr`), which neither loom nor a
+// wrapper type can model; the page's buffer content lock orders them.
+use lockstack_common::sync::atomic::plain::{AtomicU8, Ordering};
 
 use lockstack_common::{BlockNumber, Oid};
 

@@ -2,8 +2,8 @@
 //! table (clients, baseline, variants, gain %), the key counters per variant, the seed's own
 //! figures, and CSV / JSON / SVG files; `lockstack experiment list` lists them.
 
+use lockstack_common::sync::Instant;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};

@@ -40,9 +40,9 @@ mod pgbench_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
 
+use lockstack_common::sync::{AtomicBool, Ordering};
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

@@ -357,7 +357,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         engine,
     };
     if args.initialize {
-        let t0 = std::time::Instant::now();
+        let t0 = lockstack_common::sync::Instant::now();
         let place = match &args.data_dir {
             Some(dir) => {
                 datadir::initialize(cfg.engine.clone(), dir, cfg.scale, cfg.fillfactor)
@@ -389,7 +389,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     let mut res = match &args.data_dir {
         None => runner::run_with(&cfg, opts, &progress).map_err(run_failure)?,
         Some(dir) => {
-            let t0 = std::time::Instant::now();
+            let t0 = lockstack_common::sync::Instant::now();
             let (engine, control) =
                 datadir::open(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
             let res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress);
@@ -429,9 +429,9 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
 /// load), so that the report is printed and the directory shut down cleanly; a second one
 /// exits at once.
 fn stop_cleanly_on_signals() -> Result<(), Failure> {
-    static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    static SEEN: lockstack_common::sync::AtomicBool = lockstack_common::sync::AtomicBool::new(false);
     ctrlc::set_handler(|| {
-        if SEEN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if SEEN.swap(true, lockstack_common::sync::Ordering::Relaxed) {
             errln!("lockstack: interrupted again: exiting now; the data directory was not shut down");
             std::process::exit(130);
         }

@@ -31,14 +31,12 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId, WaitEvent, WaitEventScope};
 use lockstack_lwlock::{LwLock, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
-use parking_lot::Mutex;
 
-use crate::sync::{AtomicBool, AtomicU8, AtomicU32};
+use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Mutex, Ordering, PlainU64 as AtomicU64};
 
 /// Size of one SLRU page in bytes (`BLCKSZ`, 8192).
 pub const SLRU_PAGE_SIZE: usize = 8192;
@@ -334,7 +332,7 @@ struct SlruCounters {
     truncates: LocalCounter,
 }
 
-std::thread_local! {
+crate::sync::thread_local! {
     static LOCAL_STATS: RefCell<Vec<(u64, lockstack_common::StatsBlock<SlruCounters>)>> = const { RefCell::new(Vec::new()) };
 }
 

@@ -13,13 +13,13 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::ids::BackendId;
+use crate::sync::thread::JoinHandle;
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::wait_event::WaitEvent;
 
 /// One backend's published wait event: a single `u32`, written by its backend with relaxed
@@ -48,7 +48,7 @@ pub struct BackendStatusArray {
     slots: Box<[CachePadded<WaitEventSlot>]>,
 }
 
-thread_local! {
+crate::thread_local! {
     static CURRENT: RefCell<Option<(Arc<BackendStatusArray>, BackendId)>> =
         const { RefCell::new(None) };
 }
@@ -251,14 +251,14 @@ impl WaitSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
         let stop2 = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
+        let handle = crate::sync::thread::Builder::new()
             .name("wait-sampler".into())
             .spawn(move || {
                 let mut profile = WaitEventProfile::default();
                 while !stop2.load(Ordering::Relaxed) {
                     array.sample_into(&mut profile);
                     profile.rounds += 1;
-                    std::thread::sleep(period);
+                    crate::sync::sleep(period);
                 }
                 profile
             })

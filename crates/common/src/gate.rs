@@ -10,14 +10,7 @@
 //! too, but runs far fewer threads than connections); it only keeps the harness out of what it
 //! measures.
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-#[cfg(loom)]
-use loom::thread::yield_now;
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-#[cfg(not(loom))]
-use std::thread::yield_now;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering, yield_now};
 
 /// A start gate (see the module documentation). Workers call [`StartGate::arrive_and_wait`];
 /// the timing thread calls [`StartGate::wait_arrived`] (or [`StartGate::open_when_arrived`]),

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod gate;
 pub mod ids;
 pub mod stats;
+pub mod sync;
 pub mod tranche;
 pub mod wait_event;
 

@@ -7,11 +7,11 @@
 //! are readable while the run is going (for progress lines), because each is an atomic that only
 //! its owner stores to.
 
+use crate::sync::atomic::plain::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::sync::host::Mutex;
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 
 /// A 64-bit event counter with one writer (its backend) and any number of readers.
 ///

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use parking_lot::RwLock;
+use crate::sync::host::RwLock;
 
 /// Identifier of a tranche: a dense index below [`TrancheId::MAX`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

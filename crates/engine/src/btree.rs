@@ -19,7 +19,7 @@
 //! share-locks the root, so under pgbench the root is the hottest buffer in the pool, as in
 //! PostgreSQL.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use lockstack_common::sync::{AtomicU32, Ordering};
 
 use lockstack_bufmgr::page::{self, BLCKSZ, OffsetNumber};
 use lockstack_bufmgr::{BackendBuffers, Buffer, BufferError, ContentGuard, ForkNumber};

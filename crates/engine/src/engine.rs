@@ -39,8 +39,8 @@
 //! `assign_xid`, `commit` with `wal_commit` and `clog_commit`, `procarray_end`,
 //! `release_locks`); `RUST_LOG=lockstack_engine=trace lockstack pgbench ...` prints them.
 
+use lockstack_common::sync::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockstack_bufmgr::page::{self, LpFlags};
@@ -192,7 +192,7 @@ pub struct Engine {
     /// index, most recent last, at most [`FREE_PAGES_MAX`]; non-HOT updates prune and fill them
     /// before extending the relation. It stands in for PostgreSQL's free space map plus the
     /// pages autovacuum would visit: without it such pages were never visited again.
-    free_pages: [parking_lot::Mutex<Vec<u32>>; 4],
+    free_pages: [lockstack_common::sync::Mutex<Vec<u32>>; 4],
     /// Where relations, CLOG and WAL live (`None`: in memory), with the directory's lock,
     /// held as long as the engine lives.
     data_dir: Option<crate::datadir::DirLock>,
@@ -381,7 +381,7 @@ impl Engine {
         let pool = BufferPool::new(cfg.bufmgr.clone(), smgr)?;
         let wal = Wal::open(cfg.wal.clone())?;
         if data_dir.is_some() {
-            let flusher = parking_lot::Mutex::new(wal.backend());
+            let flusher = lockstack_common::sync::Mutex::new(wal.backend());
             pool.set_wal_flush_hook(Arc::new(move |lsn: u64| {
                 flusher.lock().flush(lockstack_xlog::XLogRecPtr(lsn)).map_err(|e| e.to_string())
             }));
@@ -414,7 +414,7 @@ impl Engine {
             multixact,
             tables,
             history_target: AtomicU32::new(u32::MAX),
-            free_pages: std::array::from_fn(|_| parking_lot::Mutex::new(Vec::new())),
+            free_pages: std::array::from_fn(|_| lockstack_common::sync::Mutex::new(Vec::new())),
             data_dir,
         }))
     }
@@ -451,7 +451,7 @@ impl Engine {
         self.data_dir.as_ref().map(|l| l.path())
     }
 
-    fn free_pages(&self, t: Table) -> &parking_lot::Mutex<Vec<u32>> {
+    fn free_pages(&self, t: Table) -> &lockstack_common::sync::Mutex<Vec<u32>> {
         &self.free_pages[Table::ALL.iter().position(|x| *x == t).expect("known table")]
     }
 

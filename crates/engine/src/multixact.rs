@@ -28,8 +28,8 @@
 //! reader can see them truncated underneath), member wraparound and multis with an updater
 //! member (the engine creates only lock-only multis).
 
+use lockstack_common::sync::{AtomicU32, AtomicU64, Ordering};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use lockstack_common::{BackendId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockKind, TrancheId};
@@ -100,7 +100,7 @@ pub struct MultiXactStore {
     /// (`MultiXactIdSetOldestMember`), exclusive to allocate one (`GetNewMultiXactId`).
     gen_lock: LwLock,
     /// The member lists; a plain mutex standing in for the pg_multixact SLRUs' locks.
-    members: parking_lot::Mutex<Members>,
+    members: lockstack_common::sync::Mutex<Members>,
     /// The next id, readable under `gen_lock` shared (written only under it exclusive).
     next: AtomicU32,
     /// `OldestMemberMXactId[backend]` (0: none).
@@ -123,7 +123,7 @@ impl MultiXactStore {
     pub fn new(kind: LwLockKind, max_backends: usize) -> MultiXactStore {
         MultiXactStore {
             gen_lock: LwLock::new(kind, TrancheId::MULTI_XACT_GEN, 0),
-            members: parking_lot::Mutex::new(Members {
+            members: lockstack_common::sync::Mutex::new(Members {
                 base: MultiXactId::FIRST,
                 next: MultiXactId::FIRST,
                 lists: VecDeque::new(),

@@ -20,7 +20,7 @@ pub struct MachineNote {
 impl MachineNote {
     /// Describes a run with `threads` busy threads on this machine.
     pub fn for_threads(threads: usize) -> MachineNote {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let cores = lockstack_common::sync::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         MachineNote { cores, threads, oversubscribed: threads > cores }
     }
 

@@ -6,16 +6,15 @@
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use lockstack_common::sync::{AtomicBool, AtomicU32, Condvar, Instant, Mutex, Ordering};
 use lockstack_common::{
     BackendId, LocalTransactionId, Oid, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId,
     WaitEvent, WaitEventScope,
 };
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
-use parking_lot::{Condvar, Mutex};
 
 use crate::config::{FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
 use crate::deadlock::{self, GraphLock, Outcome, WaitGraph};

@@ -15,15 +15,14 @@
 //! tries once more (phase 3) before sleeping, so that a release between its first attempt and
 //! its queueing cannot be missed. A woken waiter retries rather than being handed the lock.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use lockstack_common::sync::Ordering;
 
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinDelay, spin_then_attempt};
 use crate::stats::{check_tranche, record_instance, with_tranche};
-use crate::sync::AtomicU32;
+use crate::sync::{AtomicU32, Instant};
 use crate::waiter::{
     NOT_WAITING, PENDING_WAKEUP, WAITING, WaitList, WaitMode, Waiter, WakeList, with_waiter,
 };

@@ -19,7 +19,7 @@
 //! Both keep PostgreSQL's guarantee that matters for snapshots: a request only ever runs while
 //! the lock is held exclusively.
 
-use std::sync::atomic::Ordering;
+use lockstack_common::sync::Ordering;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{WaitEvent, WaitEventScope};
@@ -60,16 +60,17 @@ impl<R> Member<R> {
     /// Fills the slot before it is published on a list.
     fn publish(&self, request: R, key: u64) {
         assert!(!self.pending.load(Ordering::Relaxed), "group member slot used by two callers at once");
-        self.data.with(|d| {
+        {
+            let mut d = self.data.lock();
             d.request = Some(request);
             d.handle = Some(ParkHandle::current());
-        });
+        }
         self.key.store(key, Ordering::Relaxed);
         self.pending.store(true, Ordering::Relaxed);
     }
 
     fn take_request(&self) -> R {
-        self.data.with(|d| d.request.take().expect("group request present"))
+        self.data.lock().request.take().expect("group request present")
     }
 
     fn sleep_until_done(&self, event: WaitEvent) {
@@ -80,7 +81,7 @@ impl<R> Member<R> {
     /// Marks the request done and wakes its owner; the slot may be reused at once after.
     fn finish(&self) {
         let unparker: Option<Unparker> =
-            self.data.with(|d| d.handle.as_ref().map(|h| h.unparker(self.park_key())));
+            self.data.lock().handle.as_ref().map(|h| h.unparker(self.park_key()));
         self.pending.store(false, Ordering::Release);
         if let Some(u) = unparker {
             u.unpark();
@@ -99,7 +100,7 @@ fn apply_list<R>(members: &[CachePadded<Member<R>>], first: u32, apply: &mut imp
     let mut cur = first;
     while cur != INVALID {
         let m = &members[cur as usize];
-        m.data.with(|d| apply(d.request.as_mut().expect("group request present")));
+        apply(m.data.lock().request.as_mut().expect("group request present"));
         cur = m.next.load(Ordering::Relaxed);
         n += 1;
     }

@@ -75,7 +75,7 @@ impl LwLockVar {
     /// The current value (an acquire load; use it only for diagnostics, waiters must go
     /// through `wait_for_var`).
     pub fn load(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Acquire)
+        self.0.load(lockstack_common::sync::Ordering::Acquire)
     }
 }
 

@@ -7,15 +7,14 @@
 //! race and no self-dequeue. The `wait_for_var` / `update_var` pair follows 9.4, where the
 //! variable is read and written under the spinlock.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use lockstack_common::sync::Ordering;
 
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
 use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinLock, spin_rounds, spin_then_attempt};
 use crate::stats::{check_tranche, record_instance, with_tranche};
-use crate::sync::{AtomicBool, AtomicU8, AtomicU32};
+use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Instant};
 use crate::waiter::{WaitList, WaitMode, Waiter, WakeList, with_waiter};
 
 /// The 9.2 LWLock. Every field but `mutex` is read and written only while `mutex` is held (the

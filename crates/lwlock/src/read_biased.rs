@@ -38,7 +38,7 @@
 //! revocation is a read-modify-write even when the bias is already off, so that the argument
 //! covers writers that did not turn it off themselves.
 
-use std::sync::atomic::Ordering;
+use lockstack_common::sync::Ordering;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::TrancheId;
@@ -82,10 +82,7 @@ enum ExclusiveWait {
 fn now_ns() -> u64 {
     #[cfg(not(loom))]
     {
-        use std::sync::OnceLock;
-        use std::time::Instant;
-        static EPOCH: OnceLock<Instant> = OnceLock::new();
-        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        lockstack_common::sync::time::monotonic().as_nanos() as u64
     }
     #[cfg(loom)]
     {
@@ -93,16 +90,17 @@ fn now_ns() -> u64 {
     }
 }
 
-// A plain std thread-local: under loom the slot is always 0 (see `next_slot`), so nothing
-// here needs to be modelled.
-std::thread_local! {
+// Per thread (per task under a simulation); under loom the slot is always 0 (see `next_slot`).
+crate::sync::thread_local! {
     static MY_SLOT: std::cell::Cell<u16> = const { std::cell::Cell::new(u16::MAX) };
 }
 
 /// Threads take slots round-robin, so up to `READER_SLOTS` threads never share one.
 #[cfg(not(loom))]
 fn next_slot() -> u16 {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    // Plain: a once-per-thread round-robin ticket, not part of the lock protocol.
+    static NEXT: lockstack_common::sync::atomic::plain::AtomicU32 =
+        lockstack_common::sync::atomic::plain::AtomicU32::new(0);
     (NEXT.fetch_add(1, Ordering::Relaxed) as usize % READER_SLOTS) as u16
 }
 

@@ -7,7 +7,9 @@
 //! 1 ms). Every yield or sleep counts as one delay.
 
 use crate::sync::{AtomicBool, spin_hint, yield_now};
-use std::sync::atomic::{AtomicU32, Ordering};
+use lockstack_common::sync::Ordering;
+// Plain: a process-wide knob set before a run, read once per spin loop.
+use lockstack_common::sync::atomic::plain::AtomicU32;
 
 /// Default for [`set_spin_rounds`]: the schedule of parking_lot's `SpinWait` (3 rounds of
 /// 2, 4, 8 pauses, then yields up to 10 rounds in all). 0 under loom, to keep models small.
@@ -87,7 +89,7 @@ impl SpinDelay {
             #[cfg(not(loom))]
             {
                 let exp = (self.delays - Self::YIELDS_BEFORE_SLEEP).min(10);
-                std::thread::sleep(std::time::Duration::from_micros(1 << exp));
+                lockstack_common::sync::sleep(std::time::Duration::from_micros(1 << exp));
             }
         }
     }

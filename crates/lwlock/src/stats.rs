@@ -13,8 +13,8 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use lockstack_common::sync::host::Mutex;
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId};
-use parking_lot::Mutex;
 
 /// Counters of one backend for one tranche. Aligned (and so sized) to 128 bytes, so that a row
 /// is found with one shift and the counters of two tranches never share a cache line.
@@ -59,7 +59,7 @@ fn registry() -> &'static StatsRegistry<BackendLwLockStats> {
     REG.get_or_init(StatsRegistry::new)
 }
 
-std::thread_local! {
+crate::sync::thread_local! {
     /// This thread's stats block, for the slow path. A raw pointer with a const initialiser
     /// and no destructor, like `ROWS`.
     static MINE: Cell<*const BackendLwLockStats> = const { Cell::new(std::ptr::null()) };

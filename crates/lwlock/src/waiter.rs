@@ -12,7 +12,7 @@
 //! the waiter for the last time when it stores `NOT_WAITING`; the unpark that follows needs only
 //! the address (or, under loom, a handle cloned before that store).
 
-use std::sync::atomic::Ordering;
+use lockstack_common::sync::Ordering;
 
 use crate::sync::{AtomicPtr, AtomicU8, ParkHandle, Unparker, park_while, thread_local};
 

@@ -7,11 +7,10 @@
 //! `threshold + 10` buckets, each holding the newest xmin of a snapshot taken in that minute.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
+use crate::sync::{AtomicI64, Mutex, Ordering};
 use lockstack_common::{TrancheId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
-use parking_lot::Mutex;
 
 use crate::config::{OldSnapshotThreshold, TimeMapMaintenance};
 
@@ -104,7 +103,7 @@ struct MapData {
 /// `OldSnapshotTimeMap`).
 ///
 /// The two spinlocks of PostgreSQL (`mutex_current`, `mutex_latest_xmin`) are modelled with
-/// `parking_lot` mutexes; the map's data sits in a mutex that is only ever locked while the
+/// the sync facade's mutexes; the map's data sits in a mutex that is only ever locked while the
 /// LWLock is held, so that mutex is never contended and the LWLock is what the statistics see.
 pub struct OldSnapshotTimeMap {
     threshold: OldSnapshotThreshold,

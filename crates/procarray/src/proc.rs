@@ -11,7 +11,7 @@
 //! Fields that take part in a concurrent protocol use [`crate::sync`] atomics (loom-checked
 //! under `--cfg loom`); the footprint-only fields use `std` atomics.
 
-use std::sync::atomic::{AtomicBool as StdBool, AtomicI32, AtomicU32 as StdU32, AtomicU64 as StdU64};
+use crate::sync::plain::{AtomicBool as StdBool, AtomicI32, AtomicU32 as StdU32, AtomicU64 as StdU64};
 
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32};
 
@@ -50,7 +50,7 @@ pub struct ShmQueue {
 }
 
 /// Stand-in for `PGSemaphoreData` (a POSIX `sem_t`: 32 bytes on Linux x86-64). lockstack
-/// backends park through `parking_lot_core` instead; the struct only keeps `PgProc`'s size.
+/// backends park through the sync facade (`lockstack_common::sync::park`) instead; the struct only keeps `PgProc`'s size.
 #[derive(Debug, Default)]
 pub struct PgSemaphore {
     /// The count a `sem_post` would raise.

@@ -13,10 +13,11 @@
 //! * Membership changes take `ProcArrayLock` then `XidGenLock`, both exclusive, because `Dense`
 //!   entries move and xid assignment writes them under `XidGenLock` only.
 
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicBool as StdBool;
 use std::fmt;
 use std::hint::cold_path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool as StdBool, Ordering};
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{

@@ -1,14 +1,13 @@
-//! The crate's only door to the atomics that concurrent protocols touch, so that `--cfg loom`
-//! can swap them for loom's model-checked versions (the same facade as `lockstack_lwlock`).
+//! The crate's names for the workspace's one sync facade (`lockstack_common::sync`), which
+//! maps each of them to std, loom (`--cfg loom`) or a simulation.
 //!
-//! Only the fields that take part in a protocol go through here: published xids, xmins, the
-//! subxid cache and its count, ProcArray membership, `latest_completed_xid`, `next_xid` and the
-//! completion counter. The many fields of [`crate::PgProc`] that exist only to give the struct
-//! PostgreSQL's size use `std` atomics directly, so that a loom model does not track hundreds
-//! of objects it never needs.
+//! Only the fields that take part in a protocol go through the modelled types: published xids,
+//! xmins, the subxid cache and its count, ProcArray membership, `latest_completed_xid`,
+//! `next_xid` and the completion counter. The many fields of [`crate::PgProc`] that exist only
+//! to give the struct PostgreSQL's size, and the per-slot attach flags, are `plain` std atomics,
+//! so that a loom model does not track hundreds of objects it never needs.
 
-#[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, fence};
-
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, fence};
+pub(crate) use lockstack_common::sync::atomic::plain;
+pub(crate) use lockstack_common::sync::{
+    AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Instant, Mutex, Ordering, fence, sleep, thread,
+};

@@ -10,8 +10,9 @@
 //!   `valgrind --tool=cachegrind` counts the cache misses of `n` snapshots and nothing else.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::sync::{AtomicBool, AtomicU64, Instant, Ordering, sleep, thread};
 
 use lockstack_common::{BackendId, TrancheId};
 use lockstack_lwlock::stats::{TrancheStats, snapshot as lwlock_stats};
@@ -177,7 +178,7 @@ pub fn run_snapshot_workload(cfg: &SnapshotWorkloadConfig) -> Result<SnapshotWor
         let (snapshots, commits, xip_total) =
             (Arc::clone(&snapshots), Arc::clone(&commits), Arc::clone(&xip_total));
         let is_taker = t < takers;
-        handles.push(std::thread::spawn(move || {
+        handles.push(thread::spawn(move || {
             if is_taker {
                 b.get_snapshot_data();
                 b.end_transaction();
@@ -206,7 +207,7 @@ pub fn run_snapshot_workload(cfg: &SnapshotWorkloadConfig) -> Result<SnapshotWor
     let pa0 = pa.stats();
     gate.open();
     let t0 = Instant::now();
-    std::thread::sleep(cfg.duration);
+    sleep(cfg.duration);
     stop.store(true, Ordering::Relaxed);
     for h in handles {
         h.join().map_err(|_| ConfigError("a workload thread panicked".into()))?;

@@ -31,8 +31,7 @@ use lockstack_lwlock::{
 
 use crate::config::{InsertMode, WalError};
 use crate::ptr::{XLogRecPtr, bytepos_to_end_recptr};
-use crate::sync::AtomicU64;
-use std::sync::atomic::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 
 /// One insertion lock and its advertised position, alone on a 128-byte line
 /// (`WALInsertLockPadded`).

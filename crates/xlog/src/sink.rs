@@ -220,7 +220,7 @@ impl Sink {
             SinkKind::Modelled { flush_delay } => {
                 if !flush_delay.is_zero() {
                     let _scope = WaitEventScope::new(WaitEvent::WAL_SYNC);
-                    std::thread::sleep(*flush_delay);
+                    crate::sync::sleep(*flush_delay);
                 }
                 Ok(true)
             }

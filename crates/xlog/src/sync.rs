@@ -1,9 +1,8 @@
-//! The only door to the atomics of the insertion protocol ([`crate::insertion`]), so that
-//! `--cfg loom` can swap them for loom's model-checked ones (the lwlock crate does the same for
-//! its own; the locks themselves come from `lockstack_lwlock`, which follows the same flag).
+//! The crate's names for the workspace's one sync facade (`lockstack_common::sync`), which
+//! maps each of them to std, loom (`--cfg loom`, for the insertion protocol's model in
+//! `tests/loom_insert.rs`) or a simulation; the locks themselves come from `lockstack_lwlock`,
+//! which uses the same facade.
 
-#[cfg(not(loom))]
-pub(crate) use std::sync::atomic::AtomicU64;
-
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::AtomicU64;
+pub(crate) use lockstack_common::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, sleep, thread,
+};

@@ -6,15 +6,14 @@
 //! `XLogBackgroundFlush` (WAL writer), and `RecordTransactionCommit` in `xact.c` (synchronous
 //! or asynchronous commit).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use lockstack_common::{StatsRegistry, TrancheId, TransactionId, WaitEvent, WaitEventScope};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
-use parking_lot::{Condvar, Mutex};
 
 use crate::config::{InsertMode, WalConfig, WalError, WalSink};
 use crate::insertion::{InsertionHold, InsertionLocks};
@@ -182,7 +181,7 @@ impl Wal {
             let ctl = Arc::clone(&wal.writer_ctl);
             let counters = wal.stats.register();
             let delay = wal.cfg.wal_writer_delay;
-            let handle = std::thread::Builder::new()
+            let handle = thread::Builder::new()
                 .name("wal-writer".into())
                 .spawn(move || wal_writer_main(weak, ctl, counters, delay))
                 .map_err(|e| WalError::io("wal-writer thread", "spawn", e))?;
@@ -334,7 +333,7 @@ impl Wal {
         self.writer_ctl.wake.notify_all();
         let handle = self.writer.lock().take();
         if let Some(h) = handle
-            && h.thread().id() != std::thread::current().id()
+            && h.thread_id() != thread::current_id()
         {
             // The writer only returns; a panic in it was already reported on stderr.
             let _ = h.join();
@@ -577,7 +576,7 @@ impl Wal {
             {
                 {
                     let _scope = WaitEventScope::new(WaitEvent::COMMIT_DELAY);
-                    std::thread::sleep(Duration::from_micros(self.cfg.commit_delay_us));
+                    crate::sync::sleep(Duration::from_micros(self.cfg.commit_delay_us));
                 }
                 counters.commit_delays.incr();
                 if let InsertMode::InsertionLocks(_) = self.cfg.insert_mode {

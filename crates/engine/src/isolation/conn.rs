@@ -2,13 +2,13 @@
 //! `xact.c` that the supported SQL needs (implicit transactions, explicit blocks, the aborted
 //! state after an error, SET values rolled back on abort) and a tiny catalog of table names.
 
+use lockstack_common::sync::{AtomicU32, Ordering};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use lockstack_common::sync::Mutex;
 use lockstack_lmgr::{Backend, LockError, LockOptions, LockTag, Oid};
-use parking_lot::Mutex;
 
 use super::sql::{AdvisoryKey, AdvisoryOp, Call, Guc, Statement};
 

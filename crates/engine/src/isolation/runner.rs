@@ -5,13 +5,15 @@
 //! query. Output goes to the caller as it is produced (before every wait), as the tester
 //! prints it, so a run that hangs has shown what led to the hang.
 
+use lockstack_common::sync::thread::JoinHandle;
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use lockstack_common::sync::Instant;
+
+use lockstack_common::sync::{Condvar, Mutex};
 use lockstack_lmgr::{BackendId, Lmgr};
-use parking_lot::{Condvar, Mutex};
 
 use super::conn::{Catalog, Conn, QueryResult};
 use super::spec::Blocker;
@@ -39,7 +41,7 @@ impl SessionThread {
         let (tx, rx) = channel::<Option<Vec<Statement>>>();
         let backend = conn.backend_id();
         let sh = Arc::clone(&shared);
-        let handle = std::thread::Builder::new()
+        let handle = lockstack_common::sync::thread::Builder::new()
             .name(format!("isolation-{name}"))
             .spawn(move || {
                 let mut conn = conn;

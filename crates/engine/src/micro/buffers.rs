@@ -17,11 +17,13 @@
 //! contents (scan: tuple counts seen; vm-delete: every tuple of a thread's page carries that
 //! thread's delete count; a lost update or a torn page fails the row).
 
+use lockstack_common::sync::{AtomicBool, Ordering};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_VISIBLE, VisibilityMap, VmBuffer, VmCheck};
 use lockstack_bufmgr::{
@@ -405,7 +407,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
-    let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
+    let results: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (pool, stop, gate) = (Arc::clone(&pool), &stop, &gate);
@@ -434,7 +436,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
             .collect();
         gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let r: Vec<Result<(u64, u64, Instant, Instant), String>> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect();

@@ -7,8 +7,10 @@
 //! VXID locks every one of those goes through a LockManager partition lock; with both on,
 //! none does. The report gives throughput and the lock manager's and LWLocks' counters.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use lockstack_common::sync::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 use lockstack_common::{BackendId, Oid, TrancheId};
 pub use lockstack_lmgr::VxidLocks;
@@ -147,7 +149,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
     let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
-    let transactions: u64 = std::thread::scope(|s| {
+    let transactions: u64 = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|i| {
                 let (lmgr, stop, gate) = (&lmgr, &stop, &gate);
@@ -174,7 +176,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
             .collect();
         gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let done: Vec<(u64, Instant, Instant)> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
         elapsed = super::workers_interval(done.iter().map(|d| (d.1, d.2)), start.elapsed());

@@ -7,10 +7,12 @@
 //! end the pair must equal the number of exclusive operations (a lost update means the lock
 //! failed). The LWLock rows also report the `LWLOCK_STATS` counters of the run's tranche.
 
+use lockstack_common::sync::{AtomicBool, Ordering};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 use hdrhistogram::Histogram;
 use lockstack_common::backend::{WaitEventProfile, WaitSampler};
@@ -269,7 +271,7 @@ fn busy(ns: u64) {
     }
     let start = Instant::now();
     while (start.elapsed().as_nanos() as u64) < ns {
-        std::hint::spin_loop();
+        lockstack_common::sync::spin_hint();
     }
 }
 
@@ -295,7 +297,7 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
-    let results = std::thread::scope(|s| {
+    let results = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (data, stop, gate, backends) = (&data, &stop, &gate, &backends);
@@ -344,7 +346,7 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
             .collect();
         gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let r: Vec<ThreadResult> = handles.into_iter().map(|h| h.join().expect("worker panicked")).collect();
         elapsed = start.elapsed();

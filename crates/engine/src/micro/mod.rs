@@ -5,7 +5,9 @@ pub mod locks;
 pub mod lwlock;
 pub mod wal;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 /// The interval a micro-benchmark's workers ran in, from the first one's start to the last
 /// one's end, given each worker's (start, end); `fallback` when there is none. With many more

@@ -7,8 +7,10 @@
 //! WAL's insert position must equal the bytes the workers' records occupy (no reservation
 //! lost or doubled), and the WAL's record counter must equal the workers' own count.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use lockstack_common::sync::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 use lockstack_common::{TrancheId, TransactionId};
 use lockstack_lwlock::stats;
@@ -178,7 +180,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
     let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
-    let per_thread: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
+    let per_thread: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let mut b = wal.backend();
@@ -204,7 +206,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
             .collect();
         gate.open_when_arrived(cfg.threads, || handles.iter().any(|h| h.is_finished()));
         let start = Instant::now();
-        std::thread::sleep(cfg.duration);
+        lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
         let r = handles
             .into_iter()

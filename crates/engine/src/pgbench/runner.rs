@@ -7,9 +7,11 @@
 //! script chosen by weight; a deadlock or lock-timeout error fails the transaction (pgbench 15
 //! with `--max-tries=1`), which is rolled back and counted.
 
+use lockstack_common::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use lockstack_common::sync::Instant;
 
 use lockstack_common::BackendId;
 use lockstack_common::backend::{WaitEventProfile, WaitSampler};
@@ -411,7 +413,7 @@ fn run_command(
                 if left.is_zero() {
                     break;
                 }
-                std::thread::sleep(left.min(Duration::from_millis(10)));
+                lockstack_common::sync::sleep(left.min(Duration::from_millis(10)));
             }
             return Ok(true);
         }
@@ -476,8 +478,8 @@ pub fn sole_builtin(scripts: &[Script]) -> Option<&'static str> {
 #[derive(Default)]
 struct Gate {
     open: AtomicBool,
-    lock: parking_lot::Mutex<()>,
-    cv: parking_lot::Condvar,
+    lock: lockstack_common::sync::Mutex<()>,
+    cv: lockstack_common::sync::Condvar,
 }
 
 impl Gate {
@@ -707,7 +709,7 @@ pub fn run_on_with(
     let start_cell: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let progress: Vec<ClientProgress> = (0..cfg.clients).map(|_| ClientProgress::default()).collect();
     let (prog, progress) = (&prog, &progress);
-    let outs: Vec<Result<ClientOut, EngineError>> = std::thread::scope(|sc| {
+    let outs: Vec<Result<ClientOut, EngineError>> = lockstack_common::sync::thread::scope(|sc| {
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
                 let (engine, shared, start_cell) = (Arc::clone(engine), Arc::clone(&shared), &start_cell);
@@ -748,7 +750,7 @@ pub fn run_on_with(
         // Clients that ended without reporting (a panic) count as done for every wait below.
         let lost = || handles.iter().filter(|h| h.is_finished()).count();
         while shared.connected.load(Ordering::Acquire) + lost() < cfg.clients {
-            std::thread::sleep(Duration::from_micros(200));
+            lockstack_common::sync::sleep(Duration::from_micros(200));
         }
         counters_before = StackCounters::take(engine);
         let sampler = if cfg.wait_sampling_hz > 0 {
@@ -772,7 +774,7 @@ pub fn run_on_with(
         let mut next_progress = cfg.progress.map(|p| start + p);
         let mut last = (0u64, 0u64, 0u64, 0f64, start);
         while shared.finished.load(Ordering::Acquire) + lost() < cfg.clients {
-            std::thread::sleep(tick.min(Duration::from_millis(2)));
+            lockstack_common::sync::sleep(tick.min(Duration::from_millis(2)));
             let now = Instant::now();
             if cfg.duration.is_some_and(|d| now - start >= d) || interrupted() {
                 shared.stop.store(true, Ordering::Relaxed);

@@ -1,0 +1,612 @@
+//! The seam for a third backend: a simulated machine that runs every backend as a task in
+//! virtual time (issue 17's `--machine`).
+//!
+//! A [`SimBackend`] is installed on a host thread with [`install`]; from then on every facade
+//! operation made on that thread (and on the tasks it spawns through the facade) is reported to
+//! it before it runs: atomics and fences with their address, size and call site, plain shared
+//! data through [`touch`], spin hints, yields, parks, clock reads, sleeps, spawns and joins,
+//! and the facade's thread-locals become per task.
+//!
+//! Cost: nothing unless the `sim-hook` cargo feature of `lockstack-common` is on (the test
+//! builds turn it on through dev-dependencies; a simulating binary turns it on in its own
+//! build): without it every check is a constant `false` and the facade compiles to exactly the
+//! std operations. With it, each operation loads one process-global `AtomicBool` ("a
+//! simulation was ever installed", `Relaxed`) and branches on it, predicted not taken, with the
+//! slow path out of line (`#[cold]`); only when the flag is set does it read a const-initialised
+//! thread-local pointer to the installed [`Simulation`]. That check measured as a third to half
+//! of an uncontended LWLock acquire-release (`lockstack lwlock --impl atomic`, callgrind
+//! instructions), hence the feature. Under `--cfg loom` none of this exists: loom is the
+//! backend.
+//!
+//! Blocking with a key ([`crate::sync::park`]), mutexes and condition variables reduce to the
+//! backend's task [`park`](SimBackend::park) and [`unpark`](SimBackend::unpark): the facade keeps
+//! the per-key wait queues itself, in the [`Simulation`], so a backend only schedules tasks.
+
+// Under loom the facade does not dispatch to a backend, so most of this module is unused there.
+#![cfg_attr(loom, allow(dead_code))]
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::panic::Location;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Which way an operation touches memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// A load, or reading plain data.
+    Read,
+    /// A store, or writing plain data.
+    Write,
+    /// A read-modify-write (swap, compare-exchange, fetch-op), or a lock word taken.
+    Rmw,
+}
+
+/// A task (a simulated thread) as its backend numbers it.
+pub type TaskId = u64;
+
+/// Where a facade operation was called from (the crate's source line, through
+/// `#[track_caller]`; for mutex and condition-variable operations, the facade's own line,
+/// because `lock_api` does not forward the caller).
+pub type Site = &'static Location<'static>;
+
+/// A backend that runs the facade's operations in its own world (virtual time).
+///
+/// Every method is called on the host thread that runs the current task, before the
+/// operation it reports takes effect; a backend may switch to another task inside any of them
+/// (that is how a conservative discrete-event simulation orders shared-memory operations in
+/// virtual time). Methods must not call back into the facade's hooked operations.
+pub trait SimBackend: Send + Sync {
+    /// An atomic access of `size` bytes at `addr`.
+    fn atomic(&self, addr: usize, size: usize, access: Access, site: Site);
+    /// A memory fence.
+    fn fence(&self, site: Site);
+    /// A plain (non-atomic) access to `len` bytes of shared data at `addr`, made under a lock
+    /// (lock-table entries, CLOG pages, buffer tags, ...). See [`touch`].
+    fn touch(&self, addr: usize, len: usize, access: Access, site: Site);
+    /// A busy-wait hint inside a spin loop (`pause`).
+    fn spin_hint(&self, site: Site);
+    /// The task gives its core away.
+    fn yield_now(&self, site: Site);
+    /// The id of the running task.
+    fn current_task(&self) -> TaskId;
+    /// Blocks the running task until [`unpark`](Self::unpark) names it or, with a deadline,
+    /// until the virtual clock passes it (a deadline is a [`now`](Self::now) value). Returns
+    /// `true` when unparked, `false` on time-out. An unpark that arrives before the park is kept
+    /// as a token and makes the next park return at once (`std::thread::park` semantics).
+    fn park(&self, deadline: Option<Duration>) -> bool;
+    /// Wakes `task` (or leaves it a token).
+    fn unpark(&self, task: TaskId);
+    /// The running task's clock: virtual time since the simulation began.
+    fn now(&self) -> Duration;
+    /// Puts the running task to sleep for `d` of virtual time.
+    fn sleep(&self, d: Duration);
+    /// Starts `f` as a new task and returns its id. If the task runs on another host thread,
+    /// the facade's wrapper installs the same [`Simulation`] there first.
+    fn spawn(&self, name: Option<String>, f: Box<dyn FnOnce() + Send>) -> TaskId;
+    /// Waits for `task` to finish; `Err` carries its panic payload.
+    fn join(&self, task: TaskId) -> std::thread::Result<()>;
+    /// The running task's value of the thread-local `key` (a stable address), created with
+    /// `init` on first use. The pointer must stay valid until the task ends.
+    fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn Any>) -> *const dyn Any;
+}
+
+/// A shared backend is a backend (so a test can keep a handle to read it while it runs).
+impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
+    fn atomic(&self, addr: usize, size: usize, access: Access, site: Site) {
+        (**self).atomic(addr, size, access, site)
+    }
+    fn fence(&self, site: Site) {
+        (**self).fence(site)
+    }
+    fn touch(&self, addr: usize, len: usize, access: Access, site: Site) {
+        (**self).touch(addr, len, access, site)
+    }
+    fn spin_hint(&self, site: Site) {
+        (**self).spin_hint(site)
+    }
+    fn yield_now(&self, site: Site) {
+        (**self).yield_now(site)
+    }
+    fn current_task(&self) -> TaskId {
+        (**self).current_task()
+    }
+    fn park(&self, deadline: Option<Duration>) -> bool {
+        (**self).park(deadline)
+    }
+    fn unpark(&self, task: TaskId) {
+        (**self).unpark(task)
+    }
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    fn sleep(&self, d: Duration) {
+        (**self).sleep(d)
+    }
+    fn spawn(&self, name: Option<String>, f: Box<dyn FnOnce() + Send>) -> TaskId {
+        (**self).spawn(name, f)
+    }
+    fn join(&self, task: TaskId) -> std::thread::Result<()> {
+        (**self).join(task)
+    }
+    fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn Any>) -> *const dyn Any {
+        (**self).task_local(key, init)
+    }
+}
+
+/// An installed backend and the facade's per-key wait queues for its tasks.
+pub struct Simulation {
+    backend: Box<dyn SimBackend>,
+    /// Tasks parked on a key, oldest first. A host mutex: a simulation runs on one host thread,
+    /// so it is never contended there (a test backend on real threads may contend it).
+    queues: std::sync::Mutex<HashMap<usize, VecDeque<TaskId>>>,
+}
+
+impl Simulation {
+    /// Wraps a backend, ready to [`install`].
+    pub fn new(backend: Box<dyn SimBackend>) -> Arc<Simulation> {
+        Arc::new(Simulation { backend, queues: std::sync::Mutex::new(HashMap::new()) })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &dyn SimBackend {
+        &*self.backend
+    }
+
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<usize, VecDeque<TaskId>>> {
+        self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Simulation")
+    }
+}
+
+/// Whether the dispatch is compiled in (the `sim-hook` feature). Without it every check below
+/// is a constant `false` and the facade compiles to exactly the std operations.
+const ENABLED: bool = cfg!(feature = "sim-hook");
+
+/// Set once, when the first simulation is installed, and never cleared.
+static EVER_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+std::thread_local! {
+    /// The simulation installed on this host thread (null if none). Raw: the install guard
+    /// keeps the `Arc` alive for as long as the pointer is set.
+    static CURRENT: Cell<*const Simulation> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Restores the previous installation when dropped. Not `Send`: it belongs to its host thread.
+#[derive(Debug)]
+pub struct InstallGuard {
+    prev: *const Simulation,
+    /// Keeps the simulation alive while CURRENT points to it.
+    #[cfg_attr(not(feature = "sim-hook"), allow(dead_code))]
+    sim: Arc<Simulation>,
+}
+
+/// Installs `sim` on the calling host thread until the guard drops; nests (the previous one
+/// comes back). Exists only with the `sim-hook` feature, which compiles the dispatch in.
+#[cfg(feature = "sim-hook")]
+pub fn install(sim: Arc<Simulation>) -> InstallGuard {
+    install_inner(sim)
+}
+
+/// [`install`], for the facade's own use (a spawned task re-installs its simulation).
+pub(crate) fn install_inner(sim: Arc<Simulation>) -> InstallGuard {
+    EVER_INSTALLED.store(true, Ordering::SeqCst);
+    let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(&sim)));
+    InstallGuard { prev, sim }
+}
+
+#[cfg(feature = "sim-hook")]
+impl InstallGuard {
+    /// The installed simulation.
+    pub fn simulation(&self) -> &Arc<Simulation> {
+        &self.sim
+    }
+}
+
+impl Drop for InstallGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.prev));
+    }
+}
+
+/// Runs `f` with the simulation installed on this host thread, if any. The fast path is one
+/// relaxed load of a global flag.
+#[inline(always)]
+pub(crate) fn with_current<R>(f: impl FnOnce(&Simulation) -> R) -> Option<R> {
+    if !ENABLED || !EVER_INSTALLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    with_current_slow(f)
+}
+
+#[cold]
+fn with_current_slow<R>(f: impl FnOnce(&Simulation) -> R) -> Option<R> {
+    let p = CURRENT.try_with(|c| c.get()).unwrap_or(std::ptr::null());
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null CURRENT was set by `install` from an `Arc` that its guard keeps alive
+    // until it resets CURRENT on this same thread; the reference does not outlive this call.
+    Some(f(unsafe { &*p }))
+}
+
+/// The simulation installed on this host thread, as an owning handle (for spawned tasks that
+/// may run on other host threads).
+pub(crate) fn current_arc() -> Option<Arc<Simulation>> {
+    with_current(|s| {
+        // SAFETY: `s` points into an `Arc<Simulation>` (see `install`) that is alive now; the
+        // count goes up before a second `Arc` is made from the same pointer.
+        unsafe {
+            Arc::increment_strong_count(s as *const Simulation);
+            Arc::from_raw(s as *const Simulation)
+        }
+    })
+}
+
+/// True when this host thread has a simulation installed.
+pub(crate) fn installed_here() -> bool {
+    with_current(|_| ()).is_some()
+}
+
+/// Runs `f` with the hooks of this thread switched off, so that the facade operations inside
+/// it run natively (used for the wake-up check of a keyed park, which must not be a switch
+/// point while the wait queues are held).
+pub(crate) fn suppressed<R>(f: impl FnOnce() -> R) -> R {
+    if !ENABLED || !EVER_INSTALLED.load(Ordering::Relaxed) {
+        return f();
+    }
+    struct Restore(*const Simulation);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
+    }
+    let _r = Restore(CURRENT.with(|c| c.replace(std::ptr::null())));
+    f()
+}
+
+/// Reports an atomic access; `#[inline(always)]` so the caller's site is the crate's line.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn atomic(addr: usize, size: usize, access: Access) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        atomic_slow(addr, size, access, Location::caller());
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn atomic_slow(addr: usize, size: usize, access: Access, site: Site) {
+    with_current_slow(|s| s.backend.atomic(addr, size, access, site));
+}
+
+/// Reports a fence.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn fence(site: Site) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.fence(site));
+    }
+}
+
+/// Annotates a plain access to `len` bytes of shared data at `addr` that the caller reads or
+/// writes under a lock (not an atomic): the simulated machine charges the cache-line
+/// transfers. In production and under loom it compiles to one predicted branch.
+#[inline(always)]
+#[track_caller]
+pub fn touch(addr: *const u8, len: usize, access: Access) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        touch_slow(addr as usize, len, access, Location::caller());
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
+    with_current_slow(|s| s.backend.touch(addr, len, access, site));
+}
+
+/// Parks the running task on `key` while `still_waiting()` holds (checked with the key's queue
+/// held and the hooks off, as `parking_lot_core` checks under its bucket lock), until
+/// `deadline` (a virtual [`SimBackend::now`] value). Returns `false` on time-out.
+pub(crate) fn park_keyed(
+    sim: &Simulation,
+    key: usize,
+    still_waiting: &dyn Fn() -> bool,
+    deadline: Option<Duration>,
+) -> bool {
+    let me = sim.backend.current_task();
+    loop {
+        {
+            let mut q = sim.queues();
+            if !suppressed(still_waiting) {
+                return true;
+            }
+            q.entry(key).or_default().push_back(me);
+        }
+        let woken = sim.backend.park(deadline);
+        let mut q = sim.queues();
+        if let Some(v) = q.get_mut(&key) {
+            v.retain(|t| *t != me);
+            if v.is_empty() {
+                q.remove(&key);
+            }
+        }
+        drop(q);
+        if !woken && suppressed(still_waiting) {
+            return false;
+        }
+    }
+}
+
+/// Wakes the oldest task parked on `key` (`all`: every one). Returns how many were woken.
+pub(crate) fn unpark_keyed(sim: &Simulation, key: usize, all: bool) -> usize {
+    let tasks: Vec<TaskId> = {
+        let mut q = sim.queues();
+        match q.get_mut(&key) {
+            None => Vec::new(),
+            Some(v) => {
+                let out: Vec<TaskId> =
+                    if all { v.drain(..).collect() } else { v.pop_front().into_iter().collect() };
+                if v.is_empty() {
+                    q.remove(&key);
+                }
+                out
+            }
+        }
+    };
+    for &t in &tasks {
+        sim.backend.unpark(t);
+    }
+    tasks.len()
+}
+
+/// What [`Counting`] counts: one slot per kind of facade operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// An atomic load.
+    AtomicRead,
+    /// An atomic store.
+    AtomicWrite,
+    /// An atomic read-modify-write (including lock words).
+    AtomicRmw,
+    /// A fence.
+    Fence,
+    /// A [`touch`] of plain shared data.
+    Touch,
+    /// A spin hint.
+    SpinHint,
+    /// A yield.
+    Yield,
+    /// A park.
+    Park,
+    /// An unpark.
+    Unpark,
+    /// A clock read.
+    Now,
+    /// A sleep.
+    Sleep,
+    /// A spawn.
+    Spawn,
+    /// A join.
+    Join,
+    /// A thread-local access.
+    TaskLocal,
+}
+
+impl Op {
+    /// Every kind, in declaration order.
+    pub const ALL: [Op; 14] = [
+        Op::AtomicRead,
+        Op::AtomicWrite,
+        Op::AtomicRmw,
+        Op::Fence,
+        Op::Touch,
+        Op::SpinHint,
+        Op::Yield,
+        Op::Park,
+        Op::Unpark,
+        Op::Now,
+        Op::Sleep,
+        Op::Spawn,
+        Op::Join,
+        Op::TaskLocal,
+    ];
+}
+
+/// A task's unpark token for [`Counting`]: set by `unpark`, consumed by `park`.
+type Token = (std::sync::Mutex<bool>, std::sync::Condvar);
+
+/// A backend that runs every operation natively on host threads (one per task) and counts the
+/// operations by kind and by call site: the proof, in tests, that every facade operation of a
+/// piece of code reaches the hook. Its clock is host time since the backend was made.
+pub struct Counting {
+    counts: [std::sync::atomic::AtomicU64; 14],
+    sites: std::sync::Mutex<HashMap<(Op, &'static str, u32), u64>>,
+    next_task: std::sync::atomic::AtomicU64,
+    tokens: std::sync::Mutex<HashMap<TaskId, Arc<Token>>>,
+    handles: std::sync::Mutex<HashMap<TaskId, std::thread::JoinHandle<()>>>,
+    start: std::time::Instant,
+}
+
+std::thread_local! {
+    /// The [`Counting`] task id of this host thread (0: not assigned yet).
+    static COUNTING_TASK: Cell<TaskId> = const { Cell::new(0) };
+    /// The [`Counting`] backend's thread-locals of this host thread.
+    static COUNTING_LOCALS: std::cell::RefCell<HashMap<usize, Box<dyn Any>>> = std::cell::RefCell::new(HashMap::new());
+}
+
+impl Default for Counting {
+    fn default() -> Counting {
+        Counting::new()
+    }
+}
+
+impl std::fmt::Debug for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counting").field("counts", &self.counts).finish()
+    }
+}
+
+impl Counting {
+    /// A backend with every count at zero.
+    pub fn new() -> Counting {
+        Counting {
+            counts: Default::default(),
+            sites: std::sync::Mutex::new(HashMap::new()),
+            next_task: std::sync::atomic::AtomicU64::new(1),
+            tokens: std::sync::Mutex::new(HashMap::new()),
+            handles: std::sync::Mutex::new(HashMap::new()),
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// How many operations of kind `op` ran so far.
+    pub fn count(&self, op: Op) -> u64 {
+        self.counts[op as usize].load(Ordering::Relaxed)
+    }
+
+    /// How many operations of kind `op` were called from `file` (a path suffix), any line.
+    pub fn count_in(&self, op: Op, file: &str) -> u64 {
+        let sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
+        sites.iter().filter(|((o, f, _), _)| *o == op && f.ends_with(file)).map(|(_, n)| *n).sum()
+    }
+
+    fn bump(&self, op: Op, site: Option<Site>) {
+        self.counts[op as usize].fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = site {
+            *self
+                .sites
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry((op, s.file(), s.line()))
+                .or_insert(0) += 1;
+        }
+    }
+
+    fn task(&self) -> TaskId {
+        COUNTING_TASK.with(|t| {
+            if t.get() == 0 {
+                t.set(self.next_task.fetch_add(1, Ordering::Relaxed));
+            }
+            t.get()
+        })
+    }
+
+    fn token(&self, task: TaskId) -> Arc<Token> {
+        self.tokens.lock().unwrap_or_else(|e| e.into_inner()).entry(task).or_default().clone()
+    }
+}
+
+impl SimBackend for Counting {
+    fn atomic(&self, _addr: usize, _size: usize, access: Access, site: Site) {
+        let op = match access {
+            Access::Read => Op::AtomicRead,
+            Access::Write => Op::AtomicWrite,
+            Access::Rmw => Op::AtomicRmw,
+        };
+        self.bump(op, Some(site));
+    }
+
+    fn fence(&self, site: Site) {
+        self.bump(Op::Fence, Some(site));
+    }
+
+    fn touch(&self, _addr: usize, _len: usize, _access: Access, site: Site) {
+        self.bump(Op::Touch, Some(site));
+    }
+
+    fn spin_hint(&self, site: Site) {
+        self.bump(Op::SpinHint, Some(site));
+        std::hint::spin_loop();
+    }
+
+    fn yield_now(&self, site: Site) {
+        self.bump(Op::Yield, Some(site));
+        std::thread::yield_now();
+    }
+
+    fn current_task(&self) -> TaskId {
+        self.task()
+    }
+
+    fn park(&self, deadline: Option<Duration>) -> bool {
+        self.bump(Op::Park, None);
+        let tok = self.token(self.task());
+        let mut set = tok.0.lock().unwrap_or_else(|e| e.into_inner());
+        while !*set {
+            match deadline {
+                None => set = tok.1.wait(set).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_sub(self.start.elapsed());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    set = tok.1.wait_timeout(set, left).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            }
+        }
+        *set = false;
+        true
+    }
+
+    fn unpark(&self, task: TaskId) {
+        self.bump(Op::Unpark, None);
+        let tok = self.token(task);
+        *tok.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        tok.1.notify_all();
+    }
+
+    fn now(&self) -> Duration {
+        self.bump(Op::Now, None);
+        self.start.elapsed()
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.bump(Op::Sleep, None);
+        std::thread::sleep(d);
+    }
+
+    fn spawn(&self, name: Option<String>, f: Box<dyn FnOnce() + Send>) -> TaskId {
+        self.bump(Op::Spawn, None);
+        let id = self.next_task.fetch_add(1, Ordering::Relaxed);
+        let mut b = std::thread::Builder::new();
+        if let Some(n) = name {
+            b = b.name(n);
+        }
+        let h = b
+            .spawn(move || {
+                COUNTING_TASK.with(|t| t.set(id));
+                f()
+            })
+            .expect("spawning a counted thread");
+        self.handles.lock().unwrap_or_else(|e| e.into_inner()).insert(id, h);
+        id
+    }
+
+    fn join(&self, task: TaskId) -> std::thread::Result<()> {
+        self.bump(Op::Join, None);
+        let h = self.handles.lock().unwrap_or_else(|e| e.into_inner()).remove(&task);
+        match h {
+            Some(h) => h.join(),
+            None => Ok(()),
+        }
+    }
+
+    fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn Any>) -> *const dyn Any {
+        self.bump(Op::TaskLocal, None);
+        // `init` may itself use thread-locals, so the map is not borrowed while it runs.
+        if let Some(p) = COUNTING_LOCALS.with(|m| m.borrow().get(&key).map(|b| &**b as *const dyn Any)) {
+            return p;
+        }
+        let v = init();
+        COUNTING_LOCALS.with(|m| &**m.borrow_mut().entry(key).or_insert(v) as *const dyn Any)
+    }
+}
