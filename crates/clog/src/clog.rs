@@ -6,8 +6,8 @@
 //! Each buffer also keeps, in memory only, one LSN per group of 32 xids: the highest commit
 //! LSN of an asynchronous commit in that group (`CLOG_XACTS_PER_LSN_GROUP`).
 
+use crate::sync::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 
 use lockstack_common::{BackendId, TrancheId, TransactionId, WaitEvent};
 use lockstack_lwlock::{GroupCombiner, GroupRole, LwLock, LwLockImpl, LwLockKind, LwLockMode};
