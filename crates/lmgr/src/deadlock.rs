@@ -11,7 +11,7 @@
 //! far as the constraints allow, until a configuration has no cycle through any backend
 //! involved (`DeadLockCheckRecurse`, `TestConfiguration`, `ExpandConstraints`, `TopoSort`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lockstack_common::BackendId;
 
@@ -94,7 +94,18 @@ struct Detector<'g> {
     cur: Vec<Edge>,
     possible: Vec<Edge>,
     wait_orders: Vec<(usize, Vec<Waiter>)>,
-    visited: Vec<BackendId>,
+    /// The backend a cycle search started from (`visitedProcs[0]`).
+    search_start: Option<BackendId>,
+    /// Every backend the current cycle search has visited (`visitedProcs`, a set here: with
+    /// thousands of backends queued on one lock a linear scan per visit made each check cubic).
+    visited: HashSet<BackendId>,
+    /// Per lock (index into the graph), how long a prefix of its queue the current search has
+    /// found all visited and none the start: a later walk of that queue starts after it, as
+    /// every entry there would return at once. Without it, thousands of waiters on one lock
+    /// made each check quadratic in the queue's length (each walked the queue up to itself).
+    explored: HashMap<usize, usize>,
+    /// Queue entries and backends examined (a work count for the tests' complexity bound).
+    steps: usize,
     details: Vec<Option<DetailEntry>>,
     n_details: usize,
 }
@@ -102,13 +113,21 @@ struct Detector<'g> {
 /// `DeadLockCheck(start)`. `max_backends` bounds the search as PostgreSQL's preallocated
 /// workspace does (`MaxBackends` current constraints, 4 × `MaxBackends` possible ones).
 pub(crate) fn deadlock_check(g: &WaitGraph, start: BackendId, max_backends: usize) -> Outcome {
+    deadlock_check_counted(g, start, max_backends).0
+}
+
+/// [`deadlock_check`] and the work it did (queue entries and backends examined).
+fn deadlock_check_counted(g: &WaitGraph, start: BackendId, max_backends: usize) -> (Outcome, usize) {
     let mut d = Detector {
         g,
         max_backends: max_backends.max(1),
         cur: Vec::new(),
         possible: Vec::new(),
         wait_orders: Vec::new(),
-        visited: Vec::new(),
+        search_start: None,
+        visited: HashSet::new(),
+        explored: HashMap::new(),
+        steps: 0,
         details: Vec::new(),
         n_details: 0,
     };
@@ -116,12 +135,13 @@ pub(crate) fn deadlock_check(g: &WaitGraph, start: BackendId, max_backends: usiz
         // Record the cycle of the unmodified configuration for the report.
         d.wait_orders.clear();
         if d.find_lock_cycle(start).is_none() {
-            return Outcome::NoDeadlock;
+            return (Outcome::NoDeadlock, d.steps);
         }
         let details = d.details[..d.n_details].iter().map(|e| e.clone().expect("detail filled")).collect();
-        return Outcome::Hard(details);
+        return (Outcome::Hard(details), d.steps);
     }
-    if d.wait_orders.is_empty() { Outcome::NoDeadlock } else { Outcome::Soft(d.wait_orders) }
+    let steps = d.steps;
+    (if d.wait_orders.is_empty() { Outcome::NoDeadlock } else { Outcome::Soft(d.wait_orders) }, steps)
 }
 
 impl Detector<'_> {
@@ -229,6 +249,8 @@ impl Detector<'_> {
     /// `FindLockCycle`: Some(soft edges of the cycle) if a cycle through `check` exists.
     fn find_lock_cycle(&mut self, check: BackendId) -> Option<Vec<Edge>> {
         self.visited.clear();
+        self.explored.clear();
+        self.search_start = Some(check);
         self.n_details = 0;
         let mut soft = Vec::new();
         if self.find_recurse(check, 0, &mut soft) { Some(soft) } else { None }
@@ -242,8 +264,9 @@ impl Detector<'_> {
     }
 
     fn find_recurse(&mut self, proc_: BackendId, depth: usize, soft: &mut Vec<Edge>) -> bool {
-        if let Some(i) = self.visited.iter().position(|v| *v == proc_) {
-            if i == 0 {
+        self.steps += 1;
+        if self.visited.contains(&proc_) {
+            if self.search_start == Some(proc_) {
                 // Back at the start: a cycle through it.
                 self.n_details = depth;
                 return true;
@@ -251,7 +274,7 @@ impl Detector<'_> {
             // A cycle not through the start: its members will find it themselves.
             return false;
         }
-        self.visited.push(proc_);
+        self.visited.insert(proc_);
         let Some(&(lock_idx, mode)) = self.g.waiting.get(&proc_) else {
             return false;
         };
@@ -273,11 +296,17 @@ impl Detector<'_> {
             }
         }
         // Soft edges: conflicting requests ahead of us in the (possibly reordered) queue.
-        let queue: Vec<Waiter> = match self.wait_orders.iter().find(|(l, _)| *l == lock_idx) {
-            Some((_, order)) => order.clone(),
-            None => lock.queue.clone(),
-        };
-        for w in queue {
+        // Walked by index, not cloned: the search never changes `wait_orders`, and a clone per
+        // visit of a queue thousands long made each check cubic.
+        let order = self.wait_orders.iter().position(|(l, _)| *l == lock_idx);
+        let len = order.map_or(lock.queue.len(), |o| self.wait_orders[o].1.len());
+        let mut i = self.explored.get(&lock_idx).copied().unwrap_or(0);
+        while i < len {
+            self.steps += 1;
+            let w = match order {
+                Some(o) => self.wait_orders[o].1[i],
+                None => lock.queue[i],
+            };
             if w.backend == proc_ {
                 break;
             }
@@ -286,6 +315,13 @@ impl Detector<'_> {
                 soft.push(Edge { waiter: proc_, blocker: w.backend, lock: lock_idx });
                 return true;
             }
+            // Entries are never un-visited during one search, so a prefix all visited (and
+            // without the start) stays so; extend it past this entry if it qualifies.
+            let prefix = self.explored.entry(lock_idx).or_insert(0);
+            if *prefix == i && self.visited.contains(&w.backend) && self.search_start != Some(w.backend) {
+                *prefix = i + 1;
+            }
+            i += 1;
         }
         false
     }
@@ -337,6 +373,25 @@ mod tests {
                 );
             }
             o => panic!("expected a hard deadlock, got {o:?}"),
+        }
+    }
+
+    /// Issue 19 item 12: thousands of sessions queued on one lock. A check walks each queue
+    /// entry ahead of it once, not once per entry it visits (which was quadratic per check,
+    /// and with every waiter checking, cubic in all: 5,000 isolation sessions on one advisory
+    /// lock did not finish in 170 s).
+    #[test]
+    fn a_check_behind_a_long_queue_is_linear() {
+        for n in [500u32, 2000, 5000] {
+            let mut g = WaitGraph::default();
+            g.push(GraphLock {
+                tag: rel(1),
+                holders: vec![holder(0, Exclusive)],
+                queue: (1..=n).map(|i| w(i, Exclusive)).collect(),
+            });
+            let (o, steps) = deadlock_check_counted(&g, b(n), n as usize + 1);
+            assert_eq!(o, Outcome::NoDeadlock);
+            assert!(steps <= 4 * n as usize, "{n} waiters: {steps} steps");
         }
     }
 
