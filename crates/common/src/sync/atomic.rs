@@ -129,6 +129,22 @@ macro_rules! std_only_methods {
     };
 }
 
+/// Read-modify-write methods that take a value and return the previous one (`fetch_add`,
+/// `fetch_or`, ...), each reported as one RMW of the whole atomic.
+macro_rules! rmw_methods {
+    ($t:ty, $size:expr; $($(#[doc = $doc:literal])* $method:ident),* $(,)?) => {
+        $(
+            $(#[doc = $doc])*
+            #[inline]
+            #[track_caller]
+            pub fn $method(&self, v: $t, order: Ordering) -> $t {
+                report!(self, $size, Rmw);
+                self.0.$method(v, order)
+            }
+        )*
+    };
+}
+
 macro_rules! atomic_int {
     ($name:ident, $t:ty) => {
         #[doc = concat!("`std::sync::atomic::", stringify!($name), "` through the facade (loom's under `--cfg loom`).")]
@@ -154,61 +170,22 @@ macro_rules! atomic_int {
             common_methods!($name, $t, std::mem::size_of::<$t>());
             std_only_methods!($t);
 
-            /// Adds `v` (wrapping) and returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_add(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_add(v, order)
-            }
-
-            /// Subtracts `v` (wrapping) and returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_sub(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_sub(v, order)
-            }
-
-            /// Bitwise and with `v`; returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_and(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_and(v, order)
-            }
-
-            /// Bitwise or with `v`; returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_or(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_or(v, order)
-            }
-
-            /// Bitwise xor with `v`; returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_xor(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_xor(v, order)
-            }
-
-            /// Stores the maximum of the value and `v`; returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_max(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_max(v, order)
-            }
-
-            /// Stores the minimum of the value and `v`; returns the previous value.
-            #[inline]
-            #[track_caller]
-            pub fn fetch_min(&self, v: $t, order: Ordering) -> $t {
-                report!(self, std::mem::size_of::<$t>(), Rmw);
-                self.0.fetch_min(v, order)
-            }
+            rmw_methods!($t, std::mem::size_of::<$t>();
+                /// Adds `v` (wrapping) and returns the previous value.
+                fetch_add,
+                /// Subtracts `v` (wrapping) and returns the previous value.
+                fetch_sub,
+                /// Bitwise and with `v`; returns the previous value.
+                fetch_and,
+                /// Bitwise or with `v`; returns the previous value.
+                fetch_or,
+                /// Bitwise xor with `v`; returns the previous value.
+                fetch_xor,
+                /// Stores the maximum of the value and `v`; returns the previous value.
+                fetch_max,
+                /// Stores the minimum of the value and `v`; returns the previous value.
+                fetch_min,
+            );
         }
 
         impl std::fmt::Debug for $name {
@@ -256,29 +233,14 @@ impl AtomicBool {
     common_methods!(AtomicBool, bool, 1);
     std_only_methods!(bool);
 
-    /// Logical and with `v`; returns the previous value.
-    #[inline]
-    #[track_caller]
-    pub fn fetch_and(&self, v: bool, order: Ordering) -> bool {
-        report!(self, 1, Rmw);
-        self.0.fetch_and(v, order)
-    }
-
-    /// Logical or with `v`; returns the previous value.
-    #[inline]
-    #[track_caller]
-    pub fn fetch_or(&self, v: bool, order: Ordering) -> bool {
-        report!(self, 1, Rmw);
-        self.0.fetch_or(v, order)
-    }
-
-    /// Logical xor with `v`; returns the previous value.
-    #[inline]
-    #[track_caller]
-    pub fn fetch_xor(&self, v: bool, order: Ordering) -> bool {
-        report!(self, 1, Rmw);
-        self.0.fetch_xor(v, order)
-    }
+    rmw_methods!(bool, 1;
+        /// Logical and with `v`; returns the previous value.
+        fetch_and,
+        /// Logical or with `v`; returns the previous value.
+        fetch_or,
+        /// Logical xor with `v`; returns the previous value.
+        fetch_xor,
+    );
 }
 
 impl std::fmt::Debug for AtomicBool {
