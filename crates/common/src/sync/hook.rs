@@ -91,6 +91,10 @@ pub trait SimBackend: Send + Sync {
     /// The running task's value of the thread-local `key` (a stable address), created with
     /// `init` on first use. The pointer must stay valid until the task ends.
     fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn Any>) -> *const dyn Any;
+    /// Names the 64-byte line holding `addr` in the backend's statistics ("LockMgrLock 3
+    /// word", "buffer 17 state"), as `perf c2c` would name a data address. No cost; the default
+    /// ignores it.
+    fn name_line(&self, _addr: usize, _name: &str) {}
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -133,6 +137,9 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn Any>) -> *const dyn Any {
         (**self).task_local(key, init)
+    }
+    fn name_line(&self, addr: usize, name: &str) {
+        (**self).name_line(addr, name)
     }
 }
 
@@ -311,6 +318,16 @@ pub fn touch(addr: *const u8, len: usize, access: Access) {
 #[inline(never)]
 fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
     with_current_slow(|s| s.backend.touch(addr, len, access, site));
+}
+
+/// Names the cache line holding `addr` for a simulation's statistics (its hottest-lines
+/// table): `name` is called only while a simulation is installed on this thread, so the
+/// production path is one predicted branch (nothing at all without the `sim-hook` feature).
+#[inline(always)]
+pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.name_line(addr as usize, &name()));
+    }
 }
 
 /// Parks the running task on `key` while `still_waiting()` holds (checked with the key's queue
