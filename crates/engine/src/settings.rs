@@ -444,6 +444,85 @@ mod tests {
         EngineConfig::preset("pg17", 4, 1024).unwrap()
     }
 
+    /// Today's presets as they were built before the knob registry (the tuples of
+    /// `EngineConfig::preset` in commit a1529de), kept as the oracle the registry's preset lists
+    /// must reproduce field for field.
+    fn preset_oracle(name: &str, max_backends: usize, nbuffers: usize) -> EngineConfig {
+        use lockstack_bufmgr::BufferPoolConfig as B;
+        use lockstack_procarray::ProcArrayConfig;
+        use lockstack_xlog::InsertMode;
+        let mut c = EngineConfig::new(max_backends, nbuffers);
+        let (kind, pa, fast, vxid, buf, ins, clog_lock, group) = match name {
+            "pg91" => (
+                LwLockKind::Pg92,
+                ProcArrayConfig::pg91(max_backends),
+                FastPath::Off,
+                VxidLocks::Eager,
+                B::pg92(nbuffers),
+                InsertMode::SingleLock,
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg92" => (
+                LwLockKind::Pg92,
+                ProcArrayConfig::pg92(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg92(nbuffers),
+                InsertMode::SingleLock,
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg96" => (
+                LwLockKind::Atomic,
+                ProcArrayConfig::pg96(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg96(nbuffers),
+                InsertMode::InsertionLocks(8),
+                SlruLocking::ControlLock,
+                false,
+            ),
+            "pg14" | "pg17" => (
+                LwLockKind::Atomic,
+                ProcArrayConfig::pg14(max_backends),
+                FastPath::PG92,
+                VxidLocks::OnDemand,
+                B::pg96(nbuffers),
+                InsertMode::InsertionLocks(8),
+                if name == "pg17" { SlruLocking::Banks } else { SlruLocking::ControlLock },
+                true,
+            ),
+            other => panic!("no oracle for {other}"),
+        };
+        c.lwlock_kind = kind;
+        c.procarray = ProcArrayConfig { lwlock_kind: kind, ..pa };
+        c.lmgr.fast_path = fast;
+        c.lmgr.vxid = vxid;
+        c.lmgr.lwlock = kind;
+        c.bufmgr = B { lwlock: kind, ..buf };
+        c.wal.insert_mode = ins;
+        c.wal.lwlock_kind = kind;
+        c.clog.locking = clog_lock;
+        c.clog.group_update = group;
+        c.clog.lwlock_kind = kind;
+        c.subtrans.lwlock_kind = kind;
+        c
+    }
+
+    #[test]
+    fn each_preset_yields_exactly_the_release_config() {
+        for name in crate::engine::PRESETS {
+            for (backends, nbuffers) in [(1, 16), (5, 1024), (101, 18_584)] {
+                let got = EngineConfig::preset(name, backends, nbuffers).unwrap();
+                let want = preset_oracle(name, backends, nbuffers);
+                assert_eq!(format!("{got:#?}"), format!("{want:#?}"), "preset {name}");
+            }
+        }
+        let e = EngineConfig::preset("pg10", 4, 1024).unwrap_err();
+        assert!(e.contains("\"pg10\"") && e.contains("pg91, pg92, pg96, pg14, pg17"), "{e}");
+    }
+
     #[test]
     fn combinations_the_engine_refuses_are_refused_naming_the_assignment() {
         for (sets, want) in [
