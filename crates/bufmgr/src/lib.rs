@@ -67,7 +67,7 @@ pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
 pub use freelist::VictimKind;
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};
 pub use pool::{
-    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, MAX_BUFFERS,
+    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, KNOBS, MAX_BUFFERS,
     WalFlushHook,
 };
 pub use smgr::{FileSmgr, MemorySmgr, Smgr, SmgrError};

@@ -156,6 +156,55 @@ pub struct BufferPoolConfig {
     pub lwlock: LwLockKind,
 }
 
+/// The buffer manager's knobs (`lockstack_common::knob`), over [`BufferPoolConfig`]; the
+/// defaults are [`BufferPoolConfig::default`]'s.
+pub const KNOBS: &[lockstack_common::Knob<BufferPoolConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::{in_range, parsed};
+    &[
+        Knob {
+            key: "bufmgr.nbuffers",
+            values: "16..=2097152",
+            doc: "shared_buffers, in 8 KiB pages",
+            default: "1024",
+            apply: |c, v| {
+                c.nbuffers = in_range(v, 16usize, MAX_BUFFERS)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "bufmgr.header",
+            values: "spinlock|atomic|atomic-sub|atomic-add",
+            doc: "buffer header: spinlock (9.2), atomic state word (9.6), fetch_sub unpin (19), fetch_add pins too",
+            default: "atomic",
+            apply: |c, v| {
+                c.header = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "bufmgr.mapping",
+            values: "partitions-N|dashmap",
+            doc: "buffer mapping table: N partitions (16 in 9.2, 128 in 9.5) or dashmap",
+            default: "partitions-128",
+            apply: |c, v| {
+                c.mapping = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "bufmgr.victim",
+            values: "freelist-lock|atomic-clock",
+            doc: "victim search: BufFreelistLock (9.2) or atomic clock hand (9.5)",
+            default: "atomic-clock",
+            apply: |c, v| {
+                c.victim = parsed(v)?;
+                Some(())
+            },
+        },
+    ]
+};
+
 impl Default for BufferPoolConfig {
     /// 1024 buffers (8 MiB), PostgreSQL 9.6+ mechanisms.
     fn default() -> Self {

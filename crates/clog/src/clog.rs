@@ -218,6 +218,56 @@ pub struct ClogConfig {
     pub wal_flush: Option<WalFlushHook>,
 }
 
+/// How an SLRU knob (`clog.locking`, `subtrans.locking`) spells [`SlruLocking`]:
+/// `control-lock` (also `pg92`) or `banks` (also `pg17`).
+pub(crate) fn slru_locking_value(v: &str) -> Option<SlruLocking> {
+    match v {
+        "control-lock" | "pg92" => Some(SlruLocking::ControlLock),
+        "banks" | "pg17" => Some(SlruLocking::Banks),
+        _ => None,
+    }
+}
+
+/// The CLOG's knobs (`lockstack_common::knob`), over [`ClogConfig`]; the defaults are
+/// [`ClogConfig::default`]'s. The buffer count is checked against the locking when the CLOG is
+/// built (a multiple of 16 with banks).
+pub const CLOG_KNOBS: &[lockstack_common::Knob<ClogConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::{in_range, on_off};
+    &[
+        Knob {
+            key: "clog.buffers",
+            values: "2..=65536",
+            doc: "CLOG SLRU buffers (NUM_CLOG_BUFFERS; transaction_buffers in 17), a multiple of 16 with banks",
+            default: "32",
+            apply: |c, v| {
+                c.buffers = in_range(v, 2usize, 65536)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "clog.locking",
+            values: "control-lock|banks",
+            doc: "one SLRU control lock (9.2) or banks of 16 buffers with a lock each (17)",
+            default: "control-lock",
+            apply: |c, v| {
+                c.locking = slru_locking_value(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "clog.group_update",
+            values: "on|off",
+            doc: "group CLOG status update (11)",
+            default: "on",
+            apply: |c, v| {
+                c.group_update = on_off(v)?;
+                Some(())
+            },
+        },
+    ]
+};
+
 impl Default for ClogConfig {
     fn default() -> Self {
         ClogConfig {

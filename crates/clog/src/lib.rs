@@ -34,7 +34,7 @@ mod subtrans;
 mod sync;
 
 pub use clog::{
-    CLOG_BITS_PER_XACT, CLOG_LSNS_PER_PAGE, CLOG_XACTS_PER_BYTE, CLOG_XACTS_PER_LSN_GROUP,
+    CLOG_BITS_PER_XACT, CLOG_KNOBS, CLOG_LSNS_PER_PAGE, CLOG_XACTS_PER_BYTE, CLOG_XACTS_PER_LSN_GROUP,
     CLOG_XACTS_PER_PAGE, Clog, ClogConfig, ClogError, ClogUpdatePath, THRESHOLD_SUBTRANS_CLOG_OPT, XidStatus,
     clog_page, clog_page_precedes,
 };
@@ -44,6 +44,6 @@ pub use slru::{
     WalFlushHook, parse_segment_file_name, segment_file_name,
 };
 pub use subtrans::{
-    MAX_SUBTRANS_CHAIN, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig, SubTransError, subtrans_page,
+    MAX_SUBTRANS_CHAIN, SUBTRANS_KNOBS, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig, SubTransError, subtrans_page,
     subtrans_page_precedes,
 };

@@ -117,6 +117,35 @@ pub struct SubTransConfig {
     pub storage: SlruStorage,
 }
 
+/// pg_subtrans's knobs (`lockstack_common::knob`), over [`SubTransConfig`]; the defaults are
+/// [`SubTransConfig::default`]'s.
+pub const SUBTRANS_KNOBS: &[lockstack_common::Knob<SubTransConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::in_range;
+    &[
+        Knob {
+            key: "subtrans.buffers",
+            values: "2..=65536",
+            doc: "pg_subtrans SLRU buffers (NUM_SUBTRANS_BUFFERS; subtransaction_buffers in 17), a multiple of 16 with banks",
+            default: "32",
+            apply: |c, v| {
+                c.buffers = in_range(v, 2usize, 65536)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "subtrans.locking",
+            values: "control-lock|banks",
+            doc: "pg_subtrans SLRU locking: one control lock (9.2) or banks (17)",
+            default: "control-lock",
+            apply: |c, v| {
+                c.locking = crate::clog::slru_locking_value(v)?;
+                Some(())
+            },
+        },
+    ]
+};
+
 impl Default for SubTransConfig {
     fn default() -> Self {
         SubTransConfig {

@@ -22,6 +22,7 @@
 pub mod backend;
 pub mod gate;
 pub mod ids;
+pub mod knob;
 pub mod stats;
 pub mod sync;
 pub mod tranche;
@@ -29,6 +30,7 @@ pub mod wait_event;
 
 pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
 pub use gate::StartGate;
+pub use knob::{Knob, KnobError, KnobInfo, KnobList, Nested, Registry};
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
 pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;

@@ -91,11 +91,16 @@ pub struct EngineConfig {
     pub bufmgr: BufferPoolConfig,
     /// WAL insertion, buffers, flushes, synchronous_commit.
     pub wal: WalConfig,
-    /// Which LWLock implementation the engine's own locks use (B-tree split locks).
+    /// Which LWLock implementation the engine's own locks use (B-tree split locks). Set it
+    /// with [`EngineConfig::set_lwlock_kind`], which sets every subsystem's at once.
     pub lwlock_kind: lockstack_lwlock::LwLockKind,
     /// How B-tree pages are searched for a key (`--set engine.btree_search`); not part of any
     /// preset, since it changes no lock traffic, only the probes within a locked page.
     pub btree_search: crate::btree::Search,
+    /// How the buffer workloads (`lockstack buffers`, experiment `vm-pin`) test a heap page's
+    /// all-visible bit (`--set vm.check`; seed 004's three patches). The engine's own
+    /// transactions do not consult the visibility map, so it changes nothing in pgbench runs.
+    pub vm_check: lockstack_bufmgr::vm::VmCheck,
 }
 
 /// Errors a statement or transaction can end with.
@@ -234,7 +239,21 @@ impl EngineConfig {
             wal: WalConfig::default(),
             lwlock_kind,
             btree_search: crate::btree::Search::default(),
+            vm_check: lockstack_bufmgr::vm::VmCheck::PageFlagFirst,
         }
+    }
+
+    /// Sets the LWLock implementation of every subsystem and of the engine's own locks: the
+    /// one place `lwlock.kind` fans out to the ProcArray, lock manager, buffer pool, WAL, CLOG
+    /// and pg_subtrans configs.
+    pub fn set_lwlock_kind(&mut self, kind: lockstack_lwlock::LwLockKind) {
+        self.lwlock_kind = kind;
+        self.procarray.lwlock_kind = kind;
+        self.lmgr.lwlock = kind;
+        self.bufmgr.lwlock = kind;
+        self.wal.lwlock_kind = kind;
+        self.clog.lwlock_kind = kind;
+        self.subtrans.lwlock_kind = kind;
     }
 }
 
@@ -250,9 +269,77 @@ const SUBTRANS_XACTS_PER_SEGMENT: u32 = SUBTRANS_XACTS_PER_PAGE * SLRU_PAGES_PER
 /// The release presets `--preset` accepts, oldest first.
 pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
 
+/// The knobs of PostgreSQL 9.6's designs, shared by the pg96, pg14 and pg17 presets.
+macro_rules! pg96_designs {
+    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal) => {
+        &[
+            ("lwlock.kind", "atomic"),
+            ("procarray.layout", $layout),
+            ("procarray.end_xact", "group-clear"),
+            ("procarray.global_xmin", $global_xmin),
+            ("lmgr.fast_path", "1"),
+            ("lmgr.vxid", "on-demand"),
+            ("bufmgr.header", "atomic"),
+            ("bufmgr.mapping", "partitions-128"),
+            ("bufmgr.victim", "atomic-clock"),
+            ("wal.insert", "locks:8"),
+            ("clog.locking", $clog_locking),
+            ("clog.group_update", $group_update),
+        ]
+    };
+}
+
+/// Each preset as the knob assignments ([`crate::settings::KNOBS`]) it applies, in order, to
+/// [`EngineConfig::new`]; a knob not named keeps its subsystem's default.
+pub const PRESET_SETTINGS: [(&str, &[(&str, &str)]); 5] = [
+    (
+        "pg91",
+        &[
+            ("lwlock.kind", "pg92"),
+            ("procarray.layout", "pgproc"),
+            ("procarray.end_xact", "exclusive"),
+            ("procarray.skip_subxids_without_xid", "off"),
+            ("procarray.fast_xid_compare", "off"),
+            ("lmgr.fast_path", "off"),
+            ("lmgr.vxid", "eager"),
+            ("bufmgr.header", "spinlock"),
+            ("bufmgr.mapping", "partitions-16"),
+            ("bufmgr.victim", "freelist-lock"),
+            ("wal.insert", "single"),
+            ("clog.locking", "control-lock"),
+            ("clog.group_update", "off"),
+        ],
+    ),
+    (
+        "pg92",
+        &[
+            ("lwlock.kind", "pg92"),
+            ("procarray.layout", "pgxact"),
+            ("procarray.end_xact", "exclusive"),
+            ("lmgr.fast_path", "1"),
+            ("lmgr.vxid", "on-demand"),
+            ("bufmgr.header", "spinlock"),
+            ("bufmgr.mapping", "partitions-16"),
+            ("bufmgr.victim", "freelist-lock"),
+            ("wal.insert", "single"),
+            ("clog.locking", "control-lock"),
+            ("clog.group_update", "off"),
+        ],
+    ),
+    ("pg96", pg96_designs!("pgxact", "every-snapshot", "off", "control-lock")),
+    ("pg14", pg96_designs!("dense", "lazy", "on", "control-lock")),
+    ("pg17", pg96_designs!("dense", "lazy", "on", "banks")),
+];
+
 impl EngineConfig {
+    /// The assignments of preset `name` ([`PRESET_SETTINGS`]), or `None` for an unknown name.
+    pub fn preset_settings(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
+        PRESET_SETTINGS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+    }
+
     /// The designs of one PostgreSQL release, for `max_backends` backends and `nbuffers`
-    /// buffers:
+    /// buffers: [`EngineConfig::new`] with the preset's knob assignments ([`PRESET_SETTINGS`])
+    /// applied through the knob registry.
     ///
     /// | preset | LWLock | ProcArray | lock manager | buffers | WAL | CLOG |
     /// |---|---|---|---|---|---|---|
@@ -265,77 +352,12 @@ impl EngineConfig {
     /// # Errors
     /// An unknown name, with the list of valid ones.
     pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, String> {
-        use lockstack_bufmgr::BufferPoolConfig as B;
-        use lockstack_clog::SlruLocking;
-        use lockstack_lmgr::{FastPath, VxidLocks};
-        use lockstack_lwlock::LwLockKind;
-        use lockstack_xlog::InsertMode;
+        let settings = EngineConfig::preset_settings(name)
+            .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
         let mut c = EngineConfig::new(max_backends, nbuffers);
-        let (kind, pa, fast, vxid, buf, ins, clog_lock, group) = match name {
-            "pg91" => (
-                LwLockKind::Pg92,
-                ProcArrayConfig::pg91(max_backends),
-                FastPath::Off,
-                VxidLocks::Eager,
-                B::pg92(nbuffers),
-                InsertMode::SingleLock,
-                SlruLocking::ControlLock,
-                false,
-            ),
-            "pg92" => (
-                LwLockKind::Pg92,
-                ProcArrayConfig::pg92(max_backends),
-                FastPath::PG92,
-                VxidLocks::OnDemand,
-                B::pg92(nbuffers),
-                InsertMode::SingleLock,
-                SlruLocking::ControlLock,
-                false,
-            ),
-            "pg96" => (
-                LwLockKind::Atomic,
-                ProcArrayConfig::pg96(max_backends),
-                FastPath::PG92,
-                VxidLocks::OnDemand,
-                B::pg96(nbuffers),
-                InsertMode::InsertionLocks(8),
-                SlruLocking::ControlLock,
-                false,
-            ),
-            "pg14" => (
-                LwLockKind::Atomic,
-                ProcArrayConfig::pg14(max_backends),
-                FastPath::PG92,
-                VxidLocks::OnDemand,
-                B::pg96(nbuffers),
-                InsertMode::InsertionLocks(8),
-                SlruLocking::ControlLock,
-                true,
-            ),
-            "pg17" => (
-                LwLockKind::Atomic,
-                ProcArrayConfig::pg14(max_backends),
-                FastPath::PG92,
-                VxidLocks::OnDemand,
-                B::pg96(nbuffers),
-                InsertMode::InsertionLocks(8),
-                SlruLocking::Banks,
-                true,
-            ),
-            other => return Err(format!("unknown preset \"{other}\" (valid: {})", PRESETS.join(", "))),
-        };
-        c.lwlock_kind = kind;
-        c.procarray = ProcArrayConfig { lwlock_kind: kind, ..pa };
-        c.lmgr.fast_path = fast;
-        c.lmgr.vxid = vxid;
-        c.lmgr.lwlock = kind;
-        c.bufmgr = B { lwlock: kind, ..buf };
-        c.wal.insert_mode = ins;
-        c.wal.lwlock_kind = kind;
-        c.clog.locking = clog_lock;
-        c.clog.group_update = group;
-        c.clog.lwlock_kind = kind;
-        c.subtrans.lwlock_kind = kind;
+        for (key, value) in settings {
+            crate::settings::KNOBS.set(&mut c, key, value).map_err(|e| format!("preset {name}: {e}"))?;
+        }
         Ok(c)
     }
 }

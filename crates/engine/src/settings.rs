@@ -9,200 +9,86 @@
 //! Errors are one line: an unknown key lists every valid key, a bad value names the key and lists
 //! the values it accepts.
 
-use std::str::FromStr;
 use std::time::Duration;
 
-use lockstack_bufmgr::{HeaderKind, MappingKind, VictimKind};
-use lockstack_clog::SlruLocking;
-use lockstack_lmgr::{FastPath, VxidLocks};
+use lockstack_bufmgr::BufferPoolConfig;
+use lockstack_clog::{ClogConfig, SlruLocking, SubTransConfig};
+use lockstack_common::knob::{Knob, KnobError, KnobInfo, Nested, Registry, in_range, parsed};
+use lockstack_lmgr::LmgrConfig;
 use lockstack_lwlock::LwLockKind;
-use lockstack_procarray::{
-    EndXactStrategy, GlobalXminMode, Layout, OldSnapshotThreshold, TimeMapMaintenance,
-};
-use lockstack_xlog::{InsertMode, WalSink};
+use lockstack_procarray::ProcArrayConfig;
+use lockstack_xlog::{WalConfig, WalSink};
 
-use crate::engine::EngineConfig;
+use crate::engine::{EngineConfig, PRESET_SETTINGS};
 
-/// One overridable knob: its key, the values it accepts (for help and errors) and what it sets.
-#[derive(Clone, Copy, Debug)]
-pub struct Knob {
-    /// `crate.knob`, as given to `--set`.
-    pub key: &'static str,
-    /// The values accepted, in words (`pgproc|pgxact|pgxact-padded|dense`, `1..=1024`).
-    pub values: &'static str,
-    /// What the knob selects, with the PostgreSQL name or release it stands for.
-    pub about: &'static str,
-}
+static LWLOCK: Nested<EngineConfig, LwLockKind> =
+    Nested { knobs: lockstack_lwlock::KNOBS, get: |c| c.lwlock_kind, put: EngineConfig::set_lwlock_kind };
+static PROCARRAY: Nested<EngineConfig, ProcArrayConfig> =
+    Nested { knobs: lockstack_procarray::KNOBS, get: |c| c.procarray, put: |c, p| c.procarray = p };
+static CLOG: Nested<EngineConfig, ClogConfig> =
+    Nested { knobs: lockstack_clog::CLOG_KNOBS, get: |c| c.clog.clone(), put: |c, x| c.clog = x };
+static SUBTRANS: Nested<EngineConfig, SubTransConfig> =
+    Nested { knobs: lockstack_clog::SUBTRANS_KNOBS, get: |c| c.subtrans.clone(), put: |c, x| c.subtrans = x };
+static LMGR: Nested<EngineConfig, LmgrConfig> =
+    Nested { knobs: lockstack_lmgr::KNOBS, get: |c| c.lmgr, put: |c, x| c.lmgr = x };
+static BUFMGR: Nested<EngineConfig, BufferPoolConfig> =
+    Nested { knobs: lockstack_bufmgr::KNOBS, get: |c| c.bufmgr.clone(), put: |c, x| c.bufmgr = x };
+static WAL: Nested<EngineConfig, WalConfig> =
+    Nested { knobs: lockstack_xlog::KNOBS, get: |c| c.wal.clone(), put: |c, x| c.wal = x };
 
-/// Every knob `--set` accepts, in the order `lockstack pgbench --set help` lists them.
-pub const KNOBS: &[Knob] = &[
-    Knob {
-        key: "lwlock.kind",
-        values: "pg92|atomic|read-biased",
-        about: "LWLock implementation of every crate (9.2 spinlock, 9.5+ atomic word, BRAVO reader-biased)",
-    },
-    Knob {
-        key: "procarray.layout",
-        values: "pgproc|pgxact|pgxact-padded|dense",
-        about: "hot transaction fields: in PGPROC (9.1), PGXACT (9.2), padded PGXACT, dense arrays (14)",
-    },
-    Knob {
-        key: "procarray.end_xact",
-        values: "exclusive|flexlock|group-clear",
-        about: "ProcArrayEndTransaction: exclusive lock, FlexLock (2011 patch), group XID clear (9.6)",
-    },
-    Knob {
-        key: "procarray.global_xmin",
-        values: "every-snapshot|lazy",
-        about: "global xmin horizon on every snapshot, or lazily (the recentglobalxmin patch)",
-    },
-    Knob {
-        key: "procarray.skip_subxids_without_xid",
-        values: "on|off",
-        about: "skip subxid caches of backends without an xid (9.2)",
-    },
-    Knob {
-        key: "procarray.fast_xid_compare",
-        values: "on|off",
-        about: "compare normal xids with plain integer arithmetic (9.2)",
-    },
-    Knob {
-        key: "procarray.snapshot_reuse",
-        values: "on|off",
-        about: "reuse the last snapshot while no xid-bearing transaction ended (14)",
-    },
-    Knob {
-        key: "procarray.old_snapshot_threshold",
-        values: "off|MINUTES",
-        about: "old_snapshot_threshold (9.6-16), in minutes",
-    },
-    Knob {
-        key: "procarray.time_map",
-        values: "every-call|xmin-advanced|minute-boundary",
-        about: "OldSnapshotTimeMap maintenance: 9.6 beta, seed 001's fix, 9.6 release",
-    },
-    Knob {
-        key: "clog.buffers",
-        values: "2..=65536 (multiple of 16 with banks)",
-        about: "CLOG SLRU buffers (NUM_CLOG_BUFFERS; transaction_buffers in 17)",
-    },
-    Knob {
-        key: "clog.locking",
-        values: "control-lock|banks",
-        about: "one SLRU control lock (9.2) or banks of 16 buffers with a lock each (17)",
-    },
-    Knob { key: "clog.group_update", values: "on|off", about: "group CLOG status update (11)" },
-    Knob {
-        key: "subtrans.buffers",
-        values: "2..=65536 (multiple of 16 with banks)",
-        about: "pg_subtrans SLRU buffers",
-    },
-    Knob { key: "subtrans.locking", values: "control-lock|banks", about: "pg_subtrans SLRU locking" },
-    Knob {
-        key: "lmgr.partitions",
-        values: "power of two 1..=1024",
-        about: "lock manager partitions (NUM_LOCK_PARTITIONS, 16 in PostgreSQL)",
-    },
-    Knob {
-        key: "lmgr.fast_path",
-        values: "off|power of two 1..=1024",
-        about: "fast-path relation locks: off (9.1), GROUPS groups of 16 slots (1 = 9.2, more = 18)",
-    },
-    Knob {
-        key: "lmgr.vxid",
-        values: "eager|on-demand",
-        about: "VXID locks taken at BEGIN (9.1) or on demand (9.2)",
-    },
-    Knob {
-        key: "lmgr.deadlock_timeout",
-        values: "1..=3600000 (ms)",
-        about: "deadlock_timeout: wait before running the deadlock detector (PostgreSQL: 1000 ms)",
-    },
-    Knob {
-        key: "lmgr.lock_timeout",
-        values: "0..=3600000 (ms)",
-        about: "lock_timeout: give up a heavyweight lock wait after this long (0 = never, the default)",
-    },
-    Knob { key: "bufmgr.nbuffers", values: "16..=2097152", about: "shared_buffers, in 8 KiB pages" },
-    Knob {
-        key: "bufmgr.header",
-        values: "spinlock|atomic",
-        about: "buffer header: spinlock (9.2) or atomic state word (9.6)",
-    },
-    Knob {
-        key: "bufmgr.mapping",
-        values: "partitions-N|dashmap",
-        about: "buffer mapping table: N partitions (16 in 9.2, 128 in 9.5) or dashmap",
-    },
-    Knob {
-        key: "bufmgr.victim",
-        values: "freelist-lock|atomic-clock",
-        about: "victim search: BufFreelistLock (9.2) or atomic clock hand (9.5)",
-    },
-    Knob {
-        key: "wal.insert",
-        values: "single|locks:N",
-        about: "one WALInsertLock (9.2) or N insertion locks (9.4, N = 8)",
-    },
-    Knob {
-        key: "wal.buffers",
-        values: "4..=65536",
-        about: "wal_buffers, in 8 KiB pages (PostgreSQL's minimum is 4)",
-    },
-    Knob { key: "wal.synchronous_commit", values: "on|off", about: "synchronous_commit" },
-    Knob { key: "wal.commit_delay", values: "0..=100000 (us)", about: "commit_delay, in us" },
-    Knob { key: "wal.commit_siblings", values: "0..=1000", about: "commit_siblings" },
+/// The engine's own knobs: the WAL's flush cost outside `--data-dir`, the B-tree page search
+/// and the buffer workloads' visibility check.
+pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
     Knob {
         key: "wal.flush",
         values: "memory|modelled:0..=1000000 (us)",
-        about: "WAL flush cost when not in --data-dir: none, or a modelled fsync of that many us",
-    },
-    Knob {
-        key: "wal.writer_delay",
-        values: "1..=10000 (ms)",
-        about: "wal_writer_delay, in ms (synchronous_commit off)",
-    },
-    Knob {
-        key: "wal.write_limit",
-        values: "0..=1099511627776 (bytes)",
-        about: "fault injection: WAL writes past this many bytes of log fail with ENOSPC, as on a full disk (0: no limit)",
+        doc: "WAL flush cost when not in --data-dir: none, or a modelled fsync of that many us",
+        default: "memory",
+        apply: |c, v| {
+            c.wal.sink = match v.split_once(':') {
+                None if v == "memory" => WalSink::Memory,
+                Some(("modelled", us)) => {
+                    WalSink::Modelled { flush_delay: Duration::from_micros(in_range(us, 0u64, 1_000_000)?) }
+                }
+                _ => return None,
+            };
+            Some(())
+        },
     },
     Knob {
         key: "engine.btree_search",
         values: "interpolation|binary",
-        about: "B-tree page search: interpolation from the parent's key range, or _bt_binsrch's bisection",
+        doc: "B-tree page search: interpolation from the parent's key range, or _bt_binsrch's bisection",
+        default: "interpolation",
+        apply: |c, v| {
+            c.btree_search = parsed(v)?;
+            Some(())
+        },
+    },
+    Knob {
+        key: "vm.check",
+        values: "page-flag-first|always-vm|always-vm-keep-pin",
+        doc: "all-visible test of the buffer workloads (lockstack buffers, vm-pin): PD_ALL_VISIBLE first (9.2), always the VM page, VM page kept pinned (seed 004's patches 1-3)",
+        default: "page-flag-first",
+        apply: |c, v| {
+            c.vm_check = parsed(v)?;
+            Some(())
+        },
     },
 ];
 
-fn valid_keys() -> String {
-    KNOBS.iter().map(|k| k.key).collect::<Vec<_>>().join(", ")
-}
+/// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
+/// [`lockstack_procarray::KNOBS`], [`lockstack_clog::CLOG_KNOBS`] and
+/// [`lockstack_clog::SUBTRANS_KNOBS`], [`lockstack_lmgr::KNOBS`], [`lockstack_bufmgr::KNOBS`],
+/// [`lockstack_xlog::KNOBS`]) with where its config lives in [`EngineConfig`], then
+/// [`ENGINE_KNOBS`], in the order `lockstack pgbench --set help` lists them. `lwlock.kind`
+/// sets every crate's LWLock implementation ([`EngineConfig::set_lwlock_kind`]).
+pub static KNOBS: Registry<EngineConfig> =
+    Registry { lists: &[&LWLOCK, &PROCARRAY, &CLOG, &SUBTRANS, &LMGR, &BUFMGR, &WAL, &ENGINE_KNOBS] };
 
-fn bool_value(key: &str, v: &str) -> Result<bool, String> {
-    match v.to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => Ok(true),
-        "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: on, off)")),
-    }
-}
-
-fn number<T: FromStr + PartialOrd + std::fmt::Display>(
-    key: &str,
-    v: &str,
-    lo: T,
-    hi: T,
-) -> Result<T, String> {
-    match v.parse::<T>() {
-        Ok(n) if n >= lo && n <= hi => Ok(n),
-        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: {lo}..={hi})")),
-    }
-}
-
-fn parsed<T: FromStr>(key: &str, v: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    v.parse::<T>().map_err(|e| format!("invalid value \"{v}\" for --set {key}: {e}"))
+/// Every knob, in listing order.
+pub fn knobs() -> Vec<KnobInfo> {
+    KNOBS.infos()
 }
 
 /// Applies one `crate.knob=value` assignment to `cfg`.
@@ -211,111 +97,135 @@ where
 /// A one-line message when the text has no `=`, the key is unknown (listing every valid key) or
 /// the value is not one the knob accepts (listing those). `cfg` is unchanged on error.
 pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String> {
-    let Some((key, value)) = assignment.split_once('=') else {
-        return Err(format!(
-            "invalid --set \"{assignment}\": expected crate.knob=value (keys: {})",
-            valid_keys()
-        ));
-    };
-    let (key, v) = (key.trim(), value.trim());
-    let mut c = cfg.clone();
-    match key {
-        "lwlock.kind" => {
-            let k: LwLockKind = parsed(key, v)?;
-            c.lwlock_kind = k;
-            c.procarray.lwlock_kind = k;
-            c.lmgr.lwlock = k;
-            c.bufmgr.lwlock = k;
-            c.wal.lwlock_kind = k;
-            c.clog.lwlock_kind = k;
-            c.subtrans.lwlock_kind = k;
-        }
-        "procarray.layout" => c.procarray.layout = parsed::<Layout>(key, v)?,
-        "procarray.end_xact" => c.procarray.end_xact = parsed::<EndXactStrategy>(key, v)?,
-        "procarray.global_xmin" => c.procarray.global_xmin = parsed::<GlobalXminMode>(key, v)?,
-        "procarray.skip_subxids_without_xid" => c.procarray.skip_subxids_without_xid = bool_value(key, v)?,
-        "procarray.fast_xid_compare" => c.procarray.fast_xid_compare = bool_value(key, v)?,
-        "procarray.snapshot_reuse" => c.procarray.snapshot_reuse = bool_value(key, v)?,
-        "procarray.old_snapshot_threshold" => {
-            c.procarray.old_snapshot_threshold = parsed::<OldSnapshotThreshold>(key, v)?
-        }
-        "procarray.time_map" => c.procarray.time_map = parsed::<TimeMapMaintenance>(key, v)?,
-        "clog.buffers" => c.clog.buffers = number(key, v, 2usize, 65536)?,
-        "clog.locking" => c.clog.locking = slru_locking(key, v)?,
-        "clog.group_update" => c.clog.group_update = bool_value(key, v)?,
-        "subtrans.buffers" => c.subtrans.buffers = number(key, v, 2usize, 65536)?,
-        "subtrans.locking" => c.subtrans.locking = slru_locking(key, v)?,
-        "lmgr.partitions" => {
-            let n = number(key, v, 1usize, 1024)?;
-            if !n.is_power_of_two() {
-                return Err(format!(
-                    "invalid value \"{v}\" for --set {key} (valid: a power of two 1..=1024)"
-                ));
-            }
-            c.lmgr.partitions = n;
-        }
-        "lmgr.fast_path" => {
-            c.lmgr.fast_path = if v.eq_ignore_ascii_case("off") {
-                FastPath::Off
-            } else {
-                let groups = number(key, v, 1usize, 1024)?;
-                if !groups.is_power_of_two() {
-                    return Err(format!(
-                        "invalid value \"{v}\" for --set {key} (valid: off or a power of two 1..=1024)"
-                    ));
-                }
-                FastPath::Groups { groups }
-            }
-        }
-        "lmgr.vxid" => c.lmgr.vxid = parsed::<VxidLocks>(key, v)?,
-        "lmgr.deadlock_timeout" => {
-            c.lmgr.deadlock_timeout = std::time::Duration::from_millis(number(key, v, 1u64, 3_600_000)?);
-        }
-        "lmgr.lock_timeout" => {
-            let ms = number(key, v, 0u64, 3_600_000)?;
-            c.lmgr.lock_timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
-        }
-        "bufmgr.nbuffers" => c.bufmgr.nbuffers = number(key, v, 16usize, lockstack_bufmgr::MAX_BUFFERS)?,
-        "bufmgr.header" => c.bufmgr.header = parsed::<HeaderKind>(key, v)?,
-        "bufmgr.mapping" => c.bufmgr.mapping = parsed::<MappingKind>(key, v)?,
-        "bufmgr.victim" => c.bufmgr.victim = parsed::<VictimKind>(key, v)?,
-        "wal.insert" => c.wal.insert_mode = parsed::<InsertMode>(key, v)?,
-        "wal.buffers" => c.wal.wal_buffers = number(key, v, 4usize, 65536)?,
-        "wal.synchronous_commit" => c.wal.synchronous_commit = bool_value(key, v)?,
-        "wal.commit_delay" => c.wal.commit_delay_us = number(key, v, 0u64, 100_000)?,
-        "wal.commit_siblings" => c.wal.commit_siblings = number(key, v, 0usize, 1000)?,
-        "wal.flush" => {
-            c.wal.sink = match v.split_once(':') {
-                None if v == "memory" => WalSink::Memory,
-                Some(("modelled", us)) => WalSink::Modelled {
-                    flush_delay: Duration::from_micros(number(key, us, 0u64, 1_000_000)?),
-                },
-                _ => {
-                    return Err(format!(
-                        "invalid value \"{v}\" for --set {key} (valid: memory, modelled:MICROSECONDS)"
-                    ));
-                }
-            }
-        }
-        "wal.writer_delay" => {
-            c.wal.wal_writer_delay = Duration::from_millis(number(key, v, 1u64, 10_000)?);
-        }
-        "wal.write_limit" => {
-            let n = number(key, v, 0u64, 1 << 40)?;
-            c.wal.write_limit = (n > 0).then_some(n);
-        }
-        "engine.btree_search" => c.btree_search = parsed::<crate::btree::Search>(key, v)?,
-        _ => return Err(format!("unknown --set key \"{key}\" (valid: {})", valid_keys())),
-    }
-    *cfg = c;
-    Ok(())
+    KNOBS.assign(cfg, assignment).map_err(|e| e.to_string())
 }
 
-fn slru_locking(key: &str, v: &str) -> Result<SlruLocking, String> {
-    match v {
-        "control-lock" | "pg92" => Ok(SlruLocking::ControlLock),
-        "banks" | "pg17" => Ok(SlruLocking::Banks),
-        _ => Err(format!("invalid value \"{v}\" for --set {key} (valid: control-lock, banks)")),
+/// Markdown-table cell text: `|` escaped.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The knob table of docs/engine.md ("Presets and knobs"): key, values, default, what it
+/// selects; a test keeps the document equal to it.
+pub fn knob_table() -> String {
+    let mut t = String::from("| knob | values | default | selects |\n|---|---|---|---|\n");
+    for k in knobs() {
+        t += &format!("| `{}` | `{}` | `{}` | {} |\n", k.key, cell(k.values), k.default, cell(k.doc));
+    }
+    t
+}
+
+/// The preset table of docs/engine.md: each preset's assignments ([`PRESET_SETTINGS`]).
+pub fn preset_table() -> String {
+    let mut t = String::from("| preset | settings |\n|---|---|\n");
+    for (name, settings) in PRESET_SETTINGS {
+        let s: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        t += &format!("| {name} | `{}` |\n", s.join(" "));
+    }
+    t
+}
+
+/// What a command that runs one subsystem (`lockstack lwlock|locks|buffers|snapshot|wal`)
+/// takes from the knob registry: the keys it reads and its own defaults for them, which
+/// `--preset` and then its flags and `--set` override.
+#[derive(Clone, Copy, Debug)]
+pub struct CommandKnobs {
+    /// The command, for errors (`lockstack locks`).
+    pub command: &'static str,
+    /// The knobs it reads; `--set` of any other knob is refused, a preset's others skipped.
+    pub reads: &'static [&'static str],
+    /// Its defaults (applied first, in [`KNOBS`] spelling).
+    pub defaults: &'static [(&'static str, &'static str)],
+}
+
+/// A flag of a command that is an alias of a knob (`lockstack locks --vxid` is `lmgr.vxid`).
+#[derive(Clone, Copy, Debug)]
+pub struct FlagAlias<'a> {
+    /// The flag, for errors (`--vxid`).
+    pub flag: &'a str,
+    /// The knob.
+    pub key: &'static str,
+    /// Whether the command line gave the flag.
+    pub given: bool,
+    /// The value to assign, in the knob's spelling; `None` for a flag the command applies
+    /// itself (a list of designs to compare), which is only checked for a clash.
+    pub value: Option<&'a str>,
+}
+
+/// A command's configuration after its defaults, `--preset`, flags and `--set`.
+#[derive(Clone, Debug)]
+pub struct CommandConfig {
+    /// The resulting configuration (only the command's knobs mean anything).
+    pub cfg: EngineConfig,
+    /// Knobs the preset, a flag or `--set` assigned (not only the command's defaults).
+    pub assigned: Vec<&'static str>,
+}
+
+impl CommandConfig {
+    /// Whether the preset, a flag or `--set` assigned knob `key`.
+    pub fn assigned(&self, key: &str) -> bool {
+        self.assigned.contains(&key)
+    }
+}
+
+impl CommandKnobs {
+    /// Applies, in order, the command's defaults, the preset's assignments to the knobs it reads
+    /// (a preset says nothing about the others), the flags given, and `--set`.
+    ///
+    /// # Errors
+    /// One line: an unknown preset; a flag's value the knob refuses (naming the flag and the
+    /// accepted values); an unknown `--set` key (listing every key); a `--set` of a knob the
+    /// command does not read (listing those it reads); a bad `--set` value; a flag and a
+    /// `--set` of the same knob (refused rather than one silently winning).
+    pub fn resolve(
+        &self,
+        preset: Option<&str>,
+        flags: &[FlagAlias<'_>],
+        sets: &[String],
+    ) -> Result<CommandConfig, String> {
+        let mut cfg = EngineConfig::new(1, 1024);
+        let mut assigned = Vec::new();
+        for (k, v) in self.defaults {
+            KNOBS.set(&mut cfg, k, v).map_err(|e| format!("{}: {e}", self.command))?;
+        }
+        if let Some(name) = preset {
+            let settings = EngineConfig::preset_settings(name).ok_or_else(|| {
+                format!("unknown preset \"{name}\" (valid: {})", crate::engine::PRESETS.join(", "))
+            })?;
+            for (k, v) in settings.iter().filter(|(k, _)| self.reads.contains(k)) {
+                KNOBS.set(&mut cfg, k, v).map_err(|e| format!("--preset {name}: {e}"))?;
+                assigned.push(*k);
+            }
+        }
+        for f in flags.iter().filter(|f| f.given) {
+            if let Some(v) = f.value {
+                KNOBS.set(&mut cfg, f.key, v).map_err(|e| match e {
+                    KnobError::BadValue { accepted, .. } => {
+                        format!("{} must be {accepted}, got \"{v}\" (knob {})", f.flag, f.key)
+                    }
+                    other => other.to_string(),
+                })?;
+            }
+            assigned.push(f.key);
+        }
+        for a in sets {
+            let key = lockstack_common::knob::key_of(a);
+            if KNOBS.info(key).is_some() && a.contains('=') && !self.reads.contains(&key) {
+                return Err(format!(
+                    "--set {key}: {} does not use this knob (it reads: {})",
+                    self.command,
+                    self.reads.join(", ")
+                ));
+            }
+            if let Some(f) = flags.iter().find(|f| f.given && f.key == key) {
+                return Err(format!("{} and --set {key} both set {key}: give one of them", f.flag));
+            }
+            KNOBS.assign(&mut cfg, a).map_err(|e| e.to_string())?;
+            if let Some(k) = self.reads.iter().find(|k| **k == key) {
+                assigned.push(k);
+            }
+        }
+        Ok(CommandConfig { cfg, assigned })
     }
 }
 
@@ -439,6 +349,8 @@ fn mem_available() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstack_lmgr::{FastPath, VxidLocks};
+    use lockstack_procarray::Layout;
 
     fn cfg() -> EngineConfig {
         EngineConfig::preset("pg17", 4, 1024).unwrap()
@@ -524,6 +436,63 @@ mod tests {
     }
 
     #[test]
+    fn each_knob_declares_its_crate_default_and_the_docs_table_matches() {
+        let base = EngineConfig::new(4, 1024);
+        let mut keys = Vec::new();
+        for k in knobs() {
+            assert!(!keys.contains(&k.key), "{} declared twice", k.key);
+            keys.push(k.key);
+            let mut c = base.clone();
+            KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
+            assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
+        }
+        assert_eq!(keys.len(), 33, "the knob count quoted in docs/engine.md");
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
+        for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {
+            assert!(
+                doc.contains(&table),
+                "docs/engine.md's {what} table differs from the registry; replace it with:\n{table}"
+            );
+        }
+        for (name, settings) in PRESET_SETTINGS {
+            assert!(crate::engine::PRESETS.contains(&name));
+            for (k, _) in settings {
+                assert!(keys.contains(k), "preset {name}: {k}");
+            }
+        }
+        assert_eq!(PRESET_SETTINGS.len(), crate::engine::PRESETS.len());
+    }
+
+    #[test]
+    fn commands_take_their_knobs_from_preset_flags_and_set() {
+        const LOCKS: CommandKnobs = CommandKnobs {
+            command: "lockstack locks",
+            reads: &["lmgr.fast_path", "lmgr.vxid", "lmgr.partitions"],
+            defaults: &[("lmgr.vxid", "on-demand")],
+        };
+        let flag = |given, value| FlagAlias { flag: "--vxid", key: "lmgr.vxid", given, value };
+        let r = LOCKS.resolve(Some("pg91"), &[flag(false, None)], &[]).unwrap();
+        assert_eq!((r.cfg.lmgr.fast_path, r.cfg.lmgr.vxid), (FastPath::Off, VxidLocks::Eager));
+        assert!(r.assigned("lmgr.vxid") && !r.assigned("lmgr.partitions"));
+        assert_eq!(r.cfg.bufmgr.header, EngineConfig::new(1, 1024).bufmgr.header, "pg91's other knobs skipped");
+        let r = LOCKS.resolve(Some("pg91"), &[flag(true, Some("on-demand"))], &["lmgr.partitions=4".into()]);
+        let r = r.unwrap();
+        assert_eq!((r.cfg.lmgr.vxid, r.cfg.lmgr.partitions), (VxidLocks::OnDemand, 4));
+        for (preset, flags, sets, want) in [
+            (None, vec![flag(true, Some("x"))], vec![], "--vxid must be eager|on-demand, got \"x\" (knob lmgr.vxid)"),
+            (None, vec![flag(true, Some("eager"))], vec!["lmgr.vxid=eager"], "--vxid and --set lmgr.vxid both set"),
+            (None, vec![], vec!["wal.buffers=8"], "--set wal.buffers: lockstack locks does not use this knob"),
+            (None, vec![], vec!["nosuch=1"], "unknown --set key \"nosuch\""),
+            (None, vec![], vec!["lmgr.partitions=3"], "invalid value \"3\" for --set lmgr.partitions"),
+            (Some("pg10"), vec![], vec![], "unknown preset \"pg10\""),
+        ] {
+            let sets: Vec<String> = sets.into_iter().map(String::from).collect();
+            let e = LOCKS.resolve(preset, &flags, &sets).unwrap_err();
+            assert!(e.contains(want) && !e.contains('\n'), "want {want:?}: {e}");
+        }
+    }
+
+    #[test]
     fn combinations_the_engine_refuses_are_refused_naming_the_assignment() {
         for (sets, want) in [
             (&["lmgr.fast_path=1000"][..], "--set lmgr.fast_path (valid: off or a power of two"),
@@ -554,7 +523,7 @@ mod tests {
     fn lock_timeouts_reach_every_session() {
         let mut c = cfg();
         assert!(
-            apply_all(&mut c, &["lmgr.deadlock_timeout=0"]).unwrap_err().contains("(valid: 1..=3600000)")
+            apply_all(&mut c, &["lmgr.deadlock_timeout=0"]).unwrap_err().contains("(valid: 1..=3600000 (ms))")
         );
         apply_all(&mut c, &["lmgr.deadlock_timeout=25", "lmgr.lock_timeout=7"]).unwrap();
         let e = crate::engine::Engine::new(c.clone(), 1, 100).unwrap();
@@ -597,11 +566,12 @@ mod tests {
             "wal.insert" => "single",
             "wal.flush" => "modelled:50",
             "engine.btree_search" => "binary",
+            "vm.check" => "always-vm",
             k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
             k if k.contains("skip") || k.contains("compare") => "off",
             _ => "64",
         };
-        for k in KNOBS {
+        for k in knobs() {
             let mut c = cfg();
             apply_set(&mut c, &format!("{}={}", k.key, sample(k.key))).unwrap_or_else(|e| panic!("{e}"));
         }
@@ -640,7 +610,7 @@ mod tests {
         }
         assert_eq!(before, format!("{c:?}"));
         let e = apply_set(&mut c, "nosuch.knob=1").unwrap_err();
-        for k in KNOBS {
+        for k in knobs() {
             assert!(e.contains(k.key), "unknown-key error lists {}", k.key);
         }
     }

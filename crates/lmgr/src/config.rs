@@ -162,3 +162,68 @@ impl LmgrConfig {
         Ok(())
     }
 }
+
+/// The lock manager's knobs (`lockstack_common::knob`), over [`LmgrConfig`]; the defaults are
+/// [`LmgrConfig::default`]'s.
+pub const KNOBS: &[lockstack_common::Knob<LmgrConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::{in_range, parsed};
+    &[
+        Knob {
+            key: "lmgr.partitions",
+            values: "a power of two 1..=1024",
+            doc: "lock manager partitions (NUM_LOCK_PARTITIONS, 16 in PostgreSQL)",
+            default: "16",
+            apply: |c, v| {
+                c.partitions = in_range(v, 1usize, 1024).filter(|n| n.is_power_of_two())?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "lmgr.fast_path",
+            values: "off or a power of two 1..=1024",
+            doc: "fast-path relation locks: off (9.1), GROUPS groups of 16 slots (1 = 9.2, more = 18)",
+            default: "1",
+            apply: |c, v| {
+                c.fast_path = if v.eq_ignore_ascii_case("off") {
+                    FastPath::Off
+                } else {
+                    let groups = in_range(v, 1usize, FP_MAX_GROUPS).filter(|n| n.is_power_of_two())?;
+                    FastPath::Groups { groups }
+                };
+                Some(())
+            },
+        },
+        Knob {
+            key: "lmgr.vxid",
+            values: "eager|on-demand",
+            doc: "VXID locks taken at BEGIN (9.1) or on demand (9.2)",
+            default: "on-demand",
+            apply: |c, v| {
+                c.vxid = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "lmgr.deadlock_timeout",
+            values: "1..=3600000 (ms)",
+            doc: "deadlock_timeout: wait before running the deadlock detector (PostgreSQL: 1000 ms)",
+            default: "1000",
+            apply: |c, v| {
+                c.deadlock_timeout = Duration::from_millis(in_range(v, 1u64, 3_600_000)?);
+                Some(())
+            },
+        },
+        Knob {
+            key: "lmgr.lock_timeout",
+            values: "0..=3600000 (ms)",
+            doc: "lock_timeout: give up a heavyweight lock wait after this long (0 = never, the default)",
+            default: "0",
+            apply: |c, v| {
+                let ms = in_range(v, 0u64, 3_600_000)?;
+                c.lock_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+                Some(())
+            },
+        },
+    ]
+};

@@ -48,7 +48,7 @@ mod table;
 mod tag;
 
 pub use config::{
-    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks,
+    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks,
 };
 pub use error::LockError;
 pub use fastpath::{FastPathArea, FastPathGrant};

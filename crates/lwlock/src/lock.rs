@@ -332,3 +332,16 @@ impl<L: LwLockImpl> Drop for LwLockGuard<'_, L> {
         }
     }
 }
+
+/// The lwlock crate's knob (`lockstack_common::knob`): which implementation every LWLock of a
+/// run uses. A program that embeds several crates sets it in each of their configs at once.
+pub const KNOBS: &[lockstack_common::Knob<LwLockKind>] = &[lockstack_common::Knob {
+    key: "lwlock.kind",
+    values: "pg92|atomic|read-biased",
+    doc: "LWLock implementation of every crate (9.2 spinlock-protected lwlock.c, 9.5+ atomic state word, BRAVO reader-biased)",
+    default: "atomic",
+    apply: |k, v| {
+        *k = v.parse().ok()?;
+        Some(())
+    },
+}];

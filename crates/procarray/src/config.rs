@@ -379,6 +379,95 @@ impl ProcArrayConfig {
     }
 }
 
+/// The ProcArray's knobs (`lockstack_common::knob`), over [`ProcArrayConfig`]; the defaults
+/// are [`ProcArrayConfig::new`]'s.
+pub const KNOBS: &[lockstack_common::Knob<ProcArrayConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::{on_off, parsed};
+    &[
+        Knob {
+            key: "procarray.layout",
+            values: "pgproc|pgxact|pgxact-padded|dense",
+            doc: "hot transaction fields: in PGPROC (9.1), PGXACT (9.2), padded PGXACT, dense arrays (14)",
+            default: "pgxact",
+            apply: |c, v| {
+                c.layout = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.end_xact",
+            values: "exclusive|flexlock|group-clear",
+            doc: "ProcArrayEndTransaction: exclusive lock, FlexLock (2011 patch), group XID clear (9.6)",
+            default: "group-clear",
+            apply: |c, v| {
+                c.end_xact = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.global_xmin",
+            values: "every-snapshot|lazy",
+            doc: "global xmin horizon on every snapshot, or lazily (the recentglobalxmin patch; 14's GlobalVis)",
+            default: "every-snapshot",
+            apply: |c, v| {
+                c.global_xmin = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.skip_subxids_without_xid",
+            values: "on|off",
+            doc: "skip subxid caches of backends without an xid (9.2)",
+            default: "on",
+            apply: |c, v| {
+                c.skip_subxids_without_xid = on_off(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.fast_xid_compare",
+            values: "on|off",
+            doc: "compare normal xids with plain integer arithmetic (9.2)",
+            default: "on",
+            apply: |c, v| {
+                c.fast_xid_compare = on_off(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.snapshot_reuse",
+            values: "on|off",
+            doc: "reuse the last snapshot while no xid-bearing transaction ended (14; dense layout only)",
+            default: "on",
+            apply: |c, v| {
+                c.snapshot_reuse = on_off(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.old_snapshot_threshold",
+            values: "off|0..=86400 (minutes)",
+            doc: "old_snapshot_threshold (9.6-16), in minutes",
+            default: "off",
+            apply: |c, v| {
+                c.old_snapshot_threshold = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "procarray.time_map",
+            values: "every-call|xmin-advanced|minute-boundary",
+            doc: "OldSnapshotTimeMap maintenance: 9.6 beta, seed 001's fix, 9.6 release",
+            default: "xmin-advanced",
+            apply: |c, v| {
+                c.time_map = parsed(v)?;
+                Some(())
+            },
+        },
+    ]
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,7 @@ mod sync;
 pub mod workload;
 
 pub use config::{
-    ConfigError, EndXactStrategy, GlobalXminMode, Layout, OldSnapshotThreshold, ProcArrayConfig,
+    ConfigError, EndXactStrategy, GlobalXminMode, KNOBS, Layout, OldSnapshotThreshold, ProcArrayConfig,
     TimeMapMaintenance,
 };
 pub use old_snapshot::{

@@ -322,6 +322,86 @@ impl WalError {
     }
 }
 
+/// The WAL's knobs (`lockstack_common::knob`), over [`WalConfig`]; the defaults are
+/// [`WalConfig::default`]'s. Where the WAL goes ([`WalSink`]) is the embedding program's choice.
+pub const KNOBS: &[lockstack_common::Knob<WalConfig>] = {
+    use lockstack_common::Knob;
+    use lockstack_common::knob::{in_range, on_off, parsed};
+    &[
+        Knob {
+            key: "wal.insert",
+            values: "single|locks:N (N 1..=128)",
+            doc: "one WALInsertLock (9.2) or N insertion locks (9.4, N = 8)",
+            default: "locks:8",
+            apply: |c, v| {
+                c.insert_mode = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.buffers",
+            values: "4..=65536",
+            doc: "wal_buffers, in 8 KiB pages (PostgreSQL's minimum is 4)",
+            default: "512",
+            apply: |c, v| {
+                c.wal_buffers = in_range(v, 4usize, 65536)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.synchronous_commit",
+            values: "on|off",
+            doc: "synchronous_commit (off: a WAL writer flushes)",
+            default: "on",
+            apply: |c, v| {
+                c.synchronous_commit = on_off(v)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.commit_delay",
+            values: "0..=100000 (us)",
+            doc: "commit_delay, in us",
+            default: "0",
+            apply: |c, v| {
+                c.commit_delay_us = in_range(v, 0u64, 100_000)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.commit_siblings",
+            values: "0..=1000",
+            doc: "commit_siblings",
+            default: "5",
+            apply: |c, v| {
+                c.commit_siblings = in_range(v, 0usize, 1000)?;
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.writer_delay",
+            values: "1..=10000 (ms)",
+            doc: "wal_writer_delay, in ms (synchronous_commit off)",
+            default: "200",
+            apply: |c, v| {
+                c.wal_writer_delay = Duration::from_millis(in_range(v, 1u64, 10_000)?);
+                Some(())
+            },
+        },
+        Knob {
+            key: "wal.write_limit",
+            values: "0..=1099511627776 (bytes)",
+            doc: "fault injection: WAL writes past this many bytes of log fail with ENOSPC, as on a full disk (0: no limit)",
+            default: "0",
+            apply: |c, v| {
+                let n = in_range(v, 0u64, 1 << 40)?;
+                c.write_limit = (n > 0).then_some(n);
+                Some(())
+            },
+        },
+    ]
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,7 +50,7 @@ mod stats;
 mod sync;
 mod wal;
 
-pub use config::{InsertMode, WalConfig, WalError, WalSink};
+pub use config::{InsertMode, KNOBS, WalConfig, WalError, WalSink};
 pub use insertion::{InsertionHold, InsertionLocks, Reservation};
 pub use ptr::{WAL_SEG_SIZE, XLOG_BLCKSZ, XLogRecPtr};
 pub use reader::{DecodedRecord, MemoryImage, PageSource, ReadEnd, SegmentDir, StopReason, WalReader};

@@ -460,10 +460,11 @@ mod tests {
                 let mut cfg = EngineConfig::preset(e.preset, 4, 1024).unwrap();
                 settings::apply_all(&mut cfg, e.common).unwrap();
                 for s in v.set {
-                    if !s.starts_with(VM_CHECK_KEY) {
-                        settings::apply_set(&mut cfg, s).unwrap_or_else(|m| panic!("{}: {m}", e.name));
-                    }
+                    settings::apply_set(&mut cfg, s).unwrap_or_else(|m| panic!("{}: {m}", e.name));
                 }
+                // vm-pin's variants each select a visibility check; no other experiment may.
+                let checks = v.set.iter().filter(|s| s.starts_with(VM_CHECK_KEY)).count();
+                assert_eq!(checks, usize::from(e.name == "vm-pin"), "{}: {}", e.name, v.name);
                 let names: Vec<&str> = e.variants.iter().map(|x| x.name).collect();
                 assert_eq!(names.iter().filter(|n| **n == v.name).count(), 1);
             }

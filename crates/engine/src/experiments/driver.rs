@@ -236,22 +236,20 @@ impl Plan {
     pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
         let nbuffers = settings::pool_buffers(self.scale, BUFFER_HEADROOM)?;
         let mut cfg = EngineConfig::preset(&self.preset, clients + 1, nbuffers)?;
-        let mut check = None;
-        let mut applied = Vec::new();
-        for a in self.assignments(variant) {
-            if key_of(&a) == VM_CHECK_KEY {
-                let v = a.split_once('=').map_or("", |(_, v)| v.trim());
-                check = Some(v.parse::<Check>().map_err(|e| format!("--set {VM_CHECK_KEY}: {e}"))?);
-            } else {
-                settings::apply_set(&mut cfg, &a)?;
-                applied.push(a);
-            }
+        let applied = self.assignments(variant);
+        for a in &applied {
+            settings::apply_set(&mut cfg, a)?;
         }
         // What the engine would refuse when a point starts is bad input now.
         settings::validate(&cfg, &applied)?;
-        if is_vm_pin(self.experiment) && check.is_none() {
-            return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
-        }
+        let check = if is_vm_pin(self.experiment) {
+            if !applied.iter().any(|a| key_of(a) == VM_CHECK_KEY) {
+                return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
+            }
+            Some(cfg.vm_check)
+        } else {
+            None
+        };
         Ok((cfg, check))
     }
 

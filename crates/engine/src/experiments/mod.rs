@@ -64,14 +64,16 @@ pub struct Variant {
     /// What it stands for in the seed thread (patch, release).
     pub about: &'static str,
     /// `crate.knob=value` assignments applied after the preset, the experiment's common
-    /// assignments and the caller's `--set` list. The keys are [`crate::settings::KNOBS`], plus
-    /// the experiment-level key [`VM_CHECK_KEY`] for `vm-pin`.
+    /// assignments and the caller's `--set` list, through the knob registry
+    /// [`crate::settings::KNOBS`] (`vm-pin`'s variants set [`VM_CHECK_KEY`]).
     pub set: &'static [&'static str],
 }
 
-/// The experiment-level knob of `vm-pin`: which visibility check the workers use
-/// (`page-flag-first`, `always-vm`, `always-vm-keep-pin`; seed 004's three patches). It is not an
-/// engine knob because the engine's transactions do not consult the visibility map.
+/// The knob `vm-pin` varies: which visibility check the buffer workers use
+/// (`page-flag-first`, `always-vm`, `always-vm-keep-pin`; seed 004's three patches), the
+/// engine config's [`vm_check`](crate::engine::EngineConfig::vm_check). Only the buffer
+/// workloads read it (the engine's transactions do not consult the visibility map), so the
+/// other experiments refuse it.
 pub const VM_CHECK_KEY: &str = "vm.check";
 
 /// How a raw counter is normalised for the counter table.
