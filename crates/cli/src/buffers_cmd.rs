@@ -2,9 +2,8 @@
 //! experiments (seed 004).
 
 use clap::Args;
-use lockstack_engine::micro::buffers::{
-    self, BufferScenario, BuffersConfig, BuffersReport, Check, Header, Mapping, Victim,
-};
+use lockstack_engine::micro::buffers::{self, BufferScenario, BuffersConfig, BuffersReport, Check, Header};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 
 use crate::Failure;
 
@@ -16,19 +15,22 @@ pub(crate) struct BuffersArgs {
     #[arg(long, default_value = "hot-pin")]
     scenario: String,
     /// Buffer header designs to compare: comma-separated spinlock (9.2), atomic (9.6),
-    /// atomic-sub (PostgreSQL 19's fetch_sub unpin), atomic-add (fetch_add pins too), or all.
-    #[arg(long, default_value = "all")]
-    header: String,
-    /// Visibility checks to compare (scan, vm-delete; default all): comma-separated
-    /// page-flag-first, always-vm, always-vm-keep-pin, or all.
+    /// atomic-sub (PostgreSQL 19's fetch_sub unpin), atomic-add (fetch_add pins too), or all
+    /// (the default, unless --preset or --set bufmgr.header names one).
+    #[arg(long)]
+    header: Option<String>,
+    /// Visibility checks to compare (scan, vm-delete; default all, unless --set vm.check names
+    /// one): comma-separated page-flag-first, always-vm, always-vm-keep-pin, or all.
     #[arg(long)]
     vm_check: Option<String>,
-    /// Buffer mapping table: partitions-16, partitions-128 or dashmap.
-    #[arg(long, default_value = "partitions-128")]
-    mapping: String,
-    /// Victim selection: freelist-lock (9.2) or atomic-clock (9.5).
-    #[arg(long, default_value = "atomic-clock")]
-    victim: String,
+    /// Buffer mapping table: partitions-16, partitions-128 (the default) or dashmap; knob
+    /// bufmgr.mapping.
+    #[arg(long)]
+    mapping: Option<String>,
+    /// Victim selection: freelist-lock (9.2) or atomic-clock (9.5, the default); knob
+    /// bufmgr.victim.
+    #[arg(long)]
+    victim: Option<String>,
     /// Worker threads per row.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -44,6 +46,14 @@ pub(crate) struct BuffersArgs {
     /// vm-delete: mark the page all-visible again every N deletes, as VACUUM would (0 = never).
     #[arg(long, default_value_t = 0)]
     vacuum_every: u32,
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
     /// Also write the full report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -71,16 +81,65 @@ fn parse_list<T: std::str::FromStr<Err = String> + PartialEq + Copy>(
     Ok(dedup)
 }
 
+/// The knobs `lockstack buffers` reads, with its defaults (9.5's mapping and victim search).
+const KNOBS: CommandKnobs = CommandKnobs {
+    command: "lockstack buffers",
+    reads: &["bufmgr.header", "bufmgr.mapping", "bufmgr.victim", "vm.check"],
+    defaults: &[("bufmgr.mapping", "partitions-128"), ("bufmgr.victim", "atomic-clock")],
+};
+
 pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
     let scenario: BufferScenario =
         args.scenario.parse().map_err(|e| Failure::input(format!("--scenario: {e}")))?;
-    let headers = parse_list("header", &args.header, &Header::EVERY)?;
+    let knobs = KNOBS
+        .resolve(
+            args.preset.as_deref(),
+            &[
+                FlagAlias {
+                    flag: "--header",
+                    key: "bufmgr.header",
+                    given: args.header.is_some(),
+                    value: None,
+                },
+                FlagAlias {
+                    flag: "--vm-check",
+                    key: "vm.check",
+                    given: args.vm_check.is_some(),
+                    value: None,
+                },
+                FlagAlias {
+                    flag: "--mapping",
+                    key: "bufmgr.mapping",
+                    given: args.mapping.is_some(),
+                    value: args.mapping.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--victim",
+                    key: "bufmgr.victim",
+                    given: args.victim.is_some(),
+                    value: args.victim.as_deref(),
+                },
+            ],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
+    let headers = match &args.header {
+        Some(list) => parse_list("header", list, &Header::EVERY)?,
+        None if knobs.assigned("bufmgr.header") => vec![knobs.cfg.bufmgr.header],
+        None => Header::EVERY.to_vec(),
+    };
     if scenario == BufferScenario::HotPin && args.vm_check.is_some() {
         return Err(Failure::input("--vm-check applies to --scenario scan and vm-delete, not hot-pin"));
     }
-    let vm_checks = parse_list("vm-check", args.vm_check.as_deref().unwrap_or("all"), &Check::ALL)?;
-    let mapping: Mapping = args.mapping.parse().map_err(|e| Failure::input(format!("--mapping: {e}")))?;
-    let victim: Victim = args.victim.parse().map_err(|e| Failure::input(format!("--victim: {e}")))?;
+    if scenario == BufferScenario::HotPin && knobs.assigned("vm.check") {
+        return Err(Failure::input("--set vm.check applies to --scenario scan and vm-delete, not hot-pin"));
+    }
+    let vm_checks = match &args.vm_check {
+        Some(list) => parse_list("vm-check", list, &Check::ALL)?,
+        None if knobs.assigned("vm.check") => vec![knobs.cfg.vm_check],
+        None => Check::ALL.to_vec(),
+    };
+    let (mapping, victim) = (knobs.cfg.bufmgr.mapping, knobs.cfg.bufmgr.victim);
     let duration = crate::duration_arg(args.duration)?;
     let table_pages = args.table_pages.unwrap_or(match scenario {
         BufferScenario::HotPin => 1,

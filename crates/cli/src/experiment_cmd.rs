@@ -192,11 +192,10 @@ pub(crate) fn print_experiment_help(args: &[String]) {
 
 fn print_knobs() {
     outln!("--set crate.knob=value overrides (applied to every variant, after the experiment's own list):");
-    for k in settings::KNOBS {
-        outln!("  {:<36} {:<42} {}", k.key, k.values, k.about);
+    for k in settings::knobs() {
+        let only = if k.key == VM_CHECK_KEY { " (vm-pin only; its variants set it)" } else { "" };
+        outln!("  {:<36} {:<42} {}{only}", k.key, k.values, k.doc);
     }
-    let values = "page-flag-first|always-vm|always-vm-keep-pin";
-    outln!("  {VM_CHECK_KEY:<36} {values:<42} vm-pin's variants (set by the experiment itself)");
 }
 
 fn print_list() {

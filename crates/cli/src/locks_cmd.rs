@@ -4,43 +4,96 @@
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_engine::micro::locks::{self, LocksConfig, LocksReport, VxidLocks};
+use lockstack_engine::micro::locks::{self, LocksConfig, LocksReport};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 
 use crate::Failure;
 
 /// Arguments of `lockstack locks`.
 #[derive(Args, Debug)]
 pub(crate) struct LocksArgs {
-    /// Fast-path relation locks: on (9.2+) or off (9.1).
-    #[arg(long, default_value = "on")]
-    fast_path: String,
-    /// VXID locks: eager (9.1) or on-demand (9.2+).
-    #[arg(long, default_value = "on-demand")]
-    vxid: String,
+    /// Fast-path relation locks: on (9.2+, the default) or off (9.1); knob lmgr.fast_path.
+    #[arg(long)]
+    fast_path: Option<String>,
+    /// VXID locks: eager (9.1) or on-demand (9.2+, the default); knob lmgr.vxid.
+    #[arg(long)]
+    vxid: Option<String>,
     /// Worker threads (backends).
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Relations locked (AccessShareLock) per transaction.
     #[arg(long, default_value_t = 2)]
     relations: usize,
-    /// Main lock table partitions (power of two).
-    #[arg(long, default_value_t = 16)]
-    partitions: usize,
+    /// Main lock table partitions (power of two; default 16); knob lmgr.partitions.
+    #[arg(long)]
+    partitions: Option<usize>,
     /// Seconds to run (fractions allowed).
     #[arg(long, default_value_t = 2.0)]
     duration: f64,
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
     /// Also write the report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
 }
 
+/// The knobs `lockstack locks` reads, with its defaults (9.2's fast path and VXID locks).
+const KNOBS: CommandKnobs = CommandKnobs {
+    command: "lockstack locks",
+    reads: &["lmgr.fast_path", "lmgr.vxid", "lmgr.partitions"],
+    defaults: &[("lmgr.fast_path", "1"), ("lmgr.vxid", "on-demand"), ("lmgr.partitions", "16")],
+};
+
 pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
-    let fast_path = match args.fast_path.as_str() {
-        "on" => true,
-        "off" => false,
-        other => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
+    let fast_path_value = match args.fast_path.as_deref() {
+        None | Some("on") => "1",
+        Some("off") => "off",
+        Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
     };
-    let vxid: VxidLocks = args.vxid.parse().map_err(|e| Failure::input(format!("--vxid: {e}")))?;
+    let partitions = args.partitions.map(|n| n.to_string());
+    let knobs = KNOBS
+        .resolve(
+            args.preset.as_deref(),
+            &[
+                FlagAlias {
+                    flag: "--fast-path",
+                    key: "lmgr.fast_path",
+                    given: args.fast_path.is_some(),
+                    value: Some(fast_path_value),
+                },
+                FlagAlias {
+                    flag: "--vxid",
+                    key: "lmgr.vxid",
+                    given: args.vxid.is_some(),
+                    value: args.vxid.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--partitions",
+                    key: "lmgr.partitions",
+                    given: partitions.is_some(),
+                    value: partitions.as_deref(),
+                },
+            ],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
+    let lmgr = &knobs.cfg.lmgr;
+    let fast_path = match lmgr.fast_path.groups() {
+        0 => false,
+        1 => true,
+        groups => {
+            return Err(Failure::input(format!(
+                "lmgr.fast_path={groups}: lockstack locks runs 9.2's 16 slots (1) or none (off); more groups are unsupported here"
+            )));
+        }
+    };
+    let vxid = lmgr.vxid;
     if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
         return Err(Failure::input(format!(
             "--duration must be above 0 and at most 3600 seconds, got {}",
@@ -52,7 +105,7 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
         vxid,
         threads: args.threads,
         relations: args.relations,
-        partitions: args.partitions,
+        partitions: lmgr.partitions,
         duration: Duration::from_secs_f64(args.duration),
     };
     cfg.validate().map_err(Failure::input)?;

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use lockstack_engine::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 
 use crate::Failure;
 
@@ -10,9 +11,9 @@ use crate::Failure;
 #[derive(Args, Debug)]
 pub(crate) struct LwLockArgs {
     /// Locks to compare: comma-separated list of pg92, atomic, read-biased, parking_lot, std,
-    /// or all.
-    #[arg(long = "impl", default_value = "all")]
-    implementation: String,
+    /// or all (the default, unless --preset or --set lwlock.kind names one LWLock kind).
+    #[arg(long = "impl")]
+    implementation: Option<String>,
     /// Worker threads per lock.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -35,14 +36,42 @@ pub(crate) struct LwLockArgs {
     /// Wait-event sampling rate (samples per second of every backend's wait event; 0 = off).
     #[arg(long, default_value_t = 1000)]
     wait_sampling_hz: u32,
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
     /// Also write the full report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
 }
 
+/// The knob `lockstack lwlock` reads: one LWLock kind to run instead of the `--impl` list.
+const KNOBS: CommandKnobs =
+    CommandKnobs { command: "lockstack lwlock", reads: &["lwlock.kind"], defaults: &[] };
+
 pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
-    let locks = LockUnderTest::parse_list(&args.implementation)
-        .map_err(|e| Failure::input(format!("--impl: {e}")))?;
+    let knobs = KNOBS
+        .resolve(
+            args.preset.as_deref(),
+            &[FlagAlias {
+                flag: "--impl",
+                key: "lwlock.kind",
+                given: args.implementation.is_some(),
+                value: None,
+            }],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
+    let list = match &args.implementation {
+        Some(list) => list.as_str(),
+        None if knobs.assigned("lwlock.kind") => knobs.cfg.lwlock_kind.name(),
+        None => "all",
+    };
+    let locks = LockUnderTest::parse_list(list).map_err(|e| Failure::input(format!("--impl: {e}")))?;
     let duration = crate::duration_arg(args.duration)?;
     let cfg = LwLockBenchConfig {
         locks,

@@ -673,7 +673,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
 /// `--set help`: every knob with its values and meaning.
 pub(crate) fn print_knobs() {
     outln!("--set crate.knob=value overrides (applied in order, after --preset):");
-    for k in settings::KNOBS {
-        outln!("  {:<36} {:<42} {}", k.key, k.values, k.about);
+    for k in settings::knobs() {
+        outln!("  {:<36} {:<42} {} (default {})", k.key, k.values, k.doc, k.default);
     }
 }

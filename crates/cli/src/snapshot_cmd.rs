@@ -6,7 +6,8 @@ use lockstack_engine::micro::snapshot::{
     SnapshotWorkloadConfig, SnapshotWorkloadResult, run_snapshot_workload,
 };
 use lockstack_engine::report::MachineNote;
-use lockstack_procarray::{EndXactStrategy, Layout};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_procarray::Layout;
 use serde_json::json;
 
 use crate::Failure;
@@ -14,9 +15,10 @@ use crate::Failure;
 /// Arguments of `lockstack snapshot`.
 #[derive(Args, Debug)]
 pub(crate) struct SnapshotArgs {
-    /// Layouts to compare: comma-separated pgproc, pgxact, pgxact-padded, dense, or all.
-    #[arg(long, default_value = "all")]
-    layout: String,
+    /// Layouts to compare: comma-separated pgproc, pgxact, pgxact-padded, dense, or all (the
+    /// default, unless --preset or --set procarray.layout names one).
+    #[arg(long)]
+    layout: Option<String>,
     /// ProcArray members in total (idle ones included).
     #[arg(long, default_value_t = 1000)]
     backends: usize,
@@ -29,9 +31,10 @@ pub(crate) struct SnapshotArgs {
     /// Threads committing xid-bearing transactions.
     #[arg(long, default_value_t = 1)]
     committers: usize,
-    /// End-of-transaction strategy: exclusive, flexlock or group-clear.
-    #[arg(long, default_value = "exclusive")]
-    end_xact: String,
+    /// End-of-transaction strategy: exclusive (the default), flexlock or group-clear; knob
+    /// procarray.end_xact.
+    #[arg(long)]
+    end_xact: Option<String>,
     /// Seconds per layout (fractions allowed).
     #[arg(long, default_value_t = 1.0)]
     duration: f64,
@@ -39,6 +42,14 @@ pub(crate) struct SnapshotArgs {
     /// `valgrind --tool=cachegrind`; see docs/procarray.md).
     #[arg(long, value_name = "N")]
     fixed: Option<u64>,
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -66,10 +77,52 @@ fn parse_layouts(s: &str) -> Result<Vec<Layout>, Failure> {
     Ok(out)
 }
 
+/// The knobs `lockstack snapshot` reads (every ProcArray knob and the LWLock kind of
+/// ProcArrayLock), with its default end of transaction (9.2's exclusive lock).
+const KNOBS: CommandKnobs = CommandKnobs {
+    command: "lockstack snapshot",
+    reads: &[
+        "lwlock.kind",
+        "procarray.layout",
+        "procarray.end_xact",
+        "procarray.global_xmin",
+        "procarray.skip_subxids_without_xid",
+        "procarray.fast_xid_compare",
+        "procarray.snapshot_reuse",
+        "procarray.old_snapshot_threshold",
+        "procarray.time_map",
+    ],
+    defaults: &[("procarray.end_xact", "exclusive")],
+};
+
 pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
-    let layouts = parse_layouts(&args.layout)?;
-    let end_xact: EndXactStrategy =
-        args.end_xact.parse().map_err(|e| Failure::input(format!("--end-xact: {e}")))?;
+    let knobs = KNOBS
+        .resolve(
+            args.preset.as_deref(),
+            &[
+                FlagAlias {
+                    flag: "--layout",
+                    key: "procarray.layout",
+                    given: args.layout.is_some(),
+                    value: None,
+                },
+                FlagAlias {
+                    flag: "--end-xact",
+                    key: "procarray.end_xact",
+                    given: args.end_xact.is_some(),
+                    value: args.end_xact.as_deref(),
+                },
+            ],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
+    let knob_procarray = knobs.cfg.procarray;
+    let layouts = match &args.layout {
+        Some(list) => parse_layouts(list)?,
+        None if knobs.assigned("procarray.layout") => vec![knob_procarray.layout],
+        None => Layout::ALL.to_vec(),
+    };
+    let end_xact = knob_procarray.end_xact;
     let duration = crate::duration_arg(args.duration)?;
     if args.fixed == Some(0) {
         return Err(Failure::input("--fixed must be at least 1"));
@@ -83,7 +136,12 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
         .iter()
         .map(|&layout| {
             let mut c = SnapshotWorkloadConfig::new(layout, args.backends, args.running);
-            c.procarray.end_xact = end_xact;
+            c.procarray = lockstack_procarray::ProcArrayConfig {
+                max_backends: c.procarray.max_backends,
+                first_xid: c.procarray.first_xid,
+                layout,
+                ..knob_procarray
+            };
             c.snapshot_threads = args.threads;
             c.committer_threads = args.committers;
             c.duration = duration;
@@ -101,7 +159,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     }
     let threads = if args.fixed.is_some() { 1 } else { args.threads + args.committers };
     let machine = MachineNote::for_threads(threads);
-    print(&args, &results, &machine);
+    print(&args, end_xact.name(), &results, &machine);
     if args.json.is_some() {
         let rows: Vec<_> = results.iter().map(row_json).collect();
         let doc = json!({
@@ -128,7 +186,7 @@ fn row_json(r: &SnapshotWorkloadResult) -> serde_json::Value {
     })
 }
 
-fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &MachineNote) {
+fn print(args: &SnapshotArgs, end_xact: &str, results: &[SnapshotWorkloadResult], machine: &MachineNote) {
     match args.fixed {
         Some(n) => outln!(
             "snapshot: {} backends, {} running xids, single thread, {n} snapshots per layout",
@@ -141,7 +199,7 @@ fn print(args: &SnapshotArgs, results: &[SnapshotWorkloadResult], machine: &Mach
             args.running,
             args.threads,
             args.committers,
-            args.end_xact,
+            end_xact,
             args.duration
         ),
     }

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use lockstack_engine::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 
 use crate::Failure;
 
@@ -10,9 +11,9 @@ use crate::Failure;
 #[derive(Args, Debug)]
 pub(crate) struct WalArgs {
     /// Insertion design: `single` (9.2: one WALInsertLock) or `locks:N` (9.4+: N insertion
-    /// locks, 1..=128).
-    #[arg(long, default_value = "locks:8")]
-    insert: String,
+    /// locks, 1..=128; default locks:8); knob wal.insert.
+    #[arg(long)]
+    insert: Option<String>,
     /// Worker threads (backends).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -22,39 +23,114 @@ pub(crate) struct WalArgs {
     /// Seconds to run (fractions allowed).
     #[arg(long, default_value_t = 2.0)]
     duration: f64,
-    /// WAL buffers, in 8 KiB pages.
-    #[arg(long, default_value_t = 512)]
-    wal_buffers: usize,
+    /// WAL buffers, in 8 KiB pages (default 512); knob wal.buffers.
+    #[arg(long)]
+    wal_buffers: Option<usize>,
     /// Commit (flush) after this many records per backend; 0 = never.
     #[arg(long, default_value_t = 0)]
     commit_every: u32,
-    /// Modelled flush time in microseconds (default: flushes cost nothing).
+    /// Modelled flush time in microseconds (default: flushes cost nothing); knob wal.flush
+    /// (modelled:US).
     #[arg(long, value_name = "US")]
     flush_delay_us: Option<u64>,
-    /// Commit asynchronously (synchronous_commit = off; a WAL writer flushes).
+    /// Commit asynchronously (synchronous_commit = off; a WAL writer flushes); knob
+    /// wal.synchronous_commit.
     #[arg(long)]
     async_commit: bool,
-    /// commit_delay in microseconds (0..=100000).
-    #[arg(long, default_value_t = 0)]
-    commit_delay_us: u64,
-    /// commit_siblings (0..=1000).
-    #[arg(long, default_value_t = 5)]
-    commit_siblings: usize,
+    /// commit_delay in microseconds (0..=100000, default 0); knob wal.commit_delay.
+    #[arg(long)]
+    commit_delay_us: Option<u64>,
+    /// commit_siblings (0..=1000, default 5); knob wal.commit_siblings.
+    #[arg(long)]
+    commit_siblings: Option<usize>,
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
     /// Also write the full report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
 }
 
+/// The knobs `lockstack wal` reads, with its defaults (9.4's insertion locks, flushes that cost
+/// nothing, synchronous commit).
+const KNOBS: CommandKnobs = CommandKnobs {
+    command: "lockstack wal",
+    reads: &[
+        "wal.insert",
+        "wal.buffers",
+        "wal.flush",
+        "wal.synchronous_commit",
+        "wal.commit_delay",
+        "wal.commit_siblings",
+    ],
+    defaults: &[
+        ("wal.insert", "locks:8"),
+        ("wal.buffers", "512"),
+        ("wal.flush", "memory"),
+        ("wal.synchronous_commit", "on"),
+        ("wal.commit_delay", "0"),
+        ("wal.commit_siblings", "5"),
+    ],
+};
+
 pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
-    let mode = args.insert.parse().map_err(|e| Failure::input(format!("--insert: {e}")))?;
+    let wal_buffers = args.wal_buffers.map(|n| n.to_string());
+    let flush = args.flush_delay_us.map(|us| format!("modelled:{us}"));
+    let commit_delay = args.commit_delay_us.map(|us| us.to_string());
+    let siblings = args.commit_siblings.map(|n| n.to_string());
+    let knobs = KNOBS
+        .resolve(
+            args.preset.as_deref(),
+            &[
+                FlagAlias {
+                    flag: "--insert",
+                    key: "wal.insert",
+                    given: args.insert.is_some(),
+                    value: args.insert.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--wal-buffers",
+                    key: "wal.buffers",
+                    given: wal_buffers.is_some(),
+                    value: wal_buffers.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--flush-delay-us",
+                    key: "wal.flush",
+                    given: flush.is_some(),
+                    value: flush.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--async-commit",
+                    key: "wal.synchronous_commit",
+                    given: args.async_commit,
+                    value: Some("off"),
+                },
+                FlagAlias {
+                    flag: "--commit-delay-us",
+                    key: "wal.commit_delay",
+                    given: commit_delay.is_some(),
+                    value: commit_delay.as_deref(),
+                },
+                FlagAlias {
+                    flag: "--commit-siblings",
+                    key: "wal.commit_siblings",
+                    given: siblings.is_some(),
+                    value: siblings.as_deref(),
+                },
+            ],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
     let duration = crate::duration_arg(args.duration)?;
-    let mut cfg = WalBenchConfig::new(mode, args.threads, args.record_size, duration);
-    cfg.wal_buffers = args.wal_buffers;
+    let mut cfg = WalBenchConfig::new(knobs.cfg.wal.insert_mode, args.threads, args.record_size, duration);
+    cfg.set_knobs(&knobs.cfg.wal);
     cfg.commit_every = args.commit_every;
-    cfg.flush_delay_us = args.flush_delay_us;
-    cfg.synchronous_commit = !args.async_commit;
-    cfg.commit_delay_us = args.commit_delay_us;
-    cfg.commit_siblings = args.commit_siblings;
     cfg.validate().map_err(|e| {
         Failure::input(crate::name_flags(
             &e,

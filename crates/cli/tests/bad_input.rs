@@ -88,9 +88,80 @@ fn bad_flags_are_one_line_and_exit_1() {
         // D26: options that would be ignored.
         (&["snapshot", "--fixed", "10", "--threads", "2"], "--fixed"),
         (&["buffers", "--scenario", "hot-pin", "--vm-check", "always-vm"], "--vm-check"),
+        // The micro commands read the knob registry: --preset, --set, their flags as aliases.
+        (
+            &["locks", "--set", "wal.buffers=8"],
+            "--set wal.buffers: lockstack locks does not use this knob (it reads: ",
+        ),
+        (
+            &["locks", "--vxid", "eager", "--set", "lmgr.vxid=eager"],
+            "--vxid and --set lmgr.vxid both set lmgr.vxid",
+        ),
+        (
+            &["locks", "--set", "lmgr.vxid=sometimes"],
+            "invalid value \"sometimes\" for --set lmgr.vxid (valid: eager|on-demand)",
+        ),
+        (&["locks", "--set", "lmgr.fast_path=4"], "more groups are unsupported here"),
+        (&["locks", "--partitions", "3"], "--partitions must be a power of two 1..=1024, got \"3\""),
+        (&["wal", "--set", "nosuch.knob=1"], "unknown --set key \"nosuch.knob\" (valid: lwlock.kind, "),
+        (&["wal", "--set", "wal.buffers"], "expected crate.knob=value"),
+        (&["snapshot", "--preset", "pg10"], "unknown preset \"pg10\" (valid: pg91, pg92, pg96, pg14, pg17)"),
+        (
+            &["snapshot", "--set", "procarray.layout=fat"],
+            "--set procarray.layout (valid: pgproc|pgxact|pgxact-padded|dense)",
+        ),
+        (&["buffers", "--scenario", "hot-pin", "--set", "vm.check=always-vm"], "--set vm.check applies to"),
+        (
+            &["buffers", "--header", "all", "--set", "bufmgr.header=atomic"],
+            "--header and --set bufmgr.header both set",
+        ),
+        (&["lwlock", "--impl", "all", "--set", "lwlock.kind=pg92"], "--impl and --set lwlock.kind both set"),
+        (&["lwlock", "--set", "lwlock.kind=fast"], "--set lwlock.kind (valid: pg92|atomic|read-biased)"),
     ] {
         bad(args, want);
     }
+}
+
+#[test]
+fn micro_commands_take_presets_and_knobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = |name: &str, args: &[&str]| -> serde_json::Value {
+        let path = dir.path().join(name);
+        let mut all = args.to_vec();
+        all.extend(["--json", path.to_str().unwrap()]);
+        let o = lockstack(&all);
+        assert_eq!(o.status.code(), Some(0), "{all:?}: {}", text(&o.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    // pg91: no fast path, eager VXID locks; a flag still overrides the preset.
+    let v = json("l.json", &["locks", "--preset", "pg91", "--duration", "0.05"]);
+    assert_eq!((&v["config"]["fast_path"], &v["config"]["vxid"]), (&false.into(), &"eager".into()));
+    let v = json(
+        "l2.json",
+        &[
+            "locks",
+            "--preset",
+            "pg91",
+            "--vxid",
+            "on-demand",
+            "--set",
+            "lmgr.partitions=4",
+            "--duration",
+            "0.05",
+        ],
+    );
+    assert_eq!((&v["config"]["vxid"], &v["config"]["partitions"]), (&"on-demand".into(), &4.into()));
+    // One layout and end of transaction from the preset instead of all four layouts.
+    let v = json("s.json", &["snapshot", "--preset", "pg96", "--fixed", "10", "--backends", "20"]);
+    assert_eq!(v["end_xact"], "group-clear");
+    let layouts: Vec<&str> =
+        v["rows"].as_array().unwrap().iter().map(|r| r["layout"].as_str().unwrap()).collect();
+    assert_eq!(layouts, ["pgxact"]);
+    let v = json(
+        "s2.json",
+        &["snapshot", "--set", "procarray.layout=dense", "--fixed", "10", "--backends", "20"],
+    );
+    assert_eq!((v["rows"].as_array().unwrap().len(), &v["end_xact"]), (1, &"exclusive".into()));
 }
 
 #[test]

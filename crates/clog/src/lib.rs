@@ -44,6 +44,6 @@ pub use slru::{
     WalFlushHook, parse_segment_file_name, segment_file_name,
 };
 pub use subtrans::{
-    MAX_SUBTRANS_CHAIN, SUBTRANS_KNOBS, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig, SubTransError, subtrans_page,
-    subtrans_page_precedes,
+    MAX_SUBTRANS_CHAIN, SUBTRANS_KNOBS, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig, SubTransError,
+    subtrans_page, subtrans_page_precedes,
 };

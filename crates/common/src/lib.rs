@@ -30,8 +30,8 @@ pub mod wait_event;
 
 pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
 pub use gate::StartGate;
-pub use knob::{Knob, KnobError, KnobInfo, KnobList, Nested, Registry};
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
+pub use knob::{Knob, KnobError, KnobInfo, KnobList, Nested, Registry};
 pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;
 pub use wait_event::{WaitEvent, WaitEventType};

@@ -447,7 +447,8 @@ mod tests {
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
         assert_eq!(keys.len(), 33, "the knob count quoted in docs/engine.md");
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {
             assert!(
                 doc.contains(&table),
@@ -474,14 +475,33 @@ mod tests {
         let r = LOCKS.resolve(Some("pg91"), &[flag(false, None)], &[]).unwrap();
         assert_eq!((r.cfg.lmgr.fast_path, r.cfg.lmgr.vxid), (FastPath::Off, VxidLocks::Eager));
         assert!(r.assigned("lmgr.vxid") && !r.assigned("lmgr.partitions"));
-        assert_eq!(r.cfg.bufmgr.header, EngineConfig::new(1, 1024).bufmgr.header, "pg91's other knobs skipped");
+        assert_eq!(
+            r.cfg.bufmgr.header,
+            EngineConfig::new(1, 1024).bufmgr.header,
+            "pg91's other knobs skipped"
+        );
         let r = LOCKS.resolve(Some("pg91"), &[flag(true, Some("on-demand"))], &["lmgr.partitions=4".into()]);
         let r = r.unwrap();
         assert_eq!((r.cfg.lmgr.vxid, r.cfg.lmgr.partitions), (VxidLocks::OnDemand, 4));
         for (preset, flags, sets, want) in [
-            (None, vec![flag(true, Some("x"))], vec![], "--vxid must be eager|on-demand, got \"x\" (knob lmgr.vxid)"),
-            (None, vec![flag(true, Some("eager"))], vec!["lmgr.vxid=eager"], "--vxid and --set lmgr.vxid both set"),
-            (None, vec![], vec!["wal.buffers=8"], "--set wal.buffers: lockstack locks does not use this knob"),
+            (
+                None,
+                vec![flag(true, Some("x"))],
+                vec![],
+                "--vxid must be eager|on-demand, got \"x\" (knob lmgr.vxid)",
+            ),
+            (
+                None,
+                vec![flag(true, Some("eager"))],
+                vec!["lmgr.vxid=eager"],
+                "--vxid and --set lmgr.vxid both set",
+            ),
+            (
+                None,
+                vec![],
+                vec!["wal.buffers=8"],
+                "--set wal.buffers: lockstack locks does not use this knob",
+            ),
             (None, vec![], vec!["nosuch=1"], "unknown --set key \"nosuch\""),
             (None, vec![], vec!["lmgr.partitions=3"], "invalid value \"3\" for --set lmgr.partitions"),
             (Some("pg10"), vec![], vec![], "unknown preset \"pg10\""),
@@ -523,7 +543,9 @@ mod tests {
     fn lock_timeouts_reach_every_session() {
         let mut c = cfg();
         assert!(
-            apply_all(&mut c, &["lmgr.deadlock_timeout=0"]).unwrap_err().contains("(valid: 1..=3600000 (ms))")
+            apply_all(&mut c, &["lmgr.deadlock_timeout=0"])
+                .unwrap_err()
+                .contains("(valid: 1..=3600000 (ms))")
         );
         apply_all(&mut c, &["lmgr.deadlock_timeout=25", "lmgr.lock_timeout=7"]).unwrap();
         let e = crate::engine::Engine::new(c.clone(), 1, 100).unwrap();

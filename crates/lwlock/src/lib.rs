@@ -40,7 +40,9 @@ mod waiter;
 
 pub use atomic::AtomicLwLock;
 pub use group::{FlexLock, FlexRole, GroupCombiner, GroupRole};
-pub use lock::{KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, VarWait};
+pub use lock::{
+    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, VarWait,
+};
 pub use lockstack_common::TrancheId;
 pub use pg92::Pg92LwLock;
 #[cfg(not(loom))]

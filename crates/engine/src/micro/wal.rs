@@ -73,6 +73,24 @@ impl WalBenchConfig {
         }
     }
 
+    /// Takes the knobs `lockstack wal` reads from `wal`, a [`WalConfig`] the knob registry
+    /// ([`crate::settings::KNOBS`]) set: `wal.insert`, `wal.buffers`, `wal.flush` (a modelled
+    /// flush delay, or none), `wal.synchronous_commit`, `wal.commit_delay`,
+    /// `wal.commit_siblings`.
+    pub fn set_knobs(&mut self, wal: &WalConfig) {
+        self.insert_mode = wal.insert_mode;
+        self.wal_buffers = wal.wal_buffers;
+        self.flush_delay_us = match &wal.sink {
+            WalSink::Modelled { flush_delay } => {
+                Some(u64::try_from(flush_delay.as_micros()).unwrap_or(u64::MAX))
+            }
+            WalSink::Memory | WalSink::Files { .. } => None,
+        };
+        self.synchronous_commit = wal.synchronous_commit;
+        self.commit_delay_us = wal.commit_delay_us;
+        self.commit_siblings = wal.commit_siblings;
+    }
+
     fn wal_config(&self) -> WalConfig {
         WalConfig {
             insert_mode: self.insert_mode,
