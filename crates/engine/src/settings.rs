@@ -1,4 +1,7 @@
-//! `--set crate.knob=value`: run-time overrides of one design choice on top of a preset.
+//! `--set crate.knob=value`: run-time overrides of one design choice on top of a preset, read
+//! from the knob registry [`KNOBS`] (each crate's `lockstack_common::knob::Knob` list plus the
+//! engine's own), which the presets ([`crate::engine::PRESET_SETTINGS`]), the experiments, the
+//! micro commands ([`CommandKnobs`]), `--set help` and docs/engine.md's table also read.
 //!
 //! Every knob names the crate it belongs to and the field it sets, with PostgreSQL's GUC name
 //! where one exists (`clog.buffers` is `transaction_buffers` in 17, `bufmgr.nbuffers` is
