@@ -27,7 +27,9 @@ pub mod sync;
 pub mod tranche;
 pub mod wait_event;
 
-pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
+pub use backend::{
+    AttachError, AttachedBackend, BackendStatusArray, InvariantViolation, WaitEventScope, WaitSamplerError,
+};
 pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
 pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
