@@ -22,6 +22,12 @@ use crate::sync::thread::JoinHandle;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::wait_event::WaitEvent;
 
+/// Handle numbers of auxiliary processes (PostgreSQL's checkpointer, startup process, WAL
+/// writer, or a loader thread) start here, `2^31`: the subsystems that hand out handles
+/// without a backend slot (`BufferPool::attach_auxiliary`, `Wal::attach_auxiliary`) number
+/// them from it, and their `attach(id)` refuses ids at or above it.
+pub const AUXILIARY_BACKEND_BASE: u32 = 1 << 31;
+
 /// Why a subsystem refused to attach a backend: the error of every `attach(id)` in the
 /// workspace (`Lmgr::attach`, `ProcArray::attach`, `BufferPool::attach`, `Wal::attach`), the
 /// counterpart of `InitProcess` finding no free `PGPROC` (`proc.c`) or a slot in use.
