@@ -20,7 +20,7 @@ const KEYS: i64 = 1_000_000;
 
 fn lookup(c: &mut Criterion) {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg96(8192)).expect("pool");
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     let tid = |k: i64| Tid { block: (k / 61) as u32, offset: (k % 61 + 1) as u16 };
     let built = BTree::build(&bb, Oid(16397), (1..=KEYS).map(|k| (k, tid(k))), 90, LwLockKind::Atomic)
         .expect("build");

@@ -31,7 +31,7 @@ fn pool(
     let lwlock = if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
     let p =
         BufferPool::in_memory(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock }).expect("pool");
-    let bb = p.backend();
+    let bb = p.attach_auxiliary();
     for _ in 0..blocks {
         let (b, _) = bb.extend(REL, ForkNumber::Main).expect("extend");
         let mut g = bb.lock(b, LwLockMode::Exclusive);
@@ -49,7 +49,7 @@ fn hit(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     for header in HeaderKind::EVERY {
         let p = pool(1024, header, MappingKind::PARTITIONS_128, VictimKind::AtomicClock, 256);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let mut i = 0u32;
         g.bench_function(BenchmarkId::new("header", header), |b| {
             b.iter(|| {
@@ -61,7 +61,7 @@ fn hit(c: &mut Criterion) {
     }
     for mapping in [MappingKind::PARTITIONS_16, MappingKind::PARTITIONS_128, MappingKind::DashMap] {
         let p = pool(2048, HeaderKind::Atomic, mapping, VictimKind::AtomicClock, 1024);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let mut i = 0u32;
         g.bench_function(BenchmarkId::new("mapping", mapping), |b| {
             b.iter(|| {
@@ -103,7 +103,7 @@ fn clock_sweep(c: &mut Criterion) {
         let header =
             if victim == VictimKind::FreelistLock { HeaderKind::Spinlock } else { HeaderKind::Atomic };
         let p = pool(64, header, MappingKind::PARTITIONS_128, victim, 256);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let mut i = 0u32;
         g.bench_function(BenchmarkId::new("miss", victim), |b| {
             b.iter(|| {

@@ -25,7 +25,7 @@ fn run(l: &Arc<Lmgr>, threads: usize, iters: u64, rel: impl Fn(usize) -> u32 + S
         for t in 0..threads {
             let (barrier, rel, l) = (&barrier, &rel, l);
             s.spawn(move || {
-                let mut b = l.backend(BackendId(t as u32)).expect("backend");
+                let mut b = l.attach(BackendId(t as u32)).expect("backend");
                 b.start_transaction();
                 let r = Oid(rel(t));
                 barrier.wait();
@@ -47,7 +47,7 @@ fn single_thread(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     for (name, fp) in [("fast_path", FastPath::PG92), ("main_table", FastPath::Off)] {
         let l = lmgr(fp, 16, 1);
-        let mut b = l.backend(BackendId(0)).expect("backend");
+        let mut b = l.attach(BackendId(0)).expect("backend");
         b.start_transaction();
         g.bench_function(name, |bench| {
             bench.iter(|| {

@@ -69,7 +69,7 @@ fn insert_one_thread(c: &mut Criterion) {
     let data = vec![7u8; 100];
     for mode in MODES {
         let w = wal(mode, WalSink::Memory);
-        let mut b = w.backend();
+        let mut b = w.attach_auxiliary();
         let rec = Record { rmid: 10, info: 0, xid: TransactionId(1000), data: &data };
         g.bench_function(mode.to_string(), |bench| bench.iter(|| black_box(b.insert(&rec).expect("insert"))));
     }
@@ -85,7 +85,7 @@ fn insert_contended(c: &mut Criterion) {
             let data = vec![7u8; size];
             for mode in MODES {
                 let w = wal(mode, WalSink::Memory);
-                let mut backends: Vec<WalBackend> = (0..threads).map(|_| w.backend()).collect();
+                let mut backends: Vec<WalBackend> = (0..threads).map(|_| w.attach_auxiliary()).collect();
                 let rec = Record { rmid: 10, info: 0, xid: TransactionId(1000), data: &data };
                 g.bench_function(mode.to_string(), |bench| {
                     bench.iter_custom(|iters| {
@@ -108,7 +108,7 @@ fn flush_group_commit(c: &mut Criterion) {
         g.throughput(throughput(threads as u64, 100));
         let w =
             wal(InsertMode::InsertionLocks(8), WalSink::Modelled { flush_delay: Duration::from_micros(50) });
-        let mut backends: Vec<WalBackend> = (0..threads).map(|_| w.backend()).collect();
+        let mut backends: Vec<WalBackend> = (0..threads).map(|_| w.attach_auxiliary()).collect();
         let rec = Record { rmid: 1, info: 0, xid: TransactionId(1000), data: &data };
         g.bench_function(format!("{threads}threads"), |bench| {
             bench.iter_custom(|iters| {

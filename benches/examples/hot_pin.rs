@@ -38,7 +38,7 @@ fn main() {
     };
     let pool = BufferPool::in_memory(cfg).expect("pool");
     {
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         let (b, _) = bb.extend(REL, ForkNumber::Main).expect("extend");
         bb.release(b);
     }

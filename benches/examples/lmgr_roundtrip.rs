@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut b = match lmgr.backend(BackendId(0)) {
+    let mut b = match lmgr.attach(BackendId(0)) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("lmgr_roundtrip: {e}");

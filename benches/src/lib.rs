@@ -120,7 +120,7 @@ pub fn hot_pin(pool: &Arc<BufferPool>, rel: Oid, threads: usize, pairs: u64, loo
         for _ in 0..threads {
             let (pool, barrier) = (Arc::clone(pool), &barrier);
             s.spawn(move || {
-                let bb = pool.backend();
+                let bb = pool.attach_auxiliary();
                 let recent = bb.read_block(rel, BlockNumber(0)).expect("block 0 is resident");
                 bb.release(recent);
                 barrier.wait();

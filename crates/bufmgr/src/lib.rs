@@ -17,10 +17,10 @@
 //!
 //! ```
 //! use lockstack_bufmgr::{BufferPool, BufferPoolConfig, ForkNumber, LwLockMode, page};
-//! use lockstack_common::Oid;
+//! use lockstack_common::{BackendId, Oid};
 //!
 //! let pool = BufferPool::in_memory(BufferPoolConfig::default()).unwrap();
-//! let bb = pool.backend(); // one per thread: private refcounts and counters
+//! let bb = pool.attach(BackendId(0)).unwrap(); // one per thread: private refcounts and counters
 //! let rel = Oid(16384);
 //!
 //! // Add a page, format it, put a tuple on it.
@@ -65,9 +65,10 @@ pub mod vm;
 
 pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
 pub use freelist::VictimKind;
+pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};
 pub use pool::{
-    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, KNOBS, MAX_BUFFERS,
+    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, KNOBS, MAX_BUFFERS, HookError,
     WalFlushHook,
 };
 pub use smgr::{FileSmgr, MemorySmgr, Smgr, SmgrError};

@@ -149,31 +149,27 @@ pub fn init(page: &mut [u8], special_size: usize) {
 /// a panic or an out-of-bounds access, whatever its bytes.
 ///
 /// # Errors
-/// A one-line reason naming the bad field.
-pub fn verify(page: &[u8]) -> Result<(), String> {
+/// A [`PageError`] naming the bad field.
+pub fn verify(page: &[u8]) -> Result<(), PageError> {
     if page.len() != BLCKSZ {
-        return Err(format!("page is {} bytes, not {BLCKSZ}", page.len()));
+        return Err(PageError::WrongSize(page.len()));
     }
     let (flags, low, up, spec) = (get_u16(page, 10), lower(page), upper(page), special_offset(page));
     if up == 0 {
-        return if page.iter().all(|&b| b == 0) {
-            Ok(())
-        } else {
-            Err("pd_upper is 0 but the page is not all zeros".into())
-        };
+        return if page.iter().all(|&b| b == 0) { Ok(()) } else { Err(PageError::NewPageNotZero) };
     }
     if flags & !PD_VALID_FLAG_BITS != 0 {
-        return Err(format!("pd_flags {flags:#06x} has unknown bits"));
+        return Err(PageError::UnknownFlags(flags));
     }
     if !(SIZE_OF_PAGE_HEADER <= low && low <= up && up <= spec && spec <= BLCKSZ) {
-        return Err(format!("pd_lower {low}, pd_upper {up}, pd_special {spec} are not in order"));
+        return Err(PageError::BoundsOutOfOrder { lower: low, upper: up, special: spec });
     }
     if spec != maxalign(spec) {
-        return Err(format!("pd_special {spec} is not aligned"));
+        return Err(PageError::SpecialUnaligned(spec));
     }
     let sv = get_u16(page, 18);
     if sv != (BLCKSZ as u16) | PG_PAGE_LAYOUT_VERSION {
-        return Err(format!("pd_pagesize_version {sv:#06x} is not {BLCKSZ} bytes, layout version 4"));
+        return Err(PageError::BadPageSizeVersion(sv));
     }
     let max = max_offset_number(page);
     // One bit per aligned 8-byte chunk of the page: which chunks item storage covers.
@@ -191,10 +187,12 @@ pub fn verify(page: &[u8]) -> Result<(), String> {
             LpFlags::Redirect => id.len == 0 && id.off >= 1 && id.off <= max,
         };
         if !ok {
-            return Err(format!(
-                "line pointer {off} ({:?}, offset {}, length {}) is out of range",
-                id.flags, id.off, id.len
-            ));
+            return Err(PageError::LinePointerOutOfRange {
+                off,
+                flags: id.flags,
+                offset: id.off,
+                len: id.len,
+            });
         }
         if id.len == 0 {
             continue;
@@ -211,7 +209,7 @@ pub fn verify(page: &[u8]) -> Result<(), String> {
             let hi = end.min((w + 1) * 64);
             let mask = (u64::MAX >> (64 - (hi - c))) << (c % 64);
             if used[w] & mask != 0 {
-                return Err(format!("line pointer {off} (offset {}) overlaps another item", id.off));
+                return Err(PageError::LinePointerOverlap { off, offset: id.off });
             }
             used[w] |= mask;
             c = hi;
@@ -224,7 +222,87 @@ pub fn verify(page: &[u8]) -> Result<(), String> {
 /// passed, new pages included (the engine checks heap tuple and B-tree item shapes, and
 /// refuses a zero page in an index);
 /// `Err` carries the reason. Install it with [`crate::BufferPool::set_page_verifier`].
-pub type PageVerifier = std::sync::Arc<dyn Fn(crate::BufferTag, &[u8]) -> Result<(), String> + Send + Sync>;
+pub type PageVerifier =
+    std::sync::Arc<dyn Fn(crate::BufferTag, &[u8]) -> Result<(), crate::HookError> + Send + Sync>;
+
+/// Why a page failed [`verify`] or [`verify_checksum`] (the messages name the bad field, as
+/// `PageIsVerified`'s do).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageError {
+    /// The buffer is not [`BLCKSZ`] bytes long.
+    WrongSize(usize),
+    /// `pd_upper` is 0 (a new page) but some byte is not zero.
+    NewPageNotZero,
+    /// `pd_flags` has bits outside the known ones.
+    UnknownFlags(u16),
+    /// Not `SIZE_OF_PAGE_HEADER <= pd_lower <= pd_upper <= pd_special <= BLCKSZ`.
+    BoundsOutOfOrder {
+        /// `pd_lower`.
+        lower: usize,
+        /// `pd_upper`.
+        upper: usize,
+        /// `pd_special`.
+        special: usize,
+    },
+    /// `pd_special` is not [`MAXIMUM_ALIGNOF`]-aligned.
+    SpecialUnaligned(usize),
+    /// `pd_pagesize_version` is not `BLCKSZ | PG_PAGE_LAYOUT_VERSION`.
+    BadPageSizeVersion(u16),
+    /// A line pointer's storage is outside the tuple space, unaligned, or of the wrong shape
+    /// for its flags.
+    LinePointerOutOfRange {
+        /// The offset number (1-based).
+        off: u16,
+        /// Its flags.
+        flags: LpFlags,
+        /// `lp_off`.
+        offset: u16,
+        /// `lp_len`.
+        len: u16,
+    },
+    /// A line pointer's storage overlaps another item's.
+    LinePointerOverlap {
+        /// The offset number (1-based).
+        off: u16,
+        /// `lp_off`.
+        offset: u16,
+    },
+    /// `pd_checksum` does not match the page's contents and block number.
+    ChecksumMismatch {
+        /// The checksum computed from the page.
+        calculated: u16,
+        /// The checksum stored in it.
+        stored: u16,
+    },
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageError::WrongSize(n) => write!(f, "page is {n} bytes, not {BLCKSZ}"),
+            PageError::NewPageNotZero => f.write_str("pd_upper is 0 but the page is not all zeros"),
+            PageError::UnknownFlags(flags) => write!(f, "pd_flags {flags:#06x} has unknown bits"),
+            PageError::BoundsOutOfOrder { lower, upper, special } => {
+                write!(f, "pd_lower {lower}, pd_upper {upper}, pd_special {special} are not in order")
+            }
+            PageError::SpecialUnaligned(spec) => write!(f, "pd_special {spec} is not aligned"),
+            PageError::BadPageSizeVersion(sv) => {
+                write!(f, "pd_pagesize_version {sv:#06x} is not {BLCKSZ} bytes, layout version 4")
+            }
+            PageError::LinePointerOutOfRange { off, flags, offset, len } => {
+                write!(f, "line pointer {off} ({flags:?}, offset {offset}, length {len}) is out of range")
+            }
+            PageError::LinePointerOverlap { off, offset } => {
+                write!(f, "line pointer {off} (offset {offset}) overlaps another item")
+            }
+            PageError::ChecksumMismatch { calculated, stored } => {
+                write!(f, "page verification failed, calculated checksum {calculated} but expected {stored}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PageError {}
 
 /// True for a never-initialised (all-zero header) page (`PageIsNew`: `pd_upper` is 0).
 #[inline]
@@ -281,17 +359,14 @@ pub fn set_checksum(page: &mut [u8], block: u32) {
 /// [`verify`]), any other must carry [`checksum`]`(page, block)`.
 ///
 /// # Errors
-/// PostgreSQL's message, "page verification failed, calculated checksum C but expected E".
-pub fn verify_checksum(page: &[u8], block: u32) -> Result<(), String> {
+/// [`PageError::ChecksumMismatch`], whose message is PostgreSQL's, "page verification failed,
+/// calculated checksum C but expected E".
+pub fn verify_checksum(page: &[u8], block: u32) -> Result<(), PageError> {
     if is_new(page) {
         return Ok(());
     }
     let (have, want) = (stored_checksum(page), checksum(page, block));
-    if have == want {
-        Ok(())
-    } else {
-        Err(format!("page verification failed, calculated checksum {want} but expected {have}"))
-    }
+    if have == want { Ok(()) } else { Err(PageError::ChecksumMismatch { calculated: want, stored: have }) }
 }
 
 /// Sets the page LSN (`PageSetLSN`).
@@ -584,32 +659,32 @@ mod tests {
         assert_eq!(verify(&pruned), Ok(()));
         let mut bad = p.clone();
         put_u16(&mut bad, 14, 20); // pd_upper below pd_lower
-        assert!(verify(&bad).unwrap_err().contains("not in order"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("not in order"));
         let mut bad = p.clone();
         put_u16(&mut bad, 10, 0x80);
-        assert!(verify(&bad).unwrap_err().contains("pd_flags"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("pd_flags"));
         let mut bad = p.clone();
         put_u16(&mut bad, 16, BLCKSZ as u16 - 12);
         assert!(verify(&bad).is_err());
         let mut bad = p.clone();
         bad[18] ^= 1;
-        assert!(verify(&bad).unwrap_err().contains("pd_pagesize_version"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("pd_pagesize_version"));
         let mut bad = p.clone();
         let at = SIZE_OF_PAGE_HEADER + 4 * 4;
         bad[at..at + 4]
             .copy_from_slice(&ItemId { off: 8190, flags: LpFlags::Normal, len: 100 }.pack().to_le_bytes());
-        assert!(verify(&bad).unwrap_err().contains("line pointer 5"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("line pointer 5"));
         let mut bad = p.clone();
         bad[at..at + 4]
             .copy_from_slice(&ItemId { off: 99, flags: LpFlags::Redirect, len: 0 }.pack().to_le_bytes());
-        assert!(verify(&bad).unwrap_err().contains("line pointer 5"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("line pointer 5"));
         let mut bad = p.clone();
         let four = item_id(&p, 4);
         bad[at..at + 4].copy_from_slice(&ItemId { off: four.off + 8, ..four }.pack().to_le_bytes());
-        assert!(verify(&bad).unwrap_err().contains("line pointer 5 (offset"), "overlap");
+        assert!(verify(&bad).unwrap_err().to_string().contains("line pointer 5 (offset"), "overlap");
         let mut bad = vec![0u8; BLCKSZ];
         bad[4000] = 1;
-        assert!(verify(&bad).unwrap_err().contains("not all zeros"));
+        assert!(verify(&bad).unwrap_err().to_string().contains("not all zeros"));
     }
 
     /// Pseudo-random bytes, and valid pages with random bytes at many offsets: verification

@@ -10,12 +10,16 @@
 
 use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering, RwLock};
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
-use lockstack_common::{BlockNumber, Oid, StatsRegistry, WaitEvent, WaitEventScope};
+use lockstack_common::{
+    AUXILIARY_BACKEND_BASE, AttachError, BackendId, BlockNumber, InvariantViolation, Oid, StatsRegistry,
+    WaitEvent, WaitEventScope,
+};
 use lockstack_lwlock::{LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
 
 use crate::arena::PageArena;
@@ -138,7 +142,11 @@ impl From<SmgrError> for BufferError {
 
 /// The "flush WAL up to this LSN" callback the pool calls before writing a dirty page whose LSN
 /// is beyond what it has already had flushed (`XLogFlush` in `FlushBuffer`).
-pub type WalFlushHook = Arc<dyn Fn(u64) -> Result<(), String> + Send + Sync>;
+pub type WalFlushHook = Arc<dyn Fn(u64) -> Result<(), HookError> + Send + Sync>;
+
+/// What a [`WalFlushHook`] or a [`PageVerifier`] returns on failure: the caller's own error
+/// (the engine's WAL or table error), kept as its message in [`BufferError`].
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A pool's shape and the variant of each mechanism.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,7 +256,7 @@ impl BufferPoolConfig {
                 self.nbuffers
             )));
         }
-        self.mapping.validate().map_err(BufferError::Config)
+        self.mapping.validate()
     }
 }
 
@@ -272,7 +280,7 @@ impl Buffer {
 
 /// The shared buffer pool: descriptors, pages, mapping table, victim strategy, storage manager
 /// and the per-backend statistics registry. Create it with [`BufferPool::new`] and give every
-/// backend (thread) its own [`BackendBuffers`] from [`BufferPool::backend`].
+/// backend (thread) its own [`BackendBuffers`] from [`BufferPool::attach`].
 pub struct BufferPool {
     cfg: BufferPoolConfig,
     descs: Box<[CachePadded<BufferDesc>]>,
@@ -285,7 +293,10 @@ pub struct BufferPool {
     flushed_lsn: AtomicU64,
     extension_locks: Box<[CachePadded<Mutex<()>>]>,
     stats: StatsRegistry<BackendCounters>,
-    next_backend: AtomicU32,
+    /// Ids of the live handles made by [`BufferPool::attach`].
+    attached: Mutex<HashSet<u32>>,
+    /// Handles made by [`BufferPool::attach_auxiliary`] so far.
+    next_auxiliary: AtomicU32,
 }
 
 impl fmt::Debug for BufferPool {
@@ -322,7 +333,8 @@ impl BufferPool {
             flushed_lsn: AtomicU64::new(0),
             extension_locks: (0..EXTENSION_LOCKS).map(|_| CachePadded::new(Mutex::new(()))).collect(),
             stats: StatsRegistry::new(),
-            next_backend: AtomicU32::new(0),
+            attached: Mutex::new(HashSet::new()),
+            next_auxiliary: AtomicU32::new(0),
         }))
     }
 
@@ -375,9 +387,11 @@ impl BufferPool {
 
     /// `PageIsVerified` on a page just read: [`crate::page::verify`], then the verifier.
     fn verify_read(&self, tag: BufferTag, p: &[u8]) -> Result<(), BufferError> {
-        let r = crate::page::verify(p).and_then(|()| match &*self.page_verifier.read() {
-            Some(v) => v(tag, p),
-            None => Ok(()),
+        let r = crate::page::verify(p).map_err(|e| e.to_string()).and_then(|()| {
+            match &*self.page_verifier.read() {
+                Some(v) => v(tag, p).map_err(|e| e.to_string()),
+                None => Ok(()),
+            }
         });
         r.map_err(|reason| BufferError::InvalidPage { tag, reason })
     }
@@ -388,12 +402,36 @@ impl BufferPool {
         self.flushed_lsn.fetch_max(lsn, Ordering::AcqRel);
     }
 
-    /// A new backend handle: its private refcounts and counters. One per thread; it is `Send`
-    /// but not `Sync`.
-    pub fn backend(self: &Arc<Self>) -> BackendBuffers {
+    /// Attaches backend `id`: a handle with its private refcounts and counters, whose id names
+    /// it as a cleanup-lock waiter (`wait_backend_pgprocno`, 17). One per thread; it is `Send`
+    /// but not `Sync`. Dropping it releases its pins and frees `id`.
+    ///
+    /// # Errors
+    /// [`AttachError::OutOfRange`] if `id` is not below [`AUXILIARY_BACKEND_BASE`],
+    /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<BackendBuffers, AttachError> {
+        if id.0 >= AUXILIARY_BACKEND_BASE {
+            return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
+        }
+        if !self.attached.lock().insert(id.0) {
+            return Err(AttachError::AlreadyAttached { id, subsystem: "buffer pool" });
+        }
+        Ok(self.handle(id.0))
+    }
+
+    /// A handle for an auxiliary process (PostgreSQL's checkpointer, startup process, or a
+    /// loader thread): like [`attach`](Self::attach), numbered from [`AUXILIARY_BACKEND_BASE`]
+    /// in creation order instead of by a backend id (the numbers repeat after `2^31 - 1`
+    /// handles). Never fails.
+    pub fn attach_auxiliary(self: &Arc<Self>) -> BackendBuffers {
+        let n = self.next_auxiliary.fetch_add(1, Ordering::Relaxed) % (u32::MAX - AUXILIARY_BACKEND_BASE);
+        self.handle(AUXILIARY_BACKEND_BASE + n)
+    }
+
+    fn handle(self: &Arc<Self>, id: u32) -> BackendBuffers {
         BackendBuffers {
             pool: Arc::clone(self),
-            id: self.next_backend.fetch_add(1, Ordering::Relaxed),
+            id,
             refs: PrivateRefCount::default(),
             locked: HeldLocks::default(),
             counters: self.stats.register(),
@@ -433,7 +471,7 @@ impl BufferPool {
     /// # Errors
     /// The first storage or WAL-hook error; buffers not yet written stay dirty.
     pub fn flush_all(self: &Arc<Self>) -> Result<usize, BufferError> {
-        let bb = self.backend();
+        let bb = self.attach_auxiliary();
         let kind = self.cfg.header;
         let mut written = 0;
         let mut forks = Vec::new();
@@ -473,8 +511,8 @@ impl BufferPool {
     /// one entry); the free list has no duplicates.
     ///
     /// # Errors
-    /// A message listing the violations, one per line.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    /// An [`InvariantViolation`] listing the violations, one per line.
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
         let mut errs = Vec::new();
         let mut tagged = 0usize;
         for d in self.descs.iter() {
@@ -523,7 +561,7 @@ impl BufferPool {
                 break;
             }
         }
-        if errs.is_empty() { Ok(()) } else { Err(errs.join("\n")) }
+        if errs.is_empty() { Ok(()) } else { Err(InvariantViolation(errs.join("\n"))) }
     }
 
     /// Flushes WAL up to `lsn` through the hook if that is beyond what was flushed.
@@ -534,7 +572,7 @@ impl BufferPool {
         let hook = self.wal_flush.read().clone();
         if let Some(h) = hook {
             counters.wal_flushes.incr();
-            h(lsn).map_err(|message| BufferError::WalFlush { lsn, message })?;
+            h(lsn).map_err(|e| BufferError::WalFlush { lsn, message: e.to_string() })?;
         }
         self.flushed_lsn.fetch_max(lsn, Ordering::AcqRel);
         Ok(())
@@ -645,6 +683,9 @@ impl fmt::Debug for BackendBuffers {
 impl Drop for BackendBuffers {
     fn drop(&mut self) {
         self.release_all();
+        if self.id < AUXILIARY_BACKEND_BASE {
+            self.pool.attached.lock().remove(&self.id);
+        }
     }
 }
 
@@ -654,7 +695,9 @@ impl BackendBuffers {
         &self.pool
     }
 
-    /// This handle's number (unique within the pool; it names the cleanup-lock waiter).
+    /// This handle's number: the backend id given to [`BufferPool::attach`], or
+    /// [`AUXILIARY_BACKEND_BASE`] and up for an auxiliary handle (unique among live handles
+    /// within the pool; it names the cleanup-lock waiter).
     pub fn id(&self) -> u32 {
         self.id
     }

@@ -58,13 +58,15 @@ impl MappingKind {
     /// Checks the partition count.
     ///
     /// # Errors
-    /// A message when the count is not a power of two in 1..=1024.
-    pub fn validate(self) -> Result<(), String> {
+    /// [`crate::BufferError::Config`] when the count is not a power of two in 1..=1024.
+    pub fn validate(self) -> Result<(), crate::BufferError> {
         match self {
             MappingKind::Partitioned { partitions }
                 if !(partitions.is_power_of_two() && partitions <= 1024) =>
             {
-                Err(format!("mapping partitions must be a power of two in 1..=1024, got {partitions}"))
+                Err(crate::BufferError::Config(format!(
+                    "mapping partitions must be a power of two in 1..=1024, got {partitions}"
+                )))
             }
             _ => Ok(()),
         }
@@ -89,7 +91,7 @@ impl FromStr for MappingKind {
             format!("unknown mapping table '{s}' (valid: partitions-16, partitions-128, dashmap)")
         })?;
         let k = MappingKind::Partitioned { partitions };
-        k.validate()?;
+        k.validate().map_err(|e| e.to_string())?;
         Ok(k)
     }
 }

@@ -52,7 +52,7 @@ fn config(header: HeaderKind) -> BufferPoolConfig {
 /// A pool with block 0 of `REL` resident and valid, nothing pinned.
 fn pool_with_one_page(header: HeaderKind) -> Arc<BufferPool> {
     let pool = BufferPool::in_memory(config(header)).unwrap();
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     let (b, _) = bb.extend(REL, ForkNumber::Main).unwrap();
     bb.release(b);
     pool
@@ -61,8 +61,8 @@ fn pool_with_one_page(header: HeaderKind) -> Arc<BufferPool> {
 fn cleanup_waiter_is_woken(header: HeaderKind) {
     builder().check(move || {
         let pool = pool_with_one_page(header);
-        let waiter = pool.backend();
-        let pinner = pool.backend();
+        let waiter = pool.attach_auxiliary();
+        let pinner = pool.attach_auxiliary();
         let mine = waiter.read_block(REL, BlockNumber(0)).unwrap();
         // The other backend's pin is taken before the spawn, so that the interesting races
         // (its unpin against the waiter's flag setting) need a single preemption.
@@ -107,8 +107,8 @@ fn cleanup_waiter_is_woken_spinlock_header() {
 fn pins_do_not_lose_header_updates(header: HeaderKind) {
     builder().check(move || {
         let pool = pool_with_one_page(header);
-        let holder = pool.backend();
-        let pinner = pool.backend();
+        let holder = pool.attach_auxiliary();
+        let pinner = pool.attach_auxiliary();
         let mine = holder.read_block(REL, BlockNumber(0)).unwrap();
         let theirs = pinner.read_block(REL, BlockNumber(0)).unwrap();
         let t = loom::thread::spawn(move || {
@@ -157,14 +157,14 @@ fn add_pin_does_not_lose_header_updates() {
 fn recent_pin_survives_eviction(header: HeaderKind) {
     builder().check(move || {
         let pool = BufferPool::in_memory(config(header)).unwrap();
-        let loader = pool.backend();
+        let loader = pool.attach_auxiliary();
         let (b0, _) = loader.extend(REL, ForkNumber::Main).unwrap();
         loader.release(b0);
         let (b1, _) = loader.extend(REL, ForkNumber::Main).unwrap();
         loader.release(b1);
         drop(loader);
-        let pinner = pool.backend();
-        let evicter = pool.backend();
+        let pinner = pool.attach_auxiliary();
+        let evicter = pool.attach_auxiliary();
         let tag0 = BufferTag::main(REL, 0);
         let t = loom::thread::spawn(move || {
             if let Some(b) = pinner.read_recent(tag0, b0) {

@@ -54,7 +54,7 @@ fn item_of(p: &[u8]) -> (u32, u64) {
 #[test]
 fn hits_reads_and_private_refcounts() {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg96(16)).unwrap();
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     build_table(&bb, REL, 3);
     let s0 = bb.stats();
     assert_eq!(s0.extends, 3);
@@ -98,7 +98,7 @@ fn hits_reads_and_private_refcounts() {
 fn private_refcount_overflow_and_drop_release_everything() {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg92(64)).unwrap();
     {
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         build_table(&bb, REL, 40);
         let bufs: Vec<_> = (0..40).map(|b| bb.read_block(REL, BlockNumber(b)).unwrap()).collect();
         // Pin some twice: array (8 entries) plus overflow map.
@@ -119,7 +119,7 @@ fn private_refcount_overflow_and_drop_release_everything() {
 fn every_buffer_pinned_is_an_error_not_a_hang() {
     for cfg in all_configs(4) {
         let pool = BufferPool::in_memory(cfg.clone()).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         build_table(&bb, REL, 6);
         let pinned: Vec<_> = (0..4).map(|b| bb.read_block(REL, BlockNumber(b)).unwrap()).collect();
         let err = bb.read_block(REL, BlockNumber(5)).unwrap_err();
@@ -127,7 +127,7 @@ fn every_buffer_pinned_is_an_error_not_a_hang() {
         assert_eq!(err.to_string(), "no unpinned buffers available");
         assert!(matches!(bb.extend(REL, ForkNumber::Main), Err(BufferError::NoUnpinnedBuffers)));
         // Another backend gets the same answer.
-        let bb2 = pool.backend();
+        let bb2 = pool.attach_auxiliary();
         assert!(matches!(bb2.read_block(REL, BlockNumber(4)), Err(BufferError::NoUnpinnedBuffers)));
         bb.release(pinned[2]);
         let b = bb2.read_block(REL, BlockNumber(5)).unwrap();
@@ -213,7 +213,7 @@ fn evicted_dirty_pages_round_trip_through_files_after_wal() {
                 Ok(())
             }));
         }
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         build_table(&bb, REL, 64);
         // Stamp every page with an LSN and a payload, through an 8-buffer pool: most are
         // evicted dirty.
@@ -245,7 +245,7 @@ fn evicted_dirty_pages_round_trip_through_files_after_wal() {
         pool.check_invariants().unwrap();
         let pool2 =
             BufferPool::new(cfg.clone(), Arc::new(FileSmgr::new(dir.path(), false).unwrap())).unwrap();
-        let bb2 = pool2.backend();
+        let bb2 = pool2.attach_auxiliary();
         for b in 0..64u32 {
             let buf = bb2.read_block(REL, BlockNumber(b)).unwrap();
             let g = bb2.lock(buf, LwLockMode::Shared);
@@ -260,8 +260,8 @@ fn evicted_dirty_pages_round_trip_through_files_after_wal() {
 #[test]
 fn wal_hook_failure_keeps_the_page_dirty() {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg96(2)).unwrap();
-    pool.set_wal_flush_hook(Arc::new(|lsn| Err(format!("disk full at {lsn}"))));
-    let bb = pool.backend();
+    pool.set_wal_flush_hook(Arc::new(|lsn| Err(format!("disk full at {lsn}").into())));
+    let bb = pool.attach_auxiliary();
     build_table(&bb, REL, 1);
     let buf = bb.read_block(REL, BlockNumber(0)).unwrap();
     let mut g = bb.lock(buf, LwLockMode::Exclusive);
@@ -293,7 +293,7 @@ fn cleanup_lock_waits_for_other_pins() {
     for header in HeaderKind::EVERY {
         let cfg = BufferPoolConfig { header, ..BufferPoolConfig::pg96(8) };
         let pool = BufferPool::in_memory(cfg).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         build_table(&bb, REL, 1);
         let mine = bb.read_block(REL, BlockNumber(0)).unwrap();
         // Conditional forms.
@@ -313,7 +313,7 @@ fn cleanup_lock_waits_for_other_pins() {
             let pool2 = Arc::clone(&pool);
             let (other_pinned, release) = (&other_pinned, &release);
             s.spawn(move || {
-                let bb2 = pool2.backend();
+                let bb2 = pool2.attach_auxiliary();
                 let b = bb2.read_block(REL, BlockNumber(0)).unwrap();
                 other_pinned.store(true, Ordering::SeqCst);
                 while !release.load(Ordering::SeqCst) {
@@ -328,7 +328,7 @@ fn cleanup_lock_waits_for_other_pins() {
                 let d = pool3.descriptor(0);
                 wait_until("the pin-count waiter", || d.state().pin_count_waiter);
                 // A second waiter is refused rather than queued.
-                let bb3 = pool3.backend();
+                let bb3 = pool3.attach_auxiliary();
                 let b = bb3.read_block(REL, BlockNumber(0)).unwrap();
                 assert!(matches!(bb3.lock_for_cleanup(b), Err(BufferError::MultiplePinWaiters { .. })));
                 bb3.release(b);
@@ -352,7 +352,7 @@ fn cleanup_lock_waits_for_other_pins() {
 #[should_panic(expected = "released while this backend holds its content lock")]
 fn releasing_a_locked_buffer_panics() {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg96(4)).unwrap();
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     build_table(&bb, REL, 1);
     let b = bb.read_block(REL, BlockNumber(0)).unwrap();
     let _g = bb.lock(b, LwLockMode::Shared);
@@ -372,13 +372,13 @@ fn stress(cfg: BufferPoolConfig, file: bool) {
     } else {
         BufferPool::in_memory(cfg.clone()).unwrap()
     };
-    build_table(&pool.backend(), REL, BLOCKS);
+    build_table(&pool.attach_auxiliary(), REL, BLOCKS);
     let increments: Vec<AtomicU64> = (0..BLOCKS).map(|_| AtomicU64::new(0)).collect();
     std::thread::scope(|s| {
         for t in 0..THREADS {
             let (pool, increments, cfg) = (Arc::clone(&pool), &increments, &cfg);
             s.spawn(move || {
-                let bb = pool.backend();
+                let bb = pool.attach_auxiliary();
                 let mut x = 0x9E37_79B9u32.wrapping_mul(t as u32 + 1);
                 let mut held = Vec::new();
                 for i in 0..OPS {
@@ -426,7 +426,7 @@ fn stress(cfg: BufferPoolConfig, file: bool) {
     pool.check_invariants().unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
     let st = pool.stats();
     assert!(st.evictions > 0 && st.reads > 0, "{cfg:?}: the pool was not under pressure: {st:?}");
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     for b in 0..BLOCKS {
         let buf = bb.read_block(REL, BlockNumber(b)).unwrap();
         let g = bb.lock(buf, LwLockMode::Shared);
@@ -453,4 +453,27 @@ fn stress_every_variant_in_memory() {
 fn stress_on_files() {
     stress(BufferPoolConfig::pg92(16), true);
     stress(BufferPoolConfig::pg96(16), true);
+}
+
+/// `attach(id)` refuses a second live handle of one id and ids in the auxiliary range, with
+/// typed errors, and frees the id when the handle is dropped; auxiliary handles are numbered
+/// from `AUXILIARY_BACKEND_BASE`.
+#[test]
+fn attach_is_one_handle_per_backend_id() {
+    use lockstack_bufmgr::{AUXILIARY_BACKEND_BASE, AttachError};
+    use lockstack_common::BackendId;
+    let pool = BufferPool::in_memory(BufferPoolConfig::pg96(16)).unwrap();
+    let a = pool.attach(BackendId(3)).unwrap();
+    assert_eq!(a.id(), 3);
+    let e = pool.attach(BackendId(3)).unwrap_err();
+    assert_eq!(e, AttachError::AlreadyAttached { id: BackendId(3), subsystem: "buffer pool" });
+    assert_eq!(e.to_string(), "backend 3 is already attached to the buffer pool");
+    assert!(matches!(
+        pool.attach(BackendId(AUXILIARY_BACKEND_BASE)),
+        Err(AttachError::OutOfRange { max_backends, .. }) if max_backends == AUXILIARY_BACKEND_BASE as usize
+    ));
+    let (x, y) = (pool.attach_auxiliary(), pool.attach_auxiliary());
+    assert_eq!((x.id(), y.id()), (AUXILIARY_BACKEND_BASE, AUXILIARY_BACKEND_BASE + 1));
+    drop(a);
+    assert_eq!(pool.attach(BackendId(3)).unwrap().id(), 3);
 }

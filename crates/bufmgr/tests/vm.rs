@@ -79,7 +79,7 @@ proptest! {
     #[test]
     fn bits_match_a_bitmap(ops in proptest::collection::vec(op(2 * 64), 1..120), spread in any::<bool>()) {
         let pool = BufferPool::in_memory(BufferPoolConfig::pg96(8)).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         let vm = VisibilityMap::new(REL);
         // Map 0..128 onto blocks around the page boundary (or dense at the start).
         let blk = |i: u32| if spread { HEAPBLOCKS_PER_PAGE - 64 + i } else { i };
@@ -116,7 +116,7 @@ proptest! {
     #[test]
     fn page_flag_stays_in_sync(ops in proptest::collection::vec(op(24), 1..80)) {
         let pool = BufferPool::in_memory(BufferPoolConfig::pg92(6)).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         heap(&bb, 24);
         let vm = VisibilityMap::new(REL);
         let mut oracle = HashMap::new();
@@ -150,7 +150,7 @@ proptest! {
 fn vm_pins_per_variant() {
     for check in VmCheck::ALL {
         let pool = BufferPool::in_memory(BufferPoolConfig::pg96(32)).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         heap(&bb, 4);
         let vm = VisibilityMap::new(REL);
         let mut vmbuf = VmBuffer::new();
@@ -209,7 +209,7 @@ fn vm_pins_per_variant() {
 #[test]
 fn missing_vm_page_reads_as_not_set() {
     let pool = BufferPool::in_memory(BufferPoolConfig::pg96(8)).unwrap();
-    let bb = pool.backend();
+    let bb = pool.attach_auxiliary();
     let vm = VisibilityMap::new(REL);
     let mut vmbuf = VmBuffer::new();
     assert_eq!(vm.get_status(&bb, 100_000, &mut vmbuf).unwrap(), 0);

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId, WaitEvent, WaitEventScope};
-use lockstack_lwlock::{LwLock, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
+use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLock, LwRwLockWriteGuard};
 
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Mutex, Ordering, PlainU64 as AtomicU64};
 
@@ -467,37 +467,19 @@ impl PageMut<'_> {
 }
 
 /// A bank (the whole cache, with a control lock) and its lock and LRU clock.
+///
+/// The lock guards `()`: what it protects is the status, page number and contents of the
+/// bank's slots, which stay atomics in [`Slru::slots`] because diagnostics
+/// ([`Slru::resident_pages`]) and the I/O wait read them without it. The guard
+/// ([`BankGuard`]) is the proof that the bank lock is held, handed to every helper that needs
+/// it; `lock_api`'s `unlocked` releases and retakes it around I/O.
 struct Bank {
-    lock: LwLock,
+    lock: LwRwLock<()>,
     cur_lru_count: AtomicU32,
 }
 
-/// A hold of one bank lock that can be dropped and retaken around I/O, and releases on drop.
-struct BankGuard<'a> {
-    lock: &'a LwLock,
-    held: Option<LwLockHeld>,
-}
-
-impl<'a> BankGuard<'a> {
-    fn acquire(lock: &'a LwLock, mode: LwLockMode) -> BankGuard<'a> {
-        BankGuard { lock, held: Some(lock.acquire(mode)) }
-    }
-    fn release(&mut self) {
-        if let Some(h) = self.held.take() {
-            self.lock.release(h);
-        }
-    }
-    fn reacquire(&mut self, mode: LwLockMode) {
-        self.release();
-        self.held = Some(self.lock.acquire(mode));
-    }
-}
-
-impl Drop for BankGuard<'_> {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
+/// An exclusive hold of one bank lock.
+type BankGuard<'a> = LwRwLockWriteGuard<'a, ()>;
 
 /// Where pages are kept outside the buffers.
 enum Store {
@@ -614,7 +596,7 @@ impl Slru {
         let banks = (0..nbanks)
             .map(|b| {
                 CachePadded::new(Bank {
-                    lock: LwLock::new(config.lwlock_kind, tranche, b as u32),
+                    lock: LwLock::new(config.lwlock_kind, tranche, b as u32).with_data(()),
                     cur_lru_count: AtomicU32::new(0),
                 })
             })
@@ -676,7 +658,9 @@ impl Slru {
     /// The lock guarding page `page` (`SimpleLruGetBankLock`, 17; the control lock before).
     #[inline]
     pub fn bank_lock_for(&self, page: u32) -> &LwLock {
-        &self.banks[self.bank_of(page)].lock
+        // SAFETY: the bank lock protects `()`, so no reference to protected data exists for a
+        // raw acquisition or release to invalidate; the slots it orders are atomics.
+        unsafe { self.banks[self.bank_of(page)].lock.raw() }
     }
 
     /// The newest page known (zeroed by [`zero_page`](Self::zero_page), set by
@@ -740,7 +724,7 @@ impl Slru {
     /// missing page when `zero_missing` is off.
     pub fn read_page<R>(&self, page: u32, f: impl FnOnce(PageRef<'_>) -> R) -> Result<R, SlruError> {
         let bank = self.bank_of(page);
-        let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Shared);
+        let g = self.banks[bank].lock.read();
         for i in self.bank_range(bank) {
             let s = &self.slots[i];
             if s.page() == page
@@ -753,7 +737,8 @@ impl Slru {
                 return Ok(f(PageRef { slot: s }));
             }
         }
-        g.reacquire(LwLockMode::Exclusive);
+        drop(g);
+        let mut g = self.banks[bank].lock.write();
         let i = self.read_page_locked(&mut g, bank, page, true)?;
         Ok(f(PageRef { slot: &self.slots[i] }))
     }
@@ -772,7 +757,7 @@ impl Slru {
         f: impl FnOnce(PageMut<'_>) -> R,
     ) -> Result<R, SlruError> {
         let bank = self.bank_of(page);
-        let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+        let mut g = self.banks[bank].lock.write();
         let i = self.read_page_locked(&mut g, bank, page, write_ok)?;
         let s = &self.slots[i];
         let r = f(PageMut { slot: s });
@@ -824,7 +809,7 @@ impl Slru {
     /// I/O errors writing an evicted dirty page.
     pub fn zero_page(&self, page: u32) -> Result<(), SlruError> {
         let bank = self.bank_of(page);
-        let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+        let mut g = self.banks[bank].lock.write();
         let i = loop {
             let i = self.select_slot(&mut g, bank, page)?;
             let s = &self.slots[i];
@@ -858,7 +843,7 @@ impl Slru {
     /// The first write or sync error; pages that failed stay dirty.
     pub fn flush(&self) -> Result<(), SlruError> {
         for bank in 0..self.banks.len() {
-            let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+            let mut g = self.banks[bank].lock.write();
             for i in self.bank_range(bank) {
                 self.write_slot(&mut g, i)?;
             }
@@ -891,7 +876,7 @@ impl Slru {
     pub fn truncate(&self, cutoff_page: u32) -> Result<TruncateOutcome, SlruError> {
         let cutoff = cutoff_page;
         for bank in 0..self.banks.len() {
-            let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+            let mut g = self.banks[bank].lock.write();
             'restart: loop {
                 if self.latest_precedes(cutoff) {
                     return Ok(TruncateOutcome::ApparentWraparound);
@@ -1029,8 +1014,7 @@ impl Slru {
     /// buffers of the segment are dropped unwritten: every page of it precedes the cutoff.
     fn delete_segment_checked(&self, seg: u32, cutoff: u32) -> Result<SegmentDeletion, SlruError> {
         loop {
-            let guards: Vec<BankGuard<'_>> =
-                self.banks.iter().map(|b| BankGuard::acquire(&b.lock, LwLockMode::Exclusive)).collect();
+            let guards: Vec<BankGuard<'_>> = self.banks.iter().map(|b| b.lock.write()).collect();
             if let Some(latest) = self.latest_page() {
                 if (self.page_precedes)(latest, cutoff) {
                     return Ok(SegmentDeletion::Wraparound);
@@ -1059,7 +1043,7 @@ impl Slru {
             };
             drop(guards);
             let bank = i / self.bank_size;
-            let mut g = BankGuard::acquire(&self.banks[bank].lock, LwLockMode::Exclusive);
+            let mut g = self.banks[bank].lock.write();
             let s = &self.slots[i];
             if s.page() / SLRU_PAGES_PER_SEGMENT == seg
                 && matches!(s.status(), SlruPageStatus::ReadInProgress | SlruPageStatus::WriteInProgress)
@@ -1083,11 +1067,11 @@ impl Slru {
     /// `SimpleLruWaitIO`: waits until the I/O on slot `i` is over, with the bank lock released
     /// meanwhile; returns holding it exclusively again. The caller must re-examine the slot.
     fn wait_io(&self, g: &mut BankGuard<'_>, i: usize) {
-        g.release();
         let s = &self.slots[i];
-        let h = s.io_lock.acquire(LwLockMode::Shared);
-        s.io_lock.release(h);
-        g.reacquire(LwLockMode::Exclusive);
+        BankGuard::unlocked(g, || {
+            let h = s.io_lock.acquire(LwLockMode::Shared);
+            s.io_lock.release(h);
+        });
     }
 
     /// `SlruSelectLRUPage`: the slot holding `page`, or an empty slot, or a clean victim.
@@ -1174,10 +1158,11 @@ impl Slru {
             s.set_status(SlruPageStatus::ReadInProgress);
             s.dirty.store(false, Ordering::Relaxed);
             let io = s.io_lock.acquire(LwLockMode::Exclusive);
-            g.release();
-            let r = self.physical_read(s, page);
-            s.zero_lsns();
-            g.reacquire(LwLockMode::Exclusive);
+            let r = BankGuard::unlocked(g, || {
+                let r = self.physical_read(s, page);
+                s.zero_lsns();
+                r
+            });
             s.set_status(if r.is_ok() { SlruPageStatus::Valid } else { SlruPageStatus::Empty });
             s.io_lock.release(io);
             r?;
@@ -1202,9 +1187,7 @@ impl Slru {
         // Cleared before the copy: a modification during the write re-dirties the page.
         s.dirty.store(false, Ordering::Relaxed);
         let io = s.io_lock.acquire(LwLockMode::Exclusive);
-        g.release();
-        let r = self.physical_write(s, page);
-        g.reacquire(LwLockMode::Exclusive);
+        let r = BankGuard::unlocked(g, || self.physical_write(s, page));
         if r.is_err() {
             s.dirty.store(true, Ordering::Relaxed);
         }

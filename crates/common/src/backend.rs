@@ -22,6 +22,90 @@ use crate::sync::thread::JoinHandle;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::wait_event::WaitEvent;
 
+/// Handle numbers of auxiliary processes (PostgreSQL's checkpointer, startup process, WAL
+/// writer, or a loader thread) start here, `2^31`: the subsystems that hand out handles
+/// without a backend slot (`BufferPool::attach_auxiliary`, `Wal::attach_auxiliary`) number
+/// them from it, and their `attach(id)` refuses ids at or above it.
+pub const AUXILIARY_BACKEND_BASE: u32 = 1 << 31;
+
+/// Why a subsystem refused to attach a backend: the error of every `attach(id)` in the
+/// workspace (`Lmgr::attach`, `ProcArray::attach`, `BufferPool::attach`, `Wal::attach`), the
+/// counterpart of `InitProcess` finding no free `PGPROC` (`proc.c`) or a slot in use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttachError {
+    /// The id is not below the subsystem's number of backend slots.
+    OutOfRange {
+        /// The id asked for.
+        id: BackendId,
+        /// The number of slots (`max_backends`); ids run from 0 to this minus 1.
+        max_backends: usize,
+    },
+    /// A handle for this id is still alive (one handle per backend and subsystem).
+    AlreadyAttached {
+        /// The id asked for.
+        id: BackendId,
+        /// The subsystem, as its error messages name it ("ProcArray", "lock manager", ...).
+        subsystem: &'static str,
+    },
+}
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachError::OutOfRange { id, max_backends } => {
+                write!(f, "backend id {id} out of range 0..{max_backends}")
+            }
+            AttachError::AlreadyAttached { id, subsystem } => {
+                write!(f, "backend {id} is already attached to the {subsystem}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+/// A broken invariant found by a subsystem's `check_invariants` (`Lmgr`, `BufferPool`): a
+/// diagnostic for tests and `--check` runs, naming the object and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvariantViolation(pub String);
+
+impl std::fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvariantViolation {}
+
+/// Why [`WaitSampler::try_spawn`] (or [`WaitSampler::validate_hz`]) refused.
+#[derive(Debug)]
+pub enum WaitSamplerError {
+    /// The rate is 0 or above [`WaitSampler::MAX_HZ`].
+    BadRate(u32),
+    /// The sampler thread could not be spawned.
+    Spawn(std::io::Error),
+}
+
+impl std::fmt::Display for WaitSamplerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitSamplerError::BadRate(hz) => {
+                write!(f, "sampling rate must be 1..={} Hz, got {hz}", WaitSampler::MAX_HZ)
+            }
+            WaitSamplerError::Spawn(e) => write!(f, "spawning the wait-event sampler thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WaitSamplerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WaitSamplerError::Spawn(e) => Some(e),
+            WaitSamplerError::BadRate(_) => None,
+        }
+    }
+}
+
 /// One backend's published wait event: a single `u32`, written by its backend with relaxed
 /// stores and read by samplers with relaxed loads.
 #[derive(Default, Debug)]
@@ -223,13 +307,10 @@ impl WaitSampler {
     /// Checks a sampling rate before anything is started: `Ok` for 1..=[`WaitSampler::MAX_HZ`].
     ///
     /// # Errors
-    /// A one-line message (without the flag's name) for 0 or a rate above the maximum.
-    pub fn validate_hz(hz: u32) -> Result<(), String> {
-        if (1..=Self::MAX_HZ).contains(&hz) {
-            Ok(())
-        } else {
-            Err(format!("sampling rate must be 1..={} Hz, got {hz}", Self::MAX_HZ))
-        }
+    /// [`WaitSamplerError::BadRate`] (its message names no flag) for 0 or a rate above the
+    /// maximum.
+    pub fn validate_hz(hz: u32) -> Result<(), WaitSamplerError> {
+        if (1..=Self::MAX_HZ).contains(&hz) { Ok(()) } else { Err(WaitSamplerError::BadRate(hz)) }
     }
 
     /// Starts sampling `array` at `hz` rounds per second.
@@ -246,7 +327,7 @@ impl WaitSampler {
     /// # Errors
     /// The rate is outside 1..=[`WaitSampler::MAX_HZ`] ([`WaitSampler::validate_hz`]), or the
     /// sampler thread could not be spawned.
-    pub fn try_spawn(array: Arc<BackendStatusArray>, hz: u32) -> Result<WaitSampler, String> {
+    pub fn try_spawn(array: Arc<BackendStatusArray>, hz: u32) -> Result<WaitSampler, WaitSamplerError> {
         Self::validate_hz(hz)?;
         let stop = Arc::new(AtomicBool::new(false));
         let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
@@ -262,7 +343,7 @@ impl WaitSampler {
                 }
                 profile
             })
-            .map_err(|e| format!("spawning the wait-event sampler thread: {e}"))?;
+            .map_err(WaitSamplerError::Spawn)?;
         Ok(WaitSampler { stop, handle })
     }
 
@@ -326,7 +407,8 @@ mod tests {
         for hz in [0, WaitSampler::MAX_HZ + 1, u32::MAX] {
             assert!(WaitSampler::validate_hz(hz).is_err());
             let e = WaitSampler::try_spawn(Arc::clone(&arr), hz).unwrap_err();
-            assert!(e.contains(&hz.to_string()), "{e}");
+            assert!(matches!(e, WaitSamplerError::BadRate(r) if r == hz), "{e}");
+            assert!(e.to_string().contains(&hz.to_string()), "{e}");
         }
         assert!(WaitSampler::validate_hz(WaitSampler::MAX_HZ).is_ok());
         WaitSampler::try_spawn(arr, WaitSampler::MAX_HZ).unwrap().stop();

@@ -28,7 +28,10 @@ pub mod sync;
 pub mod tranche;
 pub mod wait_event;
 
-pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
+pub use backend::{
+    AUXILIARY_BACKEND_BASE, AttachError, AttachedBackend, BackendStatusArray, InvariantViolation,
+    WaitEventScope, WaitSamplerError,
+};
 pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
 pub use knob::{Knob, KnobError, KnobInfo, KnobList, Nested, Registry};

@@ -973,7 +973,7 @@ mod tests {
     #[test]
     fn a_cycle_of_links_is_an_error_not_a_hang() {
         let p = pool(128);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let t = BTree::build(
             &bb,
             Oid(20000),
@@ -999,7 +999,7 @@ mod tests {
     #[test]
     fn build_then_lookup_every_key() {
         let p = pool(64);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let n = 20_000i64;
         let t = BTree::build(
             &bb,
@@ -1026,7 +1026,7 @@ mod tests {
     #[test]
     fn empty_and_tiny_indexes() {
         let p = pool(16);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let t = BTree::build(&bb, Oid(20001), std::iter::empty(), 90, LwLockKind::Atomic).unwrap();
         assert_eq!(t.check(&bb).unwrap(), 0);
         let mut out = Vec::new();
@@ -1048,7 +1048,7 @@ mod tests {
     #[test]
     fn delete_removes_exactly_one_entry() {
         let p = pool(64);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let t = BTree::build(
             &bb,
             Oid(20005),
@@ -1071,7 +1071,7 @@ mod tests {
     #[test]
     fn root_splits_keep_every_entry_reachable() {
         let p = pool(128);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let t = BTree::build(&bb, Oid(20004), [(0, Tid { block: 0, offset: 1 })], 90, LwLockKind::Atomic)
             .unwrap();
         assert_eq!(t.height(&bb).unwrap(), 0);
@@ -1099,7 +1099,7 @@ mod tests {
         let p = pool(256);
         let keys = 3_000i64;
         let t = {
-            let bb = p.backend();
+            let bb = p.attach_auxiliary();
             Arc::new(
                 BTree::build(
                     &bb,
@@ -1120,7 +1120,7 @@ mod tests {
             for w in 0..writers {
                 let (p, t) = (Arc::clone(&p), Arc::clone(&t));
                 s.spawn(move || {
-                    let bb = p.backend();
+                    let bb = p.attach_auxiliary();
                     for i in 0..per_writer {
                         let k = 1 + i64::from(i) % keys;
                         t.insert(&bb, k, Tid { block: 1 + w * per_writer + i, offset: 1 }).unwrap();
@@ -1130,7 +1130,7 @@ mod tests {
             }
             let (p, t, done) = (Arc::clone(&p), Arc::clone(&t), Arc::clone(&done));
             s.spawn(move || {
-                let bb = p.backend();
+                let bb = p.attach_auxiliary();
                 let mut out = Vec::new();
                 let mut k = 1;
                 while done.load(std::sync::atomic::Ordering::Relaxed) < 1 {
@@ -1145,7 +1145,7 @@ mod tests {
                 }
             });
         });
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let total = keys as u64 + u64::from(writers * per_writer);
         assert_eq!(t.check(&bb).unwrap(), total);
         assert_eq!(t.root_block(), root_before, "too small to split the root");
@@ -1208,7 +1208,7 @@ mod tests {
     #[test]
     fn both_searches_agree_with_an_oracle_under_skew() {
         let p = pool(256);
-        let bb = p.backend();
+        let bb = p.attach_auxiliary();
         let mut keys: Vec<i64> = (-300..300i64).map(|i| i * i * i).collect();
         keys.extend(5_000_000..5_004_000);
         keys.sort_unstable();

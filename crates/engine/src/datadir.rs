@@ -816,7 +816,7 @@ fn check_pg_xact_unassigned(dir: &Path, next_xid: TransactionId) -> Result<(), E
 fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<(), EngineError> {
     let field =
         |what: String| usage(format!("control file \"{}\": {what}", dir.join(CONTROL_FILE).display()));
-    let bb = engine.pool.backend();
+    let bb = engine.pool.attach_auxiliary();
     let next = TransactionId(c.next_xid);
     for t in [Table::Branches, Table::Tellers] {
         let (max_key, future) = crate::tables::max_key_and_future_xid(&bb, t, next)?;
@@ -891,7 +891,7 @@ fn shutdown_with(
         engine.data_dir().ok_or_else(|| usage("shutdown of an in-memory engine".into()))?.to_path_buf();
     // First, so that pages the scans dirty (hint bits) are written below.
     let balances = table_totals(engine)?;
-    let end = engine.wal.backend().flush_all()?;
+    let end = engine.wal.attach_auxiliary().flush_all()?;
     engine.pool.flush_all()?;
     for t in Table::ALL {
         for rel in std::iter::once(t.heap_oid()).chain(t.index_oid()) {

@@ -395,22 +395,23 @@ impl Engine {
         let (c, st) = (Arc::clone(&clog), Arc::clone(&subtrans));
         procarray
             .set_xid_extend_hook(Box::new(move |xid| {
-                c.extend(xid).map_err(|e| e.to_string())?;
-                st.extend(xid).map_err(|e| e.to_string())
+                c.extend(xid)?;
+                st.extend(xid)?;
+                Ok(())
             }))
             .map_err(|e| EngineError::Usage(e.to_string()))?;
-        let lmgr = Lmgr::new(cfg.lmgr).map_err(EngineError::Usage)?;
+        let lmgr = Lmgr::new(cfg.lmgr).map_err(|e| EngineError::Usage(e.to_string()))?;
         let pool = BufferPool::new(cfg.bufmgr.clone(), smgr)?;
         let wal = Wal::open(cfg.wal.clone())?;
         if data_dir.is_some() {
-            let flusher = lockstack_common::sync::Mutex::new(wal.backend());
+            let flusher = lockstack_common::sync::Mutex::new(wal.attach_auxiliary());
             pool.set_wal_flush_hook(Arc::new(move |lsn: u64| {
-                flusher.lock().flush(lockstack_xlog::XLogRecPtr(lsn)).map_err(|e| e.to_string())
+                flusher.lock().flush(lockstack_xlog::XLogRecPtr(lsn)).map_err(Into::into)
             }));
-            pool.set_page_verifier(Arc::new(tables::verify_page));
+            pool.set_page_verifier(Arc::new(|tag, p| tables::verify_page(tag, p).map_err(Into::into)));
         }
         let backends = BackendStatusArray::new(cfg.max_backends);
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         let mut tables = Vec::new();
         for t in Table::ALL {
             let mut rel = match source {
@@ -508,15 +509,18 @@ impl Engine {
         // (tests, the isolation runner's driver) publishes nowhere.
         let attached =
             lockstack_common::backend::current_backend().is_none().then(|| self.backends.attach(id));
-        let pa = self.procarray.attach(id)?;
-        let lm = self.lmgr.backend(id).map_err(EngineError::Usage)?;
+        let usage = |e: lockstack_common::AttachError| EngineError::Usage(e.to_string());
+        let pa = self.procarray.attach(id).map_err(usage)?;
+        let lm = self.lmgr.attach(id).map_err(usage)?;
+        let bb = self.pool.attach(id).map_err(usage)?;
+        let wal = self.wal.attach(id).map_err(usage)?;
         Ok(Session {
             engine: Arc::clone(self),
             id,
             pa,
             lm,
-            bb: self.pool.backend(),
-            wal: self.wal.backend(),
+            bb,
+            wal,
             _attached: attached,
             in_xact: false,
             xid: TransactionId::INVALID,

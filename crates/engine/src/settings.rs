@@ -268,7 +268,7 @@ pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<
     let checks: [(&str, Result<(), String>); 6] = [
         ("clog.", slru("CLOG", cfg.clog.buffers, cfg.clog.locking)),
         ("subtrans.", slru("pg_subtrans", cfg.subtrans.buffers, cfg.subtrans.locking)),
-        ("lmgr.", cfg.lmgr.validate()),
+        ("lmgr.", cfg.lmgr.validate().map_err(|e| e.to_string())),
         ("bufmgr.", cfg.bufmgr.validate().map_err(|e| e.to_string())),
         ("wal.", cfg.wal.validate().map_err(|e| e.to_string())),
         ("procarray.", cfg.procarray.validate().map_err(|e| e.to_string())),

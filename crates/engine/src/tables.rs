@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn load_scale_1_and_scan() {
         let pool = BufferPool::in_memory(BufferPoolConfig::pg96(4096)).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         let acc = load_table(&bb, Table::Accounts, 1, 100, LwLockKind::Atomic).unwrap();
         assert_eq!(
             pool.nblocks(Table::Accounts.heap_oid(), ForkNumber::Main).unwrap(),

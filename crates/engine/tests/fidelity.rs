@@ -89,7 +89,7 @@ fn builtins_make_the_same_lock_stack_calls_per_transaction_every_time() {
         let cfg = config("select-only", preset);
         let engine = Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor).unwrap();
         let height = {
-            let bb = engine.pool.backend();
+            let bb = engine.pool.attach_auxiliary();
             u64::from(engine.table(Table::Accounts).index.as_ref().unwrap().height(&bb).unwrap())
         };
         let r = runner::run_on(&engine, 0.0, &cfg, &|_| {}).unwrap();

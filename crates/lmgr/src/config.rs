@@ -140,24 +140,24 @@ impl LmgrConfig {
     /// Checks the ranges documented on each field.
     ///
     /// # Errors
-    /// A one-line message naming the bad field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// The first bad field, as an [`LmgrConfigError`] whose message names it.
+    pub fn validate(&self) -> Result<(), LmgrConfigError> {
         if self.max_backends == 0 || self.max_backends > 65_536 {
-            return Err(format!("max_backends must be 1..=65536, got {}", self.max_backends));
+            return Err(LmgrConfigError::MaxBackends(self.max_backends));
         }
         if !self.partitions.is_power_of_two() || self.partitions > 1024 {
-            return Err(format!("partitions must be a power of two in 1..=1024, got {}", self.partitions));
+            return Err(LmgrConfigError::Partitions(self.partitions));
         }
         if let FastPath::Groups { groups } = self.fast_path
             && (!groups.is_power_of_two() || groups > FP_MAX_GROUPS)
         {
-            return Err(format!("fast-path groups must be a power of two in 1..=1024, got {groups}"));
+            return Err(LmgrConfigError::FastPathGroups(groups));
         }
         if !self.database.is_valid() {
-            return Err("database must be a valid oid".into());
+            return Err(LmgrConfigError::InvalidDatabase);
         }
         if self.deadlock_timeout < Duration::from_millis(1) {
-            return Err(format!("deadlock_timeout must be at least 1 ms, got {:?}", self.deadlock_timeout));
+            return Err(LmgrConfigError::DeadlockTimeout(self.deadlock_timeout));
         }
         Ok(())
     }
@@ -227,3 +227,38 @@ pub const KNOBS: &[lockstack_common::Knob<LmgrConfig>] = {
         },
     ]
 };
+/// A field of [`LmgrConfig`] outside its documented range (from [`LmgrConfig::validate`] and
+/// [`crate::Lmgr::new`]); the message names the field and the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LmgrConfigError {
+    /// `max_backends` is not in `1..=65536`.
+    MaxBackends(usize),
+    /// `partitions` is not a power of two in `1..=1024`.
+    Partitions(usize),
+    /// The fast-path group count is not a power of two in `1..=1024`.
+    FastPathGroups(usize),
+    /// `database` is the invalid oid 0.
+    InvalidDatabase,
+    /// `deadlock_timeout` is below 1 ms.
+    DeadlockTimeout(Duration),
+}
+
+impl fmt::Display for LmgrConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LmgrConfigError::MaxBackends(n) => write!(f, "max_backends must be 1..=65536, got {n}"),
+            LmgrConfigError::Partitions(n) => {
+                write!(f, "partitions must be a power of two in 1..=1024, got {n}")
+            }
+            LmgrConfigError::FastPathGroups(g) => {
+                write!(f, "fast-path groups must be a power of two in 1..=1024, got {g}")
+            }
+            LmgrConfigError::InvalidDatabase => f.write_str("database must be a valid oid"),
+            LmgrConfigError::DeadlockTimeout(d) => {
+                write!(f, "deadlock_timeout must be at least 1 ms, got {d:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LmgrConfigError {}

@@ -19,8 +19,8 @@
 //! use lockstack_lmgr::{LockMode, Lmgr, LmgrConfig, LockError, LockOptions, LockTag};
 //!
 //! let lmgr = Lmgr::new(LmgrConfig::default()).unwrap();
-//! let mut a = lmgr.backend(BackendId(0)).unwrap();
-//! let mut b = lmgr.backend(BackendId(1)).unwrap();
+//! let mut a = lmgr.attach(BackendId(0)).unwrap();
+//! let mut b = lmgr.attach(BackendId(1)).unwrap();
 //! a.start_transaction();
 //! b.start_transaction();
 //! a.lock_relation(Oid(16384), LockMode::AccessShare).unwrap(); // fast path
@@ -48,12 +48,14 @@ mod table;
 mod tag;
 
 pub use config::{
-    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks,
+    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks, LmgrConfigError,
 };
 pub use error::LockError;
 pub use fastpath::{FastPathArea, FastPathGrant};
 pub use lmgr::{Backend, Lmgr, LockAcquireResult, LockOptions, LockStatusRow};
-pub use lockstack_common::{BackendId, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
+pub use lockstack_common::{
+    AttachError, BackendId, InvariantViolation, LocalTransactionId, Oid, TransactionId, VirtualTransactionId,
+};
 pub use mode::{CONFLICT_TABLE, LockMask, LockMode};
 pub use stats::LmgrStats;
 pub use tag::{LockMethod, LockTag, LockTagKind, TagBuildHasher, TagHasher};

@@ -3,7 +3,6 @@
 //! `LockReleaseAll`) and `proc.c` (`JoinWaitQueue`/`ProcSleep`, `ProcLockWakeup`,
 //! `CheckDeadLock`).
 
-use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +10,12 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 use lockstack_common::sync::{AtomicBool, AtomicU32, Condvar, Instant, Mutex, Ordering};
 use lockstack_common::{
-    BackendId, LocalTransactionId, Oid, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId,
-    WaitEvent, WaitEventScope,
+    AttachError, BackendId, InvariantViolation, LocalTransactionId, Oid, StatsRegistry, TrancheId,
+    TransactionId, VirtualTransactionId, WaitEvent, WaitEventScope,
 };
-use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
+use lockstack_lwlock::{LwLock, LwRwLock, LwRwLockExt};
 
-use crate::config::{FastPath, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks};
+use crate::config::{FastPath, LmgrConfig, LmgrConfigError, STRONG_LOCK_PARTITIONS, VxidLocks};
 use crate::deadlock::{self, GraphLock, Outcome, WaitGraph};
 use crate::error::LockError;
 use crate::fastpath::{FastPathArea, FastPathGrant, FpSnapshot};
@@ -26,18 +25,10 @@ use crate::stats::{BackendCounters, LmgrStats};
 use crate::table::{Join, PartitionTables, ProcLock};
 use crate::tag::{LockTag, LockTagKind};
 
-/// One partition of the shared lock table: its `LockManager` LWLock and the LOCK and PROCLOCK
-/// hash tables that LWLock alone protects (as in PostgreSQL's shared memory: no other lock).
-/// The cell is `std`'s even under loom: the loom model drives [`FastPathArea`] only.
-struct Partition {
-    lwlock: LwLock,
-    tables: UnsafeCell<PartitionTables>,
-}
-
-// SAFETY: `tables` is only reached through `Lmgr::with_partition`, `with_partition_shared` and
-// `with_all_partitions`, which hold `lwlock` (shared for reads, exclusive for writes) for as long
-// as the reference they hand out lives; `PartitionTables` is plain owned data (`Send`).
-unsafe impl Sync for Partition {}
+/// One partition of the shared lock table: the LOCK and PROCLOCK hash tables, reachable only
+/// through the guards of their `LockManager` LWLock (as in PostgreSQL's shared memory, that
+/// LWLock alone protects them).
+type Partition = LwRwLock<PartitionTables>;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum WaitStatus {
@@ -109,7 +100,7 @@ pub struct LockStatusRow {
 /// PostgreSQL's heavyweight lock manager, shared by all backends of one "server".
 ///
 /// Create it with [`Lmgr::new`], then give each backend thread its handle with
-/// [`Lmgr::backend`]. The shared table is split into `partitions` hash tables, each protected by
+/// [`Lmgr::attach`]. The shared table is split into `partitions` hash tables, each protected by
 /// an `LwLock` of tranche `LockManager` (8.2+); fast-path slots and VXID locks live in a
 /// [`FastPathArea`] with one `LockFastPath` LWLock per backend (9.2+).
 pub struct Lmgr {
@@ -136,15 +127,15 @@ impl Lmgr {
     /// A lock manager for `cfg` with empty tables.
     ///
     /// # Errors
-    /// The message of [`LmgrConfig::validate`].
-    pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, String> {
+    /// The first bad field ([`LmgrConfig::validate`]).
+    pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, LmgrConfigError> {
         cfg.validate()?;
         let partitions = (0..cfg.partitions)
             .map(|i| {
-                CachePadded::new(Partition {
-                    lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
-                    tables: UnsafeCell::new(PartitionTables::default()),
-                })
+                CachePadded::new(
+                    LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32)
+                        .with_data(PartitionTables::default()),
+                )
             })
             .collect();
         let procs = (0..cfg.max_backends)
@@ -180,14 +171,15 @@ impl Lmgr {
     /// locks as that backend. Dropping it releases every lock it holds, session locks included.
     ///
     /// # Errors
-    /// If `id` is out of range or already attached.
-    pub fn backend(self: &Arc<Self>, id: BackendId) -> Result<Backend, String> {
+    /// [`AttachError::OutOfRange`] if `id` is not below `max_backends`,
+    /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<Backend, AttachError> {
         let p = self
             .procs
             .get(id.index())
-            .ok_or_else(|| format!("backend id {id} out of range 0..{}", self.cfg.max_backends))?;
+            .ok_or(AttachError::OutOfRange { id, max_backends: self.cfg.max_backends })?;
         if p.attached.swap(true, Ordering::AcqRel) {
-            return Err(format!("backend {id} is already attached"));
+            return Err(AttachError::AlreadyAttached { id, subsystem: "lock manager" });
         }
         let counters = self.counters.register_with(BackendCounters::new(self.cfg.partitions));
         Ok(Backend {
@@ -219,62 +211,38 @@ impl Lmgr {
         counters: Counters<'_>,
         f: impl FnOnce(&mut PartitionTables) -> R,
     ) -> R {
-        let part = &self.partitions[p];
-        let held = part.lwlock.acquire(LwLockMode::Exclusive);
-        if held.waited()
-            && let Some(c) = counters
-        {
+        let (mut tables, waited) = self.partitions[p].write_waited();
+        if waited && let Some(c) = counters {
             c.partition_blocks[p].incr();
         }
-        // SAFETY: we hold this partition's LWLock exclusively until after `f` returns, and
-        // every access to `part.tables` holds that LWLock, so `f` has the only reference.
-        let r = f(unsafe { &mut *part.tables.get() });
-        part.lwlock.release(held);
-        r
+        f(&mut tables)
     }
 
     /// Runs `f` on the tables of partition `p` under its LWLock held in shared mode (readers
     /// only: `GetLockConflicts`, `pg_blocking_pids`).
     fn with_partition_shared<R>(&self, p: usize, f: impl FnOnce(&PartitionTables) -> R) -> R {
-        let part = &self.partitions[p];
-        let held = part.lwlock.acquire(LwLockMode::Shared);
-        // SAFETY: we hold this partition's LWLock in shared mode until after `f` returns, so no
-        // writer (which holds it exclusively) can run; shared references may coexist.
-        let r = f(unsafe { &*part.tables.get() });
-        part.lwlock.release(held);
-        r
+        f(&self.partitions[p].read())
     }
 
     /// Takes every partition lock exclusively, in order (deadlock check, status listing,
-    /// invariant check), and runs `f` on all partitions' tables.
+    /// invariant check), and runs `f` on all partitions' tables; releases them in reverse order.
     fn with_all_partitions<R>(
         &self,
         counters: Counters<'_>,
         f: impl FnOnce(&mut [&mut PartitionTables]) -> R,
     ) -> R {
-        let mut helds = Vec::with_capacity(self.partitions.len());
+        let mut guards = Vec::with_capacity(self.partitions.len());
         for (i, part) in self.partitions.iter().enumerate() {
-            let held = part.lwlock.acquire(LwLockMode::Exclusive);
-            if held.waited()
-                && let Some(c) = counters
-            {
+            let (g, waited) = part.write_waited();
+            if waited && let Some(c) = counters {
                 c.partition_blocks[i].incr();
             }
-            helds.push(held);
+            guards.push(g);
         }
-        let mut tables: Vec<&mut PartitionTables> = self
-            .partitions
-            .iter()
-            // SAFETY: we hold every partition's LWLock exclusively until after `f` returns (the
-            // references die with `tables` before the releases), every access to a partition's
-            // tables holds its LWLock, and each reference is to a different partition.
-            .map(|part| unsafe { &mut *part.tables.get() })
-            .collect();
+        let mut tables: Vec<&mut PartitionTables> = guards.iter_mut().map(|g| &mut **g).collect();
         let r = f(&mut tables);
         drop(tables);
-        for (part, held) in self.partitions.iter().zip(helds).rev() {
-            part.lwlock.release(held);
-        }
+        while guards.pop().is_some() {}
         r
     }
 
@@ -494,9 +462,11 @@ impl Lmgr {
     ///
     /// # Errors
     /// The first violation found, naming the lock or backend.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
         let strong_mask: LockMask = LockMode::ALL.iter().filter(|m| m.is_strong()).map(|m| m.bit()).sum();
-        self.fp.with_all_locked(|fp| self.check_invariants_locked(fp, strong_mask))
+        self.fp
+            .with_all_locked(|fp| self.check_invariants_locked(fp, strong_mask))
+            .map_err(InvariantViolation)
     }
 
     /// [`check_invariants`](Self::check_invariants) with every fpInfoLock held (`fp` is their
@@ -1286,6 +1256,7 @@ impl Drop for Backend {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use lockstack_lwlock::LwLockImpl;
 
     fn wait_until(what: &str, cond: impl Fn() -> bool) {
         let start = Instant::now();
@@ -1330,18 +1301,19 @@ mod tests {
             ..LmgrConfig::default()
         };
         let lmgr = Lmgr::new(cfg).unwrap();
-        let mut holder = lmgr.backend(BackendId(1)).unwrap();
+        let mut holder = lmgr.attach(BackendId(1)).unwrap();
         let vxid = holder.start_transaction();
         let rel = LockTag::relation(lmgr.database(), Oid(16384));
         holder.lock(rel, LockMode::AccessShare, LockOptions::XACT).unwrap();
         assert_eq!(lmgr.fast_path_len(), 1, "the AccessShareLock is held in fast path");
-        let mut waiter = lmgr.backend(BackendId(2)).unwrap();
+        let mut waiter = lmgr.attach(BackendId(2)).unwrap();
         let fp_lock = lmgr.fp.info_lock(BackendId(1));
         let contended = match race {
             Race::VirtualXactLock => LockTag::virtual_transaction(vxid),
             Race::StrongLockTransfer => rel,
         };
-        let partition = &lmgr.partitions[lmgr.partition_of(contended.hash_code())].lwlock;
+        // SAFETY: the raw lock is only read (its queue length), never acquired or released.
+        let partition = unsafe { lmgr.partitions[lmgr.partition_of(contended.hash_code())].raw() };
 
         let gate = lmgr.procs[0].wait.lock();
         let checked = Arc::new(AtomicBool::new(false));
@@ -1354,7 +1326,7 @@ mod tests {
             })
         };
         wait_until("the check holds every partition lock", || {
-            lmgr.partitions.iter().all(|p| p.lwlock.is_locked_exclusive())
+            lmgr.partitions.iter().all(|p| p.is_locked_exclusive())
         });
         let racer = std::thread::spawn(move || {
             let r = match race {

@@ -51,7 +51,7 @@ fn run(ops: &[Op], fast_path: FastPath, partitions: usize) -> Result<(), TestCas
         c.partitions = partitions;
     });
     let tags = tags(lmgr.database());
-    let mut bs: Vec<Backend> = (0..3).map(|i| lmgr.backend(BackendId(i)).unwrap()).collect();
+    let mut bs: Vec<Backend> = (0..3).map(|i| lmgr.attach(BackendId(i)).unwrap()).collect();
     for b in &mut bs {
         b.start_transaction();
     }
@@ -152,8 +152,8 @@ proptest! {
 fn full_slots_spill_and_strong_locks_transfer() {
     let lmgr = lmgr_with(2, |_| {});
     let db = lmgr.database();
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
-    let mut b = lmgr.backend(BackendId(1)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
+    let mut b = lmgr.attach(BackendId(1)).unwrap();
     a.start_transaction();
     let vb = b.start_transaction();
     for r in 0..17 {
@@ -192,7 +192,7 @@ fn full_slots_spill_and_strong_locks_transfer() {
 fn session_locks_survive_transaction_end() {
     let lmgr = lmgr_with(2, |_| {});
     let t = LockTag::advisory_int8(lmgr.database(), 7);
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
     a.start_transaction();
     a.lock(t, LockMode::Exclusive, LockOptions::SESSION).unwrap();
     a.lock(t, LockMode::Exclusive, LockOptions::XACT).unwrap();
@@ -215,7 +215,7 @@ fn local_table_counts_follow_the_owners_over_many_locks() {
     for fast_path in [FastPath::PG92, FastPath::Off] {
         let lmgr = lmgr_with(1, |c| c.fast_path = fast_path);
         let db = lmgr.database();
-        let mut a = lmgr.backend(BackendId(0)).unwrap();
+        let mut a = lmgr.attach(BackendId(0)).unwrap();
         // (session, xact) counts per (tag, mode).
         let mut model: HashMap<(LockTag, LockMode), (u32, u32)> = HashMap::new();
         let weak = [LockMode::AccessShare, LockMode::RowShare, LockMode::RowExclusive];
@@ -289,4 +289,25 @@ fn local_table_counts_follow_the_owners_over_many_locks() {
             assert!(s.fast_path_grants > 0 && s.spills_full > 0, "both paths were used: {s:?}");
         }
     }
+}
+
+/// `attach` refuses an id out of range and a second live handle, with typed errors, and lets
+/// the id attach again once its handle is dropped; a bad configuration is a typed error too.
+#[test]
+fn attach_errors_are_typed() {
+    use lockstack_lmgr::{AttachError, Lmgr, LmgrConfig, LmgrConfigError};
+    let lmgr = lmgr_with(2, |_| {});
+    assert_eq!(
+        lmgr.attach(BackendId(2)).unwrap_err(),
+        AttachError::OutOfRange { id: BackendId(2), max_backends: 2 }
+    );
+    let a = lmgr.attach(BackendId(1)).unwrap();
+    let e = lmgr.attach(BackendId(1)).unwrap_err();
+    assert_eq!(e, AttachError::AlreadyAttached { id: BackendId(1), subsystem: "lock manager" });
+    assert_eq!(e.to_string(), "backend 1 is already attached to the lock manager");
+    drop(a);
+    lmgr.attach(BackendId(1)).unwrap();
+    let e = Lmgr::new(LmgrConfig { partitions: 3, ..LmgrConfig::default() }).unwrap_err();
+    assert_eq!(e, LmgrConfigError::Partitions(3));
+    assert_eq!(e.to_string(), "partitions must be a power of two in 1..=1024, got 3");
 }

@@ -19,12 +19,12 @@ const NOWAIT: LockOptions = LockOptions { session: false, dont_wait: true };
 fn waiter_is_woken_by_release_and_conflicting_requests_queue_in_order() {
     let lmgr = lmgr_with(4, |_| {});
     let r = rel(&lmgr, 1);
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
     a.start_transaction();
     a.lock(r, AccessExclusive, LockOptions::XACT).unwrap();
     let l2 = lmgr.clone();
     let t1 = thread::spawn(move || {
-        let mut b = l2.backend(BackendId(1)).unwrap();
+        let mut b = l2.attach(BackendId(1)).unwrap();
         b.set_deadlock_timeout(NEVER);
         b.start_transaction();
         b.lock(r, Exclusive, LockOptions::XACT).unwrap();
@@ -35,7 +35,7 @@ fn waiter_is_woken_by_release_and_conflicting_requests_queue_in_order() {
     wait_queued(&lmgr, 1);
     let l3 = lmgr.clone();
     let t2 = thread::spawn(move || {
-        let mut c = l3.backend(BackendId(2)).unwrap();
+        let mut c = l3.attach(BackendId(2)).unwrap();
         c.set_deadlock_timeout(NEVER);
         c.start_transaction();
         c.lock(r, RowShare, LockOptions::XACT).unwrap();
@@ -59,12 +59,12 @@ fn waiter_is_woken_by_release_and_conflicting_requests_queue_in_order() {
 fn holder_of_a_conflicting_lock_jumps_the_queue() {
     let lmgr = lmgr_with(3, |c| c.fast_path = FastPath::Off);
     let r = rel(&lmgr, 2);
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
     a.start_transaction();
     a.lock(r, AccessShare, LockOptions::XACT).unwrap();
     let l2 = lmgr.clone();
     let t = thread::spawn(move || {
-        let mut b = l2.backend(BackendId(1)).unwrap();
+        let mut b = l2.attach(BackendId(1)).unwrap();
         b.set_deadlock_timeout(NEVER);
         b.start_transaction();
         b.lock(r, AccessExclusive, LockOptions::XACT).unwrap();
@@ -77,7 +77,7 @@ fn holder_of_a_conflicting_lock_jumps_the_queue() {
     a.lock(r, Share, NOWAIT).unwrap();
     assert_eq!(lmgr.stats().waits, waits_before);
     // Someone without a lock there queues behind the waiter instead.
-    let mut c = lmgr.backend(BackendId(2)).unwrap();
+    let mut c = lmgr.attach(BackendId(2)).unwrap();
     c.start_transaction();
     assert!(matches!(c.lock(r, AccessShare, NOWAIT), Err(LockError::NotAvailable { .. })));
     lmgr.check_invariants().unwrap();
@@ -93,8 +93,8 @@ fn early_deadlock_at_queue_insertion() {
     // deadlock-simple: both hold AccessShare; 0 waits for AccessExclusive; 1 asks the same.
     let lmgr = lmgr_with(2, |_| {});
     let r = rel(&lmgr, 3);
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
-    let mut b = lmgr.backend(BackendId(1)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
+    let mut b = lmgr.attach(BackendId(1)).unwrap();
     a.start_transaction();
     b.start_transaction();
     a.lock(r, AccessShare, LockOptions::XACT).unwrap();
@@ -133,7 +133,7 @@ fn early_deadlock_at_queue_insertion() {
 /// last has a short deadlock_timeout, so it is the one that detects and fails.
 fn ring_deadlock(n: u32) {
     let lmgr = lmgr_with(n as usize, |_| {});
-    let mut last = lmgr.backend(BackendId(n - 1)).unwrap();
+    let mut last = lmgr.attach(BackendId(n - 1)).unwrap();
     last.set_deadlock_timeout(Duration::from_millis(5));
     last.start_transaction();
     last.lock(rel(&lmgr, n - 1), AccessExclusive, LockOptions::XACT).unwrap();
@@ -144,7 +144,7 @@ fn ring_deadlock(n: u32) {
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         handles.push((
             thread::spawn(move || {
-                let mut b = l.backend(BackendId(i)).unwrap();
+                let mut b = l.attach(BackendId(i)).unwrap();
                 b.set_deadlock_timeout(NEVER);
                 b.start_transaction();
                 b.lock(rel(&l, i), AccessExclusive, LockOptions::XACT).unwrap();
@@ -201,7 +201,7 @@ fn soft_deadlock_is_resolved_by_rearranging_the_queue() {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let h = thread::spawn(move || {
-            let mut b = l.backend(BackendId(id)).unwrap();
+            let mut b = l.attach(BackendId(id)).unwrap();
             b.set_deadlock_timeout(dt);
             b.start_transaction();
             if let Some(f) = first {
@@ -240,13 +240,13 @@ fn soft_deadlock_is_resolved_by_rearranging_the_queue() {
 fn nowait_and_lock_timeout_leave_no_trace_and_wake_soft_blocked_waiters() {
     let lmgr = lmgr_with(3, |_| {});
     let r = rel(&lmgr, 5);
-    let mut a = lmgr.backend(BackendId(0)).unwrap();
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
     a.start_transaction();
     a.lock(r, AccessShare, LockOptions::XACT).unwrap();
     let l2 = lmgr.clone();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let tb = thread::spawn(move || {
-        let mut b = l2.backend(BackendId(1)).unwrap();
+        let mut b = l2.attach(BackendId(1)).unwrap();
         b.set_deadlock_timeout(NEVER);
         b.start_transaction();
         // Wait for the test to queue C behind us before our timeout starts to matter.
@@ -259,7 +259,7 @@ fn nowait_and_lock_timeout_leave_no_trace_and_wake_soft_blocked_waiters() {
     });
     let l3 = lmgr.clone();
     let tc = thread::spawn(move || {
-        let mut c = l3.backend(BackendId(2)).unwrap();
+        let mut c = l3.attach(BackendId(2)).unwrap();
         c.set_deadlock_timeout(NEVER);
         c.start_transaction();
         wait_queued(&l3, 1);
@@ -275,7 +275,7 @@ fn nowait_and_lock_timeout_leave_no_trace_and_wake_soft_blocked_waiters() {
     assert_eq!(s.lock_timeouts, 1);
     lmgr.check_invariants().unwrap();
     // NOWAIT: immediate error, nothing left behind.
-    let mut d = lmgr.backend(BackendId(1)).unwrap();
+    let mut d = lmgr.attach(BackendId(1)).unwrap();
     d.start_transaction();
     let e = d.lock(r, AccessExclusive, NOWAIT).unwrap_err();
     assert!(matches!(e, LockError::NotAvailable { .. }));
@@ -289,13 +289,13 @@ fn nowait_and_lock_timeout_leave_no_trace_and_wake_soft_blocked_waiters() {
 
 fn vxid_wait_and_wake(mode: VxidLocks) {
     let lmgr = lmgr_with(2, |c| c.vxid = mode);
-    let mut holder = lmgr.backend(BackendId(0)).unwrap();
+    let mut holder = lmgr.attach(BackendId(0)).unwrap();
     let v = holder.start_transaction();
     let main_before = lmgr.main_table_len();
     assert_eq!(main_before, usize::from(mode == VxidLocks::Eager), "eager VXID locks live in the main table");
     let l2 = lmgr.clone();
     let t = thread::spawn(move || {
-        let mut w = l2.backend(BackendId(1)).unwrap();
+        let mut w = l2.attach(BackendId(1)).unwrap();
         w.set_deadlock_timeout(NEVER);
         w.start_transaction();
         assert!(!w.virtual_xact_lock(v, false).unwrap(), "still running");
@@ -335,7 +335,7 @@ fn vxid_eager_wait_and_wake() {
 fn vxid_on_demand_costs_no_main_table_traffic() {
     for (mode, expected) in [(VxidLocks::OnDemand, 0), (VxidLocks::Eager, 10)] {
         let lmgr = lmgr_with(1, |c| c.vxid = mode);
-        let mut b = lmgr.backend(BackendId(0)).unwrap();
+        let mut b = lmgr.attach(BackendId(0)).unwrap();
         for _ in 0..10 {
             b.start_transaction();
             b.lock_relation(lockstack_lmgr::Oid(16384), AccessShare).unwrap();
@@ -353,13 +353,13 @@ fn vxid_on_demand_costs_no_main_table_traffic() {
 #[test]
 fn xid_lock_row_wait() {
     let lmgr = lmgr_with(2, |_| {});
-    let mut updater = lmgr.backend(BackendId(0)).unwrap();
+    let mut updater = lmgr.attach(BackendId(0)).unwrap();
     updater.start_transaction();
     let xid = TransactionId(1000);
     updater.xact_lock_table_insert(xid).unwrap();
     let l2 = lmgr.clone();
     let t = thread::spawn(move || {
-        let mut w = l2.backend(BackendId(1)).unwrap();
+        let mut w = l2.attach(BackendId(1)).unwrap();
         w.set_deadlock_timeout(NEVER);
         w.start_transaction();
         assert!(!w.conditional_xact_lock_table_wait(xid));
@@ -383,7 +383,7 @@ fn concurrent_random_locking_leaves_a_clean_table() {
         .map(|i| {
             let l = lmgr.clone();
             thread::spawn(move || {
-                let mut b = l.backend(BackendId(i)).unwrap();
+                let mut b = l.attach(BackendId(i)).unwrap();
                 b.set_deadlock_timeout(Duration::from_millis(2));
                 let mut x: u64 = 0x9E37_79B9 ^ (u64::from(i) * 7919);
                 let mut next = || {

@@ -15,7 +15,8 @@
 //! PostgreSQL-specific calls: [`LwLockImpl::acquire_or_wait`] (WAL flush group commit) and
 //! [`LwLockImpl::wait_for_var`] / [`LwLockImpl::update_var`] (WAL insertion progress).
 //! [`RawLwLock`] plugs any of them into `lock_api`, so `lockstack_lwlock::RwLock<T>` is an
-//! ordinary typed lock.
+//! ordinary typed lock; [`LwLock`] itself is a `lock_api::RawRwLock` too, so data protected by
+//! a run-time LWLock lives in an [`LwRwLock<T>`] and is reached only through its guards.
 //!
 //! [`GroupCombiner`] (9.6 group XID clearing, 11 group CLOG update) and [`FlexLock`] (the 2011
 //! proposal) let one backend perform other backends' short exclusive operations.
@@ -41,7 +42,7 @@ mod waiter;
 pub use atomic::AtomicLwLock;
 pub use group::{FlexLock, FlexRole, GroupCombiner, GroupRole};
 pub use lock::{
-    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, VarWait,
+    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, VarWait, LwRwLock, LwRwLockExt, LwRwLockReadGuard, LwRwLockWriteGuard,
 };
 pub use lockstack_common::TrancheId;
 pub use pg92::Pg92LwLock;

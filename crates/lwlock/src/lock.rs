@@ -306,6 +306,154 @@ impl LwLockImpl for LwLock {
     }
 }
 
+// SAFETY: `LwLock` dispatches to one of the three implementations, each of which grants either
+// any number of shared holds or one exclusive hold, with acquire ordering on success and release
+// ordering on unlock (see the same argument for `RawLwLock` in raw.rs). The guard state is the
+// `LwLockHeld` token of exactly one acquisition of this lock, consumed by unlock; forgetting one
+// leaves the lock held, which is safe. No operation unwinds holding a new acquisition: the only
+// panics are the "not held" assertions of release, which fire before anything changes.
+unsafe impl lock_api::RawRwLock for LwLock {
+    /// A free [`AtomicLwLock`] of the unnamed tranche, instance 0, for `lock_api::RwLock::new`
+    /// and `Default`. Locks of a run-time kind or tranche are built with
+    /// [`LwLock::with_data`] (`lock_api::RwLock::from_raw`) instead.
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = LwLock::Atomic(AtomicLwLock::new_const(TrancheId::UNNAMED, 0));
+    /// loom's atomics have no `const` constructor: under `--cfg loom` an `LwRwLock` can only be
+    /// built with [`LwLock::with_data`]; using `INIT` fails to compile.
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("under loom, build an LwRwLock with LwLock::with_data");
+    type SharedGuard = LwLockHeld;
+    type ExclusiveGuard = LwLockHeld;
+
+    #[inline]
+    fn lock_shared(&self) -> LwLockHeld {
+        LwLockImpl::acquire(self, LwLockMode::Shared)
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<LwLockHeld> {
+        LwLockImpl::conditional_acquire(self, LwLockMode::Shared)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, guard: LwLockHeld) {
+        LwLockImpl::release(self, guard)
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> LwLockHeld {
+        LwLockImpl::acquire(self, LwLockMode::Exclusive)
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<LwLockHeld> {
+        LwLockImpl::conditional_acquire(self, LwLockMode::Exclusive)
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: LwLockHeld) {
+        LwLockImpl::release(self, guard)
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        LwLockImpl::is_locked(self)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        LwLockImpl::is_locked_exclusive(self)
+    }
+}
+
+/// Data protected by a run-time [`LwLock`]: `lock_api::RwLock<LwLock, T>`. Build it with
+/// [`LwLock::with_data`] (the kind and tranche are run-time values, which `lock_api`'s `const
+/// INIT` cannot carry); `read()` and `write()` take the LWLock shared and exclusive, with its
+/// wait events and LWLOCK_STATS counters, and return guards that give `&T` / `&mut T` and
+/// release on drop. `lock_api`'s `RwLockWriteGuard::unlocked` releases and retakes the lock
+/// around a wait (the SLRU's I/O).
+///
+/// ```
+/// use lockstack_common::TrancheId;
+/// use lockstack_lwlock::{LwLock, LwLockKind, LwRwLock, LwRwLockExt};
+///
+/// let table: LwRwLock<Vec<u32>> = LwLock::new(LwLockKind::Pg92, TrancheId::LOCK_MANAGER, 3).with_data(vec![]);
+/// table.write().push(7);
+/// assert_eq!(*table.read(), vec![7]);
+/// let (mut g, waited) = table.write_waited();
+/// assert!(!waited);
+/// g.push(8);
+/// drop(g);
+/// assert_eq!((table.tranche(), table.instance(), table.kind()), (TrancheId::LOCK_MANAGER, 3, LwLockKind::Pg92));
+/// ```
+pub type LwRwLock<T> = lock_api::RwLock<LwLock, T>;
+/// Shared guard of an [`LwRwLock`].
+pub type LwRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, LwLock, T>;
+/// Exclusive guard of an [`LwRwLock`].
+pub type LwRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, LwLock, T>;
+
+impl LwLock {
+    /// This lock protecting `data` (`lock_api::RwLock::from_raw`).
+    pub fn with_data<T>(self, data: T) -> LwRwLock<T> {
+        lock_api::RwLock::from_raw(self, data)
+    }
+}
+
+/// What an [`LwRwLock`] offers beyond `lock_api`: the acquisition's "had to sleep" flag (which
+/// callers count, as PostgreSQL's lock manager counts partition-lock blocks) and the lock's
+/// identity for diagnostics. The raw lock itself is not handed out: a release with a token of
+/// another lock could free a lock a guard still holds.
+pub trait LwRwLockExt<T: ?Sized> {
+    /// `write()`, also returning true if the acquisition slept ([`LwLockHeld::waited`]).
+    fn write_waited(&self) -> (LwRwLockWriteGuard<'_, T>, bool);
+    /// `read()`, also returning true if the acquisition slept.
+    fn read_waited(&self) -> (LwRwLockReadGuard<'_, T>, bool);
+    /// The implementation of the lock.
+    fn kind(&self) -> LwLockKind;
+    /// The lock's tranche.
+    fn tranche(&self) -> TrancheId;
+    /// The lock's number within its tranche.
+    fn instance(&self) -> u32;
+}
+
+impl<T: ?Sized> LwRwLockExt<T> for LwRwLock<T> {
+    #[inline]
+    fn write_waited(&self) -> (LwRwLockWriteGuard<'_, T>, bool) {
+        // SAFETY: the raw lock is only used to take one exclusive acquisition, whose token
+        // goes straight into the guard, exactly as `lock_api::RwLock::write` does.
+        let held = unsafe { self.raw() }.acquire(LwLockMode::Exclusive);
+        let waited = held.waited();
+        // SAFETY: `held` is an exclusive hold of this lock, and no other guard exists for it.
+        (unsafe { self.make_write_guard_unchecked(held) }, waited)
+    }
+
+    #[inline]
+    fn read_waited(&self) -> (LwRwLockReadGuard<'_, T>, bool) {
+        // SAFETY: as in `write_waited`, for one shared acquisition.
+        let held = unsafe { self.raw() }.acquire(LwLockMode::Shared);
+        let waited = held.waited();
+        // SAFETY: `held` is a shared hold of this lock, owned by no other guard.
+        (unsafe { self.make_read_guard_unchecked(held) }, waited)
+    }
+
+    fn kind(&self) -> LwLockKind {
+        // SAFETY: reads the lock's immutable identity; no lock operation.
+        unsafe { self.raw() }.kind()
+    }
+
+    fn tranche(&self) -> TrancheId {
+        // SAFETY: as in `kind`.
+        LwLockImpl::tranche(unsafe { self.raw() })
+    }
+
+    fn instance(&self) -> u32 {
+        // SAFETY: as in `kind`.
+        LwLockImpl::instance(unsafe { self.raw() })
+    }
+}
+
 /// A held LWLock that releases itself when dropped.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct LwLockGuard<'a, L: LwLockImpl> {

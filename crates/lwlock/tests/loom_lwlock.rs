@@ -10,8 +10,8 @@ use loom::thread;
 
 use lockstack_common::{TrancheId, WaitEvent};
 use lockstack_lwlock::{
-    AtomicLwLock, FlexLock, GroupCombiner, LwLockImpl, LwLockMode, LwLockVar, Pg92LwLock, ReadBiasedLwLock,
-    VarWait,
+    AtomicLwLock, FlexLock, GroupCombiner, LwLock, LwLockImpl, LwLockKind, LwLockMode, LwLockVar,
+    LwRwLockWriteGuard, Pg92LwLock, ReadBiasedLwLock, VarWait,
 };
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -224,4 +224,36 @@ fn flexlock_request_run_by_releaser() {
         assert_eq!(done.load(Ordering::Relaxed), 1);
         assert!(!flex.lock().is_locked());
     });
+}
+
+/// The run-time `LwLock` as `lock_api`'s raw lock (`LwRwLock`, built with `with_data`): guarded
+/// read-modify-writes of two threads never interleave, also when one of them releases and
+/// retakes its write guard with `unlocked` in between (the SLRU's I/O pattern), and a reader
+/// sees whole updates.
+fn lw_rwlock_guards(kind: LwLockKind) {
+    model(move || {
+        let lock = Arc::new(LwLock::new(kind, TrancheId::UNNAMED, 0).with_data(AtomicUsize::new(0)));
+        let l2 = lock.clone();
+        let t = thread::spawn(move || {
+            let mut g = l2.write();
+            bump(&g);
+            LwRwLockWriteGuard::unlocked(&mut g, || {});
+            bump(&g);
+        });
+        bump(&lock.write());
+        let seen = lock.read().load(Ordering::Relaxed);
+        assert!(seen <= 3);
+        t.join().unwrap();
+        assert_eq!(lock.read().load(Ordering::Relaxed), 3);
+    });
+}
+
+#[test]
+fn lw_rwlock_guards_atomic() {
+    lw_rwlock_guards(LwLockKind::Atomic);
+}
+
+#[test]
+fn lw_rwlock_guards_pg92() {
+    lw_rwlock_guards(LwLockKind::Pg92);
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockstack_common::WaitEvent;
 use lockstack_lwlock::{
-    FlexLock, FlexRole, GroupCombiner, GroupRole, LwLock, LwLockImpl, LwLockKind, LwLockMode, Pg92RwLock,
-    ReadBiasedRwLock, RwLock, TrancheId, stats,
+    FlexLock, FlexRole, GroupCombiner, GroupRole, LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLockExt,
+    LwRwLockWriteGuard, Pg92RwLock, ReadBiasedRwLock, RwLock, TrancheId, stats,
 };
 
 const THREADS: usize = 6;
@@ -67,6 +67,47 @@ fn lock_api_pg92() {
 #[test]
 fn lock_api_read_biased() {
     lock_api_stress(Arc::new(ReadBiasedRwLock::new(Pair::default())));
+}
+
+/// The run-time `LwLock` as `lock_api`'s raw lock, for every kind.
+#[test]
+fn lock_api_runtime_kind() {
+    for kind in LwLockKind::ALL {
+        lock_api_stress(Arc::new(LwLock::new(kind, TrancheId::UNNAMED, 0).with_data(Pair::default())));
+    }
+}
+
+/// An `LwRwLock` keeps the LWLOCK_STATS counters and the lock's identity, and its guards'
+/// `unlocked` really releases the lock for the closure.
+#[test]
+fn lw_rwlock_counts_and_unlocks() {
+    let t = TrancheId::register("lw-rwlock-test");
+    for kind in LwLockKind::ALL {
+        let lock = LwLock::new(kind, t, 5).with_data(0u64);
+        assert_eq!((lock.kind(), lock.tranche(), lock.instance()), (kind, t, 5));
+        let before = stats::snapshot().tranche(t);
+        {
+            let (mut g, waited) = lock.write_waited();
+            assert!(!waited, "{kind}: uncontended");
+            *g += 1;
+            assert!(lock.try_read().is_none(), "{kind}: held exclusively");
+            LwRwLockWriteGuard::unlocked(&mut g, || {
+                assert!(!lock.is_locked(), "{kind}: released inside unlocked()");
+                *lock.write() += 1;
+            });
+            *g += 1;
+        }
+        let (r, waited) = lock.read_waited();
+        assert!(!waited);
+        assert_eq!(*r, 3);
+        assert!(lock.try_write().is_none(), "{kind}: held shared");
+        drop(r);
+        let after = stats::snapshot().tranche(t);
+        // write_waited, write inside unlocked, the retake after it; read_waited.
+        assert_eq!(after.ex_acquire - before.ex_acquire, 3, "{kind}");
+        assert_eq!(after.sh_acquire - before.sh_acquire, 1, "{kind}");
+        assert_eq!(after.cond_fail - before.cond_fail, 2, "{kind}");
+    }
 }
 
 /// Token API on the run-time enum: exclusive increments with a non-atomic read-modify-write

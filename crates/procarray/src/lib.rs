@@ -52,6 +52,7 @@ pub use config::{
     ConfigError, EndXactStrategy, GlobalXminMode, KNOBS, Layout, OldSnapshotThreshold, ProcArrayConfig,
     TimeMapMaintenance,
 };
+pub use lockstack_common::AttachError;
 pub use old_snapshot::{
     Clock, OLD_SNAPSHOT_PADDING_ENTRIES, OldSnapshotTimeMap, SystemClock, USECS_PER_MINUTE, VirtualClock,
 };
@@ -60,7 +61,8 @@ pub use proc::{
     PROC_IS_AUTOVACUUM, PROC_VACUUM_FOR_WRAPAROUND, PgProc, PgSemaphore, PgXact, ShmQueue, SubXidState,
 };
 pub use procarray::{
-    Backend, EndXactOutcome, EndXactRequest, EndXactRole, ProcArray, ProcArrayError, XidExtendHook,
+    Backend, EndXactOutcome, EndXactRequest, EndXactRole, ProcArray, ProcArrayError, XidExtendError,
+    XidExtendHook,
 };
 pub use snapshot::{Snapshot, SubTransLookup, xid_in_mvcc_snapshot};
 pub use stats::{BackendProcStats, ProcArrayStats};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::sync::{AtomicI64, Mutex, Ordering};
 use lockstack_common::{TrancheId, TransactionId};
-use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
+use lockstack_lwlock::{LwLock, LwLockKind, LwRwLock};
 
 use crate::config::{OldSnapshotThreshold, TimeMapMaintenance};
 
@@ -103,16 +103,17 @@ struct MapData {
 /// `OldSnapshotTimeMap`).
 ///
 /// The two spinlocks of PostgreSQL (`mutex_current`, `mutex_latest_xmin`) are modelled with
-/// the sync facade's mutexes; the map's data sits in a mutex that is only ever locked while the
-/// LWLock is held, so that mutex is never contended and the LWLock is what the statistics see.
+/// the sync facade's mutexes; the map's data lives in the LWLock's guards (an [`LwRwLock`]), so
+/// it is reached only with the LWLock held, and the LWLock is what the statistics see.
 pub struct OldSnapshotTimeMap {
     threshold: OldSnapshotThreshold,
     maintenance: TimeMapMaintenance,
     clock: Arc<dyn Clock>,
     current_timestamp: Mutex<i64>,
     latest: Mutex<Latest>,
-    lock: LwLock,
-    map: Mutex<MapData>,
+    /// Buckets in the map (0 when the feature is off): fixed at construction, read unlocked.
+    entries: usize,
+    map: LwRwLock<MapData>,
 }
 
 impl std::fmt::Debug for OldSnapshotTimeMap {
@@ -143,8 +144,8 @@ impl OldSnapshotTimeMap {
             clock,
             current_timestamp: Mutex::new(i64::MIN),
             latest: Mutex::new(Latest { latest_xmin: TransactionId::INVALID, next_map_update: i64::MIN }),
-            lock: LwLock::new(kind, TrancheId::OLD_SNAPSHOT_TIME_MAP, 0),
-            map: Mutex::new(MapData {
+            entries,
+            map: LwLock::new(kind, TrancheId::OLD_SNAPSHOT_TIME_MAP, 0).with_data(MapData {
                 head_offset: 0,
                 head_timestamp: 0,
                 count_used: 0,
@@ -208,9 +209,7 @@ impl OldSnapshotTimeMap {
         if !needed || self.threshold == OldSnapshotThreshold::Minutes(0) || !xmin.is_normal() {
             return false;
         }
-        let held = self.lock.acquire(LwLockMode::Exclusive);
-        self.map.lock().insert(ts, xmin);
-        self.lock.release(held);
+        self.map.write().insert(ts, xmin);
         true
     }
 
@@ -218,29 +217,21 @@ impl OldSnapshotTimeMap {
     /// minute of the oldest bucket (microseconds) and the xmin of each bucket, oldest first.
     /// Takes the map lock shared.
     pub fn entries(&self) -> (i64, Vec<TransactionId>) {
-        let held = self.lock.acquire(LwLockMode::Shared);
-        let out = {
-            let m = self.map.lock();
-            let n = m.xid_by_minute.len();
-            let v = (0..m.count_used).map(|i| m.xid_by_minute[(m.head_offset + i) % n]).collect();
-            (m.head_timestamp, v)
-        };
-        self.lock.release(held);
-        out
+        let m = self.map.read();
+        let n = m.xid_by_minute.len();
+        let v = (0..m.count_used).map(|i| m.xid_by_minute[(m.head_offset + i) % n]).collect();
+        (m.head_timestamp, v)
     }
 
     /// The xmin recorded for the minute that contains `ts_us` (rounded up to its boundary), or
     /// `None` if the map does not cover it (or the feature is off). Takes the map lock shared;
     /// the lookup `TransactionIdLimitedForOldSnapshots` does for `now - threshold`.
     pub fn xmin_at(&self, ts_us: i64) -> Option<TransactionId> {
-        if self.map.lock().xid_by_minute.is_empty() {
+        if self.entries == 0 {
             return None;
         }
         let ts = align_up_to_minute(ts_us);
-        let held = self.lock.acquire(LwLockMode::Shared);
-        let r = self.map.lock().lookup(ts);
-        self.lock.release(held);
-        r
+        self.map.read().lookup(ts)
     }
 }
 

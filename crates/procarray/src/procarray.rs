@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{
-    BackendId, LocalTransactionId, StatsRegistry, TrancheId, TransactionId, VirtualTransactionId, WaitEvent,
+    AttachError, BackendId, LocalTransactionId, StatsRegistry, TrancheId, TransactionId,
+    VirtualTransactionId, WaitEvent,
 };
 use lockstack_lwlock::{
     FlexLock, FlexRole, GroupCombiner, GroupRole, LwLock, LwLockHeld, LwLockImpl, LwLockMode,
@@ -36,18 +37,10 @@ use crate::snapshot::Snapshot;
 use crate::stats::{BackendProcStats, ProcArrayStats};
 use crate::sync::{AtomicU8, AtomicU32, AtomicU64, fence};
 
-/// Errors of ProcArray membership and subtransaction calls.
+/// Errors of ProcArray xid assignment and subtransaction calls (membership errors are
+/// [`AttachError`]s, as for every subsystem).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProcArrayError {
-    /// The backend id is not below `max_backends`.
-    BackendOutOfRange {
-        /// The id asked for.
-        id: BackendId,
-        /// The configured `max_backends`.
-        max_backends: usize,
-    },
-    /// The backend is already a member (one `Backend` handle per slot).
-    AlreadyAttached(BackendId),
     /// `abort_subxids` was given an xid that is not a live subtransaction of this backend.
     NotMySubxid(TransactionId),
     /// `set_vacuum_flags` was given bits outside the known vacuum/status flags.
@@ -61,10 +54,6 @@ pub enum ProcArrayError {
 impl fmt::Display for ProcArrayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProcArrayError::BackendOutOfRange { id, max_backends } => {
-                write!(f, "backend id {id} out of range 0..{max_backends}")
-            }
-            ProcArrayError::AlreadyAttached(id) => write!(f, "backend {id} is already in the ProcArray"),
             ProcArrayError::NotMySubxid(x) => {
                 write!(f, "xid {x} is not a live subtransaction of this backend's transaction")
             }
@@ -294,7 +283,11 @@ pub struct ProcArray {
 /// for the page) fails the assignment: the xid is not consumed, as PostgreSQL's `ereport(ERROR)`
 /// there leaves `nextXid` unchanged. The message is passed on in
 /// [`ProcArrayError::XidExtend`].
-pub type XidExtendHook = Box<dyn Fn(TransactionId) -> Result<(), String> + Send + Sync>;
+pub type XidExtendHook = Box<dyn Fn(TransactionId) -> Result<(), XidExtendError> + Send + Sync>;
+
+/// The error an [`XidExtendHook`] returns: whatever its status logs failed with (a CLOG or
+/// pg_subtrans I/O error in the engine).
+pub type XidExtendError = Box<dyn std::error::Error + Send + Sync>;
 
 impl fmt::Debug for ProcArray {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -450,14 +443,15 @@ impl ProcArray {
     /// order under ProcArrayLock and XidGenLock exclusive, and returns its handle.
     ///
     /// # Errors
-    /// If `id` is out of range or already attached.
-    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<Backend, ProcArrayError> {
+    /// [`AttachError::OutOfRange`] if `id` is not below `max_backends`,
+    /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<Backend, AttachError> {
         let max = self.cfg.max_backends;
         if id.index() >= max {
-            return Err(ProcArrayError::BackendOutOfRange { id, max_backends: max });
+            return Err(AttachError::OutOfRange { id, max_backends: max });
         }
         if self.attached[id.index()].swap(true, Ordering::AcqRel) {
-            return Err(ProcArrayError::AlreadyAttached(id));
+            return Err(AttachError::AlreadyAttached { id, subsystem: "ProcArray" });
         }
         self.proc_array_add(id.0);
         Ok(Backend {
@@ -590,7 +584,7 @@ impl ProcArray {
             && let Err(e) = hook(xid)
         {
             self.xid_gen_lock.release(held);
-            return Err(ProcArrayError::XidExtend(e));
+            return Err(ProcArrayError::XidExtend(e.to_string()));
         }
         self.transam.next_xid.store(xid.next().0, Ordering::Relaxed);
         let proc = &self.procs[p];

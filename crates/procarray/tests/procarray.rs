@@ -9,9 +9,9 @@ use std::sync::Arc;
 use common::MemSubTrans;
 use lockstack_common::{BackendId, TransactionId};
 use lockstack_procarray::{
-    EndXactStrategy, Layout, OldSnapshotThreshold, PGPROC_MAX_CACHED_SUBXIDS, PROC_IN_LOGICAL_DECODING,
-    PROC_IN_VACUUM, ProcArray, ProcArrayConfig, ProcArrayError, TimeMapMaintenance, USECS_PER_MINUTE,
-    VirtualClock, xid_in_mvcc_snapshot,
+    AttachError, EndXactStrategy, Layout, OldSnapshotThreshold, PGPROC_MAX_CACHED_SUBXIDS,
+    PROC_IN_LOGICAL_DECODING, PROC_IN_VACUUM, ProcArray, ProcArrayConfig, ProcArrayError, TimeMapMaintenance,
+    USECS_PER_MINUTE, VirtualClock, xid_in_mvcc_snapshot,
 };
 
 fn cfg(layout: Layout, n: usize) -> ProcArrayConfig {
@@ -174,8 +174,14 @@ fn procarray_order_is_kept_sorted_and_dense_entries_follow() {
         assert_eq!(snap.xip.len(), 2);
         assert_eq!(pa.num_procs(), 3);
         // Re-attaching a live slot fails; a free one works again.
-        assert_eq!(pa.attach(BackendId(7)).unwrap_err(), ProcArrayError::AlreadyAttached(BackendId(7)));
-        assert!(matches!(pa.attach(BackendId(8)), Err(ProcArrayError::BackendOutOfRange { .. })));
+        assert_eq!(
+            pa.attach(BackendId(7)).unwrap_err(),
+            AttachError::AlreadyAttached { id: BackendId(7), subsystem: "ProcArray" }
+        );
+        assert_eq!(
+            pa.attach(BackendId(8)).unwrap_err(),
+            AttachError::OutOfRange { id: BackendId(8), max_backends: 8 }
+        );
         drop(bs);
         assert_eq!(pa.members(), vec![BackendId(3)]);
         assert!(pa.attach(BackendId(2)).is_ok());
@@ -378,7 +384,7 @@ fn xid_extend_hook_runs_for_every_xid_in_order_and_can_fail() {
     let (s, f) = (Arc::clone(&seen), Arc::clone(&fail));
     pa.set_xid_extend_hook(Box::new(move |x| {
         if f.load(Ordering::Relaxed) {
-            return Err(format!("no room for xid {x}"));
+            return Err(format!("no room for xid {x}").into());
         }
         s.lock().unwrap().push(x);
         Ok(())

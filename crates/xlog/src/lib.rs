@@ -13,7 +13,7 @@
 //!     keep_in_memory: true,
 //!     ..WalConfig::default()
 //! })?;
-//! let mut backend = wal.backend();
+//! let mut backend = wal.attach(lockstack_common::BackendId(0))?;
 //! let end = backend.insert(&Record { rmid: 10, info: 0, xid: TransactionId(1000), data: b"hello" })?;
 //! backend.commit(end)?; // synchronous commit: flushed when this returns
 //! assert!(wal.flushed_upto() >= end);
@@ -23,7 +23,7 @@
 //! assert_eq!((rec.data.as_slice(), rec.end), (&b"hello"[..], end));
 //! assert!(reader.next_record()?.is_none());
 //! assert!(reader.end().unwrap().reason.is_clean_end());
-//! # Ok::<(), lockstack_xlog::WalError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Layout of the crate:
@@ -52,6 +52,7 @@ mod wal;
 
 pub use config::{InsertMode, KNOBS, WalConfig, WalError, WalSink};
 pub use insertion::{InsertionHold, InsertionLocks, Reservation};
+pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use ptr::{WAL_SEG_SIZE, XLOG_BLCKSZ, XLogRecPtr};
 pub use reader::{DecodedRecord, MemoryImage, PageSource, ReadEnd, SegmentDir, StopReason, WalReader};
 pub use record::{MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE};

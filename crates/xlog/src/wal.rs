@@ -6,13 +6,17 @@
 //! `XLogBackgroundFlush` (WAL writer), and `RecordTransactionCommit` in `xact.c` (synchronous
 //! or asynchronous commit).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
-use lockstack_common::{StatsRegistry, TrancheId, TransactionId, WaitEvent, WaitEventScope};
+use lockstack_common::{
+    AUXILIARY_BACKEND_BASE, AttachError, BackendId, StatsRegistry, TrancheId, TransactionId, WaitEvent,
+    WaitEventScope,
+};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
 
 use crate::config::{InsertMode, WalConfig, WalError, WalSink};
@@ -85,7 +89,10 @@ pub struct Wal {
     poison_msg: Mutex<Option<String>>,
     /// Backends currently inside a transaction (for `commit_siblings`).
     in_xact: AtomicUsize,
-    next_backend: AtomicUsize,
+    /// Ids of the live handles made by [`Wal::attach`].
+    attached: Mutex<HashSet<u32>>,
+    /// Handles made by [`Wal::attach_auxiliary`] so far.
+    next_auxiliary: AtomicUsize,
     stats: StatsRegistry<WalCounters>,
     writer_ctl: Arc<WriterCtl>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -166,7 +173,8 @@ impl Wal {
             poisoned: AtomicBool::new(false),
             poison_msg: Mutex::new(None),
             in_xact: AtomicUsize::new(0),
-            next_backend: AtomicUsize::new(0),
+            attached: Mutex::new(HashSet::new()),
+            next_auxiliary: AtomicUsize::new(0),
             stats: StatsRegistry::new(),
             writer_ctl: Arc::new(WriterCtl { stop: Mutex::new(false), wake: Condvar::new() }),
             writer: Mutex::new(None),
@@ -190,10 +198,32 @@ impl Wal {
         Ok(wal)
     }
 
-    /// A handle for one backend (thread). Backends are numbered from 0 in creation order; the
-    /// number picks the backend's first insertion lock (`lockToTry = MyProcNumber % n`).
-    pub fn backend(self: &Arc<Self>) -> WalBackend {
-        let id = self.next_backend.fetch_add(1, Ordering::Relaxed);
+    /// Attaches backend `id` (a thread): its id picks its first insertion lock
+    /// (`lockToTry = MyProcNumber % n`, 9.4+). Dropping the handle frees `id`.
+    ///
+    /// # Errors
+    /// [`AttachError::OutOfRange`] if `id` is not below [`AUXILIARY_BACKEND_BASE`],
+    /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
+    pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<WalBackend, AttachError> {
+        if id.0 >= AUXILIARY_BACKEND_BASE {
+            return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
+        }
+        if !self.attached.lock().insert(id.0) {
+            return Err(AttachError::AlreadyAttached { id, subsystem: "WAL" });
+        }
+        Ok(self.handle(id.0 as usize))
+    }
+
+    /// A handle for an auxiliary process (checkpointer, startup process, a loader thread),
+    /// numbered from [`AUXILIARY_BACKEND_BASE`] in creation order (repeating after `2^31 - 1`
+    /// handles) instead of by a backend id. Never fails.
+    pub fn attach_auxiliary(self: &Arc<Self>) -> WalBackend {
+        let n = self.next_auxiliary.fetch_add(1, Ordering::Relaxed)
+            % (u32::MAX - AUXILIARY_BACKEND_BASE) as usize;
+        self.handle(AUXILIARY_BACKEND_BASE as usize + n)
+    }
+
+    fn handle(self: &Arc<Self>, id: usize) -> WalBackend {
         WalBackend {
             wal: Arc::clone(self),
             id,
@@ -829,5 +859,8 @@ impl WalBackend {
 impl Drop for WalBackend {
     fn drop(&mut self) {
         self.end_xact();
+        if self.id < AUXILIARY_BACKEND_BASE as usize {
+            self.wal.attached.lock().remove(&(self.id as u32));
+        }
     }
 }

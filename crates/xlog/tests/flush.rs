@@ -48,7 +48,7 @@ fn a_write_past_the_write_limit_fails_like_a_full_disk() {
         ..WalConfig::default()
     };
     let wal = Wal::open(cfg).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let data = vec![7u8; 1000];
     let mut committed = 0u64;
     let err = loop {
@@ -75,7 +75,7 @@ fn a_write_past_the_write_limit_fails_like_a_full_disk() {
     // A memory sink counts the bytes it would write, and fails the same way, naming the
     // segment (it has no file).
     let mem = Wal::open(WalConfig { write_limit: Some(limit), ..WalConfig::default() }).unwrap();
-    let mut b = mem.backend();
+    let mut b = mem.attach_auxiliary();
     let err = (0..1000)
         .find_map(|_| b.insert(&record(0, &data)).and_then(|end| b.commit(end)).err())
         .expect("the limit stops a memory sink too")
@@ -94,7 +94,7 @@ fn a_flush_to_files_is_on_disk_when_it_returns() {
             ..WalConfig::default()
         };
         let wal = Wal::open(cfg).unwrap();
-        let mut b = wal.backend();
+        let mut b = wal.attach_auxiliary();
         let mut inserted = std::collections::HashMap::new();
         for seq in 0..60u32 {
             let len = length(0, seq, 8, 9000);
@@ -122,7 +122,7 @@ fn a_modelled_flush_returns_after_the_flush_and_counts_it() {
         ..WalConfig::default()
     };
     let wal = Wal::open(cfg).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     for seq in 0..20 {
         let data = payload(0, seq, 300);
         let end = b.insert(&record(0, &data)).unwrap();
@@ -152,7 +152,7 @@ fn group_commit_accounting_and_a_follower() {
     let inserted = insert_concurrently(&wal, 4, 200, 50, 400);
     let st = wal.stats();
     assert_eq!(st.flush_requests, st.flushes + st.flushed_by_others, "{st:?}");
-    wal.backend().flush_all().unwrap();
+    wal.attach_auxiliary().flush_all().unwrap();
     check_exact(&read_all(wal.reader(Wal::first_record()).unwrap()), &inserted);
 
     // Scripted: B inserts, A inserts after B and starts a slow flush covering both; B's flush
@@ -162,7 +162,7 @@ fn group_commit_accounting_and_a_follower() {
         ..WalConfig::default()
     };
     let wal = Wal::open(cfg).unwrap();
-    let (mut a, mut b) = (wal.backend(), wal.backend());
+    let (mut a, mut b) = (wal.attach_auxiliary(), wal.attach_auxiliary());
     let b_end = b.insert(&record(1, &payload(1, 0, 100))).unwrap();
     let a_end = a.insert(&record(0, &payload(0, 0, 100))).unwrap();
     assert!(a_end > b_end);
@@ -188,7 +188,7 @@ fn asynchronous_commit_returns_at_once_and_the_wal_writer_flushes() {
         ..WalConfig::default()
     };
     let wal = Wal::open(cfg).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let mut last = XLogRecPtr::INVALID;
     for seq in 0..50 {
         last = b.insert(&record(0, &payload(0, seq, 200))).unwrap();
@@ -254,7 +254,7 @@ fn scenario(mode: InsertMode) -> bool {
     };
     let wal = Wal::open(cfg).unwrap();
     let status = BackendStatusArray::new(3);
-    let (mut a, mut b, mut c) = (wal.backend(), wal.backend(), wal.backend());
+    let (mut a, mut b, mut c) = (wal.attach_auxiliary(), wal.attach_auxiliary(), wal.attach_auxiliary());
     let waiting_for_write = WaitEvent::lwlock(TrancheId::WAL_WRITE);
     let mut inserted = std::collections::HashMap::new();
     let mut observed = false;
@@ -302,7 +302,7 @@ fn scenario(mode: InsertMode) -> bool {
             inserted.insert(k, v);
         }
     });
-    let end = wal.backend().flush_all().unwrap();
+    let end = wal.attach_auxiliary().flush_all().unwrap();
     assert_eq!(end, wal.insert_position());
     check_exact(&read_all(wal.reader(Wal::first_record()).unwrap()), &inserted);
     observed

@@ -19,7 +19,7 @@ fn run_variant(cfg: WalConfig, threads: u32, per_thread: u32, min_len: usize, ma
     let label = format!("{} / {:?}", cfg.insert_mode, cfg.lwlock_kind);
     let wal = Wal::open(cfg).unwrap();
     let inserted = insert_concurrently(&wal, threads, per_thread, min_len, max_len);
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let end = b.flush_all().unwrap();
     assert_eq!(end, wal.insert_position(), "{label}: not every insertion finished");
     assert!(wal.flushed_upto() >= end);
@@ -71,7 +71,7 @@ fn segment_files_read_back_exactly_and_cross_segments() {
     let wal = Wal::open(cfg.clone()).unwrap();
     // ~18 MiB: crosses into the second segment, whose first page has a long header.
     let inserted = insert_concurrently(&wal, 2, 600, 8_000, 23_000);
-    wal.backend().flush_all().unwrap();
+    wal.attach_auxiliary().flush_all().unwrap();
     assert!(wal.insert_position().segment() >= 1);
     assert!(wal_dir.join(lockstack_xlog::segment_file_name(1)).exists());
     // Read with a fresh reader on the files (not through the WAL object).
@@ -113,7 +113,7 @@ fn advertised_positions_never_go_backwards() {
             (sampler.join().unwrap(), inserted)
         });
         let _ = observed;
-        wal.backend().flush_all().unwrap();
+        wal.attach_auxiliary().flush_all().unwrap();
         check_exact(&read_all(wal.reader(Wal::first_record()).unwrap()), &inserted);
         for i in 0..n {
             assert_eq!(wal.inserting_at(i), XLogRecPtr::INVALID, "lock {i} still advertises after the run");
@@ -123,7 +123,7 @@ fn advertised_positions_never_go_backwards() {
 
 fn small_wal_with_records(count: u32, len: usize) -> (Arc<Wal>, Vec<XLogRecPtr>) {
     let wal = Wal::open(memory_cfg(InsertMode::InsertionLocks(8), 16)).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let mut starts = Vec::new();
     for seq in 0..count {
         let data = payload(0, seq, len);
@@ -225,7 +225,7 @@ fn bad_input_is_an_error_not_a_panic() {
             .is_err()
     );
     let wal = Wal::open(WalConfig::default()).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let big = vec![0u8; lockstack_xlog::MAX_RECORD_PAYLOAD + 1];
     assert!(matches!(b.insert(&record(0, &big)), Err(lockstack_xlog::WalError::RecordTooLarge { .. })));
     assert_eq!(wal.insert_position(), XLogRecPtr(40), "a rejected record reserved space");
@@ -237,4 +237,20 @@ fn bad_input_is_an_error_not_a_panic() {
         Wal::open(WalConfig { sink: WalSink::Files { dir: f.path().join("x") }, ..WalConfig::default() })
             .unwrap_err();
     assert!(err.to_string().contains(&f.path().display().to_string()), "{err}");
+}
+
+/// `attach(id)` refuses a second live handle of one id and ids in the auxiliary range, with
+/// typed errors, and frees the id when the handle is dropped.
+#[test]
+fn attach_is_one_handle_per_backend_id() {
+    use lockstack_common::BackendId;
+    use lockstack_xlog::{AUXILIARY_BACKEND_BASE, AttachError};
+    let wal = Wal::open(memory_cfg(InsertMode::InsertionLocks(8), 8)).unwrap();
+    let a = wal.attach(BackendId(5)).unwrap();
+    let e = wal.attach(BackendId(5)).unwrap_err();
+    assert_eq!(e, AttachError::AlreadyAttached { id: BackendId(5), subsystem: "WAL" });
+    assert!(matches!(wal.attach(BackendId(AUXILIARY_BACKEND_BASE)), Err(AttachError::OutOfRange { .. })));
+    let _aux = (wal.attach_auxiliary(), wal.attach_auxiliary());
+    drop(a);
+    wal.attach(BackendId(5)).unwrap();
 }

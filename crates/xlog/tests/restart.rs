@@ -85,7 +85,7 @@ fn a_reopened_log_continues_in_a_new_segment_above_the_old_end() {
         assert_eq!(wal.written_upto(), p);
         assert_eq!(wal.flushed_upto(), p);
         assert_eq!(wal.start_of_wal(), XLogRecPtr(p.0 + LONG_PAGE_HEADER));
-        let mut b = wal.backend();
+        let mut b = wal.attach_auxiliary();
         // 300 records of up to 3 pages over an 8-page ring: buffers are recycled.
         let (inserted2, first) = insert_seq(&mut b, 7, 300, 8, 24_000);
         assert_eq!(first, XLogRecPtr(p.0 + LONG_PAGE_HEADER), "{mode}: first new record's LSN");
@@ -131,7 +131,7 @@ fn open_refuses_segments_at_or_above_the_start_and_keeps_those_below() {
         );
     }
     let wal = Wal::open(files_cfg(InsertMode::default(), d, 4)).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let (inserted, first) = insert_seq(&mut b, 1, 40, 8, 3_000);
     assert_eq!(first, XLogRecPtr(4 * WAL_SEG_SIZE + LONG_PAGE_HEADER));
     wal.shutdown().unwrap();
@@ -174,7 +174,7 @@ fn an_empty_log_shuts_down_and_reopens() {
         let s2 = Wal::start_segment_after(end);
         assert_eq!(s2, 2);
         let wal = Wal::open(files_cfg(mode, d, s2)).unwrap();
-        let mut b = wal.backend();
+        let mut b = wal.attach_auxiliary();
         let (inserted, first) = insert_seq(&mut b, 2, 5, 8, 100);
         assert_eq!(first, XLogRecPtr(2 * WAL_SEG_SIZE + LONG_PAGE_HEADER));
         wal.shutdown().unwrap();
@@ -189,7 +189,7 @@ fn a_log_ending_at_a_segment_boundary_skips_a_segment() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let wal = Wal::open(files_cfg(InsertMode::default(), d, 0)).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let data = vec![0x5Au8; USABLE_BYTES_IN_SEGMENT as usize - RECORD_HEADER_SIZE];
     let end = b.insert(&record(0, &data)).unwrap();
     assert_eq!(end, segment_start(1), "one record filling segment 0 ends at its boundary");
@@ -198,7 +198,7 @@ fn a_log_ending_at_a_segment_boundary_skips_a_segment() {
     let start = Wal::start_segment_after(end);
     assert_eq!(start, 2);
     let wal = Wal::open(files_cfg(InsertMode::default(), d, start)).unwrap();
-    let mut b = wal.backend();
+    let mut b = wal.attach_auxiliary();
     let (inserted, _) = insert_seq(&mut b, 3, 10, 8, 500);
     wal.shutdown().unwrap();
     let mut r = WalReader::new(SegmentDir::new(d), Wal::first_record());
@@ -226,7 +226,7 @@ fn a_memory_log_can_start_at_a_high_segment() {
         assert_eq!(wal.insert_position(), p);
         assert_eq!(wal.flushed_upto(), p);
         let inserted = insert_concurrently(&wal, 3, 200, 8, 20_000);
-        let mut b = wal.backend();
+        let mut b = wal.attach_auxiliary();
         let end = b.flush_all().unwrap();
         assert_eq!(end, wal.insert_position(), "{mode}");
         assert_eq!(wal.flushed_upto(), end);

@@ -141,9 +141,9 @@ impl<'a> Runner<'a> {
     ) -> Result<Runner<'a>, IsolationError> {
         let mut lcfg = cfg.lmgr;
         lcfg.max_backends = spec.spec.sessions.len() + 1;
-        let lmgr = Lmgr::new(lcfg).map_err(IsolationError)?;
+        let lmgr = Lmgr::new(lcfg).map_err(|e| IsolationError(e.to_string()))?;
         let catalog = Arc::new(Catalog::new());
-        let attach = |i: usize| lmgr.backend(BackendId(i as u32)).map_err(IsolationError);
+        let attach = |i: usize| lmgr.attach(BackendId(i as u32)).map_err(|e| IsolationError(e.to_string()));
         let control = SessionThread::spawn("control connection", Conn::new(attach(0)?, Arc::clone(&catalog)));
         let mut sessions = Vec::new();
         for (i, s) in spec.spec.sessions.iter().enumerate() {

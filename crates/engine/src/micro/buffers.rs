@@ -30,7 +30,7 @@ use lockstack_bufmgr::{
     BackendBuffers, BufferPool, BufferPoolConfig, BufferStats, ForkNumber, HeaderKind, LwLockKind,
     LwLockMode, MappingKind, VictimKind, page,
 };
-use lockstack_common::{BlockNumber, Oid};
+use lockstack_common::{BackendId, BlockNumber, Oid};
 use lockstack_lwlock::{TrancheId, stats};
 use serde::Serialize;
 
@@ -401,7 +401,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     };
     let pool = BufferPool::in_memory(pcfg).map_err(|e| e.to_string())?;
     let pages = if cfg.scenario == BufferScenario::HotPin { 1 } else { cfg.table_pages };
-    load(&pool.backend(), pages)?;
+    load(&pool.attach_auxiliary(), pages)?;
     pool.reset_stats();
     let before = stats::snapshot();
     let stop = AtomicBool::new(false);
@@ -412,7 +412,8 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
             .map(|t| {
                 let (pool, stop, gate) = (Arc::clone(&pool), &stop, &gate);
                 s.spawn(move || {
-                    let mut w = Worker { bb: pool.backend(), vm: VisibilityMap::new(REL), check, cfg, t };
+                    let bb = pool.attach(BackendId(t as u32)).map_err(|e| e.to_string())?;
+                    let mut w = Worker { bb, vm: VisibilityMap::new(REL), check, cfg, t };
                     let mut vmbuf = VmBuffer::new();
                     let (mut ops, mut deletes) = (0u64, 0u64);
                     gate.arrive_and_wait();
@@ -461,10 +462,10 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         }
     }
     if error.is_none() && cfg.scenario == BufferScenario::VmDelete {
-        error = check_deletes(&pool.backend(), &deletes).err();
+        error = check_deletes(&pool.attach_auxiliary(), &deletes).err();
     }
     if error.is_none() {
-        error = pool.check_invariants().err();
+        error = pool.check_invariants().err().map(|e| e.to_string());
     }
     Ok(BuffersRow {
         header: header.name().into(),

@@ -144,7 +144,8 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
         fast_path: if cfg.fast_path { FastPath::PG92 } else { FastPath::Off },
         vxid: cfg.vxid,
         ..LmgrConfig::default()
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
@@ -154,7 +155,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
             .map(|i| {
                 let (lmgr, stop, gate) = (&lmgr, &stop, &gate);
                 s.spawn(move || {
-                    let mut b = lmgr.backend(BackendId(i as u32)).expect("backend ids are in range");
+                    let mut b = lmgr.attach(BackendId(i as u32)).expect("backend ids are in range");
                     let rels: Vec<Oid> = (0..cfg.relations).map(|r| Oid(16384 + r as u32)).collect();
                     gate.arrive_and_wait();
                     let first = Instant::now();

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lockstack_common::sync::Instant;
 
-use lockstack_common::{TrancheId, TransactionId};
+use lockstack_common::{BackendId, TrancheId, TransactionId};
 use lockstack_lwlock::stats;
 use lockstack_xlog::ptr::{maxalign, recptr_to_bytepos};
 use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink};
@@ -201,7 +201,9 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
     let per_thread: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
-                let mut b = wal.backend();
+                let mut b = wal
+                    .attach(BackendId(t as u32))
+                    .expect("one thread per backend id, below the auxiliary range");
                 let (stop, gate, payload) = (&stop, &gate, &payload);
                 s.spawn(move || -> Result<(u64, u64), String> {
                     let rec =

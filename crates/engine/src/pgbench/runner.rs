@@ -759,7 +759,7 @@ pub fn run_on_with(
                 Err(e) => {
                     // The clients are waiting for `go`: let them start and stop at once, so
                     // every thread ends and the error is returned rather than hanging.
-                    sampler_error = Some(e);
+                    sampler_error = Some(e.to_string());
                     shared.stop.store(true, Ordering::Relaxed);
                     None
                 }

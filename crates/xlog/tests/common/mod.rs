@@ -83,7 +83,7 @@ pub fn insert_concurrently(
     let results: Vec<Inserted> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
-                let mut b = wal.backend();
+                let mut b = wal.attach_auxiliary();
                 s.spawn(move || {
                     let mut v = Inserted::new();
                     for seq in 0..per_thread {
