@@ -27,16 +27,16 @@ pub trait Clock: Send + Sync {
     fn now_us(&self) -> i64;
 }
 
-/// The wall clock: microseconds since the Unix epoch (`GetCurrentTimestamp`, shifted epoch).
+/// The wall clock: microseconds since the Unix epoch (`GetCurrentTimestamp`, shifted epoch),
+/// through the sync facade's [`system_now_us`](lockstack_common::sync::time::system_now_us):
+/// under a simulation it is virtual (the simulation's start plus virtual time), so
+/// old_snapshot_threshold runs in virtual minutes there.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_us(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_micros() as i64)
-            .unwrap_or(0)
+        lockstack_common::sync::time::system_now_us()
     }
 }
 

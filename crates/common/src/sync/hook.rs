@@ -146,15 +146,29 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
 /// An installed backend and the facade's per-key wait queues for its tasks.
 pub struct Simulation {
     backend: Box<dyn SimBackend>,
+    /// The wall-clock time virtual time zero stands for ([`crate::sync::time::system_now`]).
+    wall_start: std::time::SystemTime,
     /// Tasks parked on a key, oldest first. A host mutex: a simulation runs on one host thread,
     /// so it is never contended there (a test backend on real threads may contend it).
     queues: std::sync::Mutex<HashMap<usize, VecDeque<TaskId>>>,
 }
 
 impl Simulation {
-    /// Wraps a backend, ready to [`install`].
+    /// Wraps a backend, ready to [`install`]; virtual time zero stands for the wall-clock
+    /// time now (see [`Simulation::new_at`]).
     pub fn new(backend: Box<dyn SimBackend>) -> Arc<Simulation> {
-        Arc::new(Simulation { backend, queues: std::sync::Mutex::new(HashMap::new()) })
+        Simulation::new_at(backend, std::time::SystemTime::now())
+    }
+
+    /// Wraps a backend whose virtual time zero stands for the wall-clock time `wall_start`
+    /// (a fixed value makes [`crate::sync::time::system_now`] reproducible from run to run).
+    pub fn new_at(backend: Box<dyn SimBackend>, wall_start: std::time::SystemTime) -> Arc<Simulation> {
+        Arc::new(Simulation { backend, wall_start, queues: std::sync::Mutex::new(HashMap::new()) })
+    }
+
+    /// The wall-clock time virtual time zero stands for.
+    pub fn wall_start(&self) -> std::time::SystemTime {
+        self.wall_start
     }
 
     /// The backend.
@@ -320,13 +334,91 @@ fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
     with_current_slow(|s| s.backend.touch(addr, len, access, site));
 }
 
-/// Names the cache line holding `addr` for a simulation's statistics (its hottest-lines
-/// table): `name` is called only while a simulation is installed on this thread, so the
-/// production path is one predicted branch (nothing at all without the `sim-hook` feature).
+/// Bytes per cache line as the registry of [`name_line`] keys them (the simulated machine's
+/// line size: an address's line is `addr >> 6`).
+pub const LINE_BYTES: usize = 64;
+
+/// At most this many lines carry a name in the registry of [`name_line`]; later names of new
+/// lines are dropped (and counted by [`line_names_dropped`]). Names are for lock words, state
+/// words and hot counters (a few per buffer at most), never per tuple or per page entry.
+pub const LINE_NAMES_MAX: usize = 1 << 18;
+
+/// The process-global registry of line names: line index (`addr >> 6`) to name, and the count
+/// of names dropped at the bound. A host lock: taken briefly, with no facade operation inside.
+#[cfg(feature = "sim-hook")]
+struct LineNames {
+    names: HashMap<usize, String>,
+    dropped: u64,
+}
+
+#[cfg(feature = "sim-hook")]
+fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
+    static NAMES: std::sync::OnceLock<crate::sync::host::Mutex<LineNames>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| crate::sync::host::Mutex::new(LineNames { names: HashMap::new(), dropped: 0 }))
+}
+
+/// Names the 64-byte cache line holding `addr` for a simulation's statistics (its
+/// hottest-lines table: `"LockManager 3"`, `"buffer 17 state"`).
+///
+/// With the `sim-hook` feature the name is recorded in a process-global registry whether or
+/// not a simulation is installed (the lock stack's shared structures are made before the
+/// simulated clients run), where [`line_name`] finds it, and it is also forwarded to the
+/// simulation installed on this thread, if any. A later name for the same line replaces the
+/// earlier one; past [`LINE_NAMES_MAX`] lines, new lines' names are dropped. Without the
+/// feature this compiles to nothing and `name` is never called.
 #[inline(always)]
 pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
-    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
-        with_current_slow(|s| s.backend.name_line(addr as usize, &name()));
+    #[cfg(feature = "sim-hook")]
+    name_line_slow(addr as usize, name());
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (addr, name);
+    }
+}
+
+#[cfg(feature = "sim-hook")]
+#[cold]
+#[inline(never)]
+fn name_line_slow(addr: usize, name: String) {
+    {
+        let mut reg = line_names().lock();
+        let line = addr / LINE_BYTES;
+        if reg.names.len() < LINE_NAMES_MAX || reg.names.contains_key(&line) {
+            reg.names.insert(line, name.clone());
+        } else {
+            reg.dropped += 1;
+        }
+    }
+    if EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.name_line(addr, &name));
+    }
+}
+
+/// The name [`name_line`] last gave the 64-byte line holding `addr` (any address in the line),
+/// or `None` (never named, dropped at the bound, or the `sim-hook` feature is off). For a
+/// simulation backend's or a report's hottest-lines table.
+pub fn line_name(addr: usize) -> Option<String> {
+    #[cfg(feature = "sim-hook")]
+    {
+        line_names().lock().names.get(&(addr / LINE_BYTES)).cloned()
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = addr;
+        None
+    }
+}
+
+/// How many names [`name_line`] dropped because the registry held [`LINE_NAMES_MAX`] lines
+/// (zero without the `sim-hook` feature).
+pub fn line_names_dropped() -> u64 {
+    #[cfg(feature = "sim-hook")]
+    {
+        line_names().lock().dropped
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        0
     }
 }
 
@@ -438,6 +530,21 @@ impl Op {
     ];
 }
 
+/// One [`touch`] as [`Counting::with_log`] records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touched {
+    /// First byte's address.
+    pub addr: usize,
+    /// Bytes.
+    pub len: usize,
+    /// Read or write.
+    pub access: Access,
+    /// The caller's source file (as `Location::file` gives it).
+    pub file: &'static str,
+    /// The caller's source line.
+    pub line: u32,
+}
+
 /// A task's unpark token for [`Counting`]: set by `unpark`, consumed by `park`.
 type Token = (std::sync::Mutex<bool>, std::sync::Condvar);
 
@@ -451,6 +558,10 @@ pub struct Counting {
     tokens: std::sync::Mutex<HashMap<TaskId, Arc<Token>>>,
     handles: std::sync::Mutex<HashMap<TaskId, std::thread::JoinHandle<()>>>,
     start: std::time::Instant,
+    /// Every touch, in order, when made with [`Counting::with_log`].
+    log: Option<std::sync::Mutex<Vec<Touched>>>,
+    /// Every name forwarded through [`SimBackend::name_line`], in order.
+    named: std::sync::Mutex<Vec<(usize, String)>>,
 }
 
 std::thread_local! {
@@ -482,7 +593,41 @@ impl Counting {
             tokens: std::sync::Mutex::new(HashMap::new()),
             handles: std::sync::Mutex::new(HashMap::new()),
             start: std::time::Instant::now(),
+            log: None,
+            named: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// A backend that also keeps every [`touch`] with its address, length, access and call
+    /// site (for tests that check which bytes an operation reports; memory grows with each
+    /// touch, so only for short runs).
+    pub fn with_log() -> Counting {
+        Counting { log: Some(std::sync::Mutex::new(Vec::new())), ..Counting::new() }
+    }
+
+    /// The touches recorded so far, oldest first (empty unless made with [`Counting::with_log`]).
+    pub fn touches(&self) -> Vec<Touched> {
+        match &self.log {
+            Some(l) => l.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Forgets the recorded touches (the counts stay).
+    pub fn clear_touches(&self) {
+        if let Some(l) = &self.log {
+            l.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+
+    /// Whether a recorded touch with `access` covers every byte of `addr..addr + len`.
+    pub fn touched(&self, addr: usize, len: usize, access: Access) -> bool {
+        self.touches().iter().any(|t| t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
+    }
+
+    /// The names forwarded to this backend through [`SimBackend::name_line`], oldest first.
+    pub fn named(&self) -> Vec<(usize, String)> {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// How many operations of kind `op` ran so far.
@@ -536,8 +681,16 @@ impl SimBackend for Counting {
         self.bump(Op::Fence, Some(site));
     }
 
-    fn touch(&self, _addr: usize, _len: usize, _access: Access, site: Site) {
+    fn touch(&self, addr: usize, len: usize, access: Access, site: Site) {
         self.bump(Op::Touch, Some(site));
+        if let Some(l) = &self.log {
+            let t = Touched { addr, len, access, file: site.file(), line: site.line() };
+            l.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+        }
+    }
+
+    fn name_line(&self, addr: usize, name: &str) {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).push((addr, name.to_string()));
     }
 
     fn spin_hint(&self, site: Site) {
