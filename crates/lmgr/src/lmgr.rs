@@ -139,7 +139,7 @@ impl Lmgr {
     /// The message of [`LmgrConfig::validate`].
     pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, String> {
         cfg.validate()?;
-        let partitions = (0..cfg.partitions)
+        let partitions: Box<[CachePadded<Partition>]> = (0..cfg.partitions)
             .map(|i| {
                 CachePadded::new(Partition {
                     lwlock: LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32),
@@ -161,6 +161,9 @@ impl Lmgr {
                 })
             })
             .collect();
+        for p in partitions.iter() {
+            p.lwlock.name_line();
+        }
         let groups = cfg.fast_path.groups().max(1);
         let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock);
         Ok(Arc::new(Lmgr { cfg, partitions, procs, fp, counters: StatsRegistry::new() }))

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::sync::{AtomicI64, Mutex, Ordering};
+use lockstack_common::sync::hook::{Access, touch_val};
 use lockstack_common::{TrancheId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 
@@ -153,6 +154,12 @@ impl OldSnapshotTimeMap {
         }
     }
 
+    /// Names the line of `OldSnapshotTimeMapLock` for a simulation (see `hook::name_line`);
+    /// called once the map is at its final address.
+    pub(crate) fn name_lines(&self) {
+        self.lock.name_line_as(|| "OldSnapshotTimeMapLock".to_string());
+    }
+
     /// The configured threshold.
     pub fn threshold(&self) -> OldSnapshotThreshold {
         self.threshold
@@ -254,6 +261,7 @@ impl MapData {
             return None;
         }
         let k = ((ts - self.head_timestamp) / USECS_PER_MINUTE) as usize;
+        touch_val(&self.xid_by_minute[(self.head_offset + k) % self.xid_by_minute.len()], Access::Read);
         Some(self.xid_by_minute[(self.head_offset + k) % self.xid_by_minute.len()])
     }
 
@@ -271,6 +279,7 @@ impl MapData {
         } else if ts <= self.newest_timestamp() {
             let k = ((ts - self.head_timestamp) / USECS_PER_MINUTE) as usize;
             let slot = &mut self.xid_by_minute[(self.head_offset + k) % n];
+            touch_val(slot, Access::Write);
             if xmin.follows(*slot) {
                 *slot = xmin;
             }
@@ -287,10 +296,12 @@ impl MapData {
                     self.head_offset = (self.head_offset + 1) % n;
                     self.head_timestamp += USECS_PER_MINUTE;
                     self.xid_by_minute[old_head] = xmin;
+                    touch_val(&self.xid_by_minute[old_head], Access::Write);
                 } else {
                     let slot = (self.head_offset + self.count_used) % n;
                     self.count_used += 1;
                     self.xid_by_minute[slot] = xmin;
+                    touch_val(&self.xid_by_minute[slot], Access::Write);
                 }
             }
         }
@@ -301,6 +312,7 @@ impl MapData {
         self.head_timestamp = ts;
         self.count_used = 1;
         self.xid_by_minute[0] = xmin;
+        touch_val(&self.xid_by_minute[0], Access::Write);
     }
 }
 

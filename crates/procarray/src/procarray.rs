@@ -35,6 +35,7 @@ use crate::proc::{
 use crate::snapshot::Snapshot;
 use crate::stats::{BackendProcStats, ProcArrayStats};
 use crate::sync::{AtomicU8, AtomicU32, AtomicU64, fence};
+use lockstack_common::sync::hook;
 
 /// Errors of ProcArray membership and subtransaction calls.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -343,7 +344,7 @@ impl ProcArray {
         let flex_members = if cfg.end_xact == EndXactStrategy::FlexLock { n } else { 1 };
         let group_members = if cfg.end_xact == EndXactStrategy::GroupClear { n } else { 1 };
         let latest = cfg.first_xid.prev();
-        Ok(Arc::new(ProcArray {
+        let pa = Arc::new(ProcArray {
             procs,
             hot,
             num_procs: AtomicU32::new(0),
@@ -370,7 +371,35 @@ impl ProcArray {
             ),
             stats: StatsRegistry::new(),
             cfg,
-        }))
+        });
+        pa.name_lines();
+        Ok(pa)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): the two
+    /// LWLocks, the xid counter, `numProcs` and `pgprocnos`, and each member's hot fields in
+    /// the layout's array (`"PgXact 5"`, `"PGPROC 5 xid"`, `"ProcGlobal xids 0-15"`).
+    fn name_lines(&self) {
+        self.proc_array_lock.lock().name_line_as(|| "ProcArrayLock".to_string());
+        self.xid_gen_lock.name_line_as(|| "XidGenLock".to_string());
+        self.old_snapshot.name_lines();
+        hook::name_line(&self.transam.next_xid as *const AtomicU32 as *const u8, || "XidGen nextXid".to_string());
+        hook::name_line(&self.num_procs as *const AtomicU32 as *const u8, || "ProcArray numProcs".to_string());
+        hook::name_elements(&self.pgprocnos, "ProcArray pgprocnos");
+        match &self.hot {
+            Hot::Pgproc => {
+                for (i, p) in self.procs.iter().enumerate() {
+                    hook::name_line(&p.xid as *const AtomicU32 as *const u8, || format!("PGPROC {i} xid"));
+                }
+            }
+            Hot::Pgxact(x) => hook::name_elements(x, "PgXact"),
+            Hot::PgxactPadded(x) => hook::name_elements(x, "PgXact"),
+            Hot::Dense(d) => {
+                hook::name_elements(&d.xids, "ProcGlobal xids");
+                hook::name_elements(&d.subxid_states, "ProcGlobal subxidStates");
+                hook::name_elements(&d.status_flags, "ProcGlobal statusFlags");
+            }
+        }
     }
 
     /// The configuration this ProcArray was built with.

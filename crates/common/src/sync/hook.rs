@@ -328,6 +328,24 @@ pub fn touch(addr: *const u8, len: usize, access: Access) {
     }
 }
 
+/// [`touch`] of the bytes of one value (`size_of::<T>()` at `v`): a lock-table entry, a
+/// buffer tag, a page header. The heap data the value points to is not included.
+#[inline(always)]
+#[track_caller]
+pub fn touch_val<T>(v: &T, access: Access) {
+    touch(v as *const T as *const u8, size_of::<T>(), access);
+}
+
+/// [`touch`] of the elements of a slice (`size_of_val(s)` bytes; nothing when it is empty): a
+/// wait queue's entries, a page's line pointers, a run of XID array slots.
+#[inline(always)]
+#[track_caller]
+pub fn touch_slice<T>(s: &[T], access: Access) {
+    if !s.is_empty() {
+        touch(s.as_ptr() as *const u8, size_of_val(s), access);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
@@ -391,6 +409,30 @@ fn name_line_slow(addr: usize, name: String) {
     }
     if EVER_INSTALLED.load(Ordering::Relaxed) {
         with_current_slow(|s| s.backend.name_line(addr, &name));
+    }
+}
+
+/// Names the lines of an array's elements as `"<what> <i>"`, or `"<what> <i>-<j>"` for a line
+/// that holds elements `i..=j` (twelve-byte `PgXact`s share lines, padded ones do not), through
+/// [`name_line`]. Nothing without the `sim-hook` feature.
+pub fn name_elements<T>(s: &[T], what: &str) {
+    #[cfg(feature = "sim-hook")]
+    {
+        let addr = |k: usize| s.as_ptr() as usize + k * size_of::<T>();
+        let mut i = 0;
+        while i < s.len() {
+            let line = addr(i) / LINE_BYTES;
+            let mut j = i;
+            while j + 1 < s.len() && addr(j + 1) / LINE_BYTES == line {
+                j += 1;
+            }
+            name_line(addr(i) as *const u8, || if i == j { format!("{what} {i}") } else { format!("{what} {i}-{j}") });
+            i = j + 1;
+        }
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (s, what);
     }
 }
 
