@@ -15,6 +15,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
+use lockstack_common::sync::hook::{self, Access};
 use lockstack_common::{BlockNumber, Oid, StatsRegistry, WaitEvent, WaitEventScope};
 use lockstack_lwlock::{LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
 
@@ -261,7 +262,7 @@ impl BufferPool {
         for i in 0..n {
             strategy.free_buffer(&descs, i as u32);
         }
-        Ok(Arc::new(BufferPool {
+        let pool = Arc::new(BufferPool {
             table: BufTable::new(cfg.mapping, n, cfg.lwlock),
             cfg,
             descs,
@@ -274,7 +275,22 @@ impl BufferPool {
             extension_locks: (0..EXTENSION_LOCKS).map(|_| CachePadded::new(Mutex::new(()))).collect(),
             stats: StatsRegistry::new(),
             next_backend: AtomicU32::new(0),
-        }))
+        });
+        pool.name_lines();
+        Ok(pool)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): each
+    /// descriptor's first line (state word, header lock, tag, content lock: `"buffer 17
+    /// state"`) and I/O lock (`"BufferIO 17"`), the mapping partitions' locks and the
+    /// strategy's shared words.
+    fn name_lines(&self) {
+        for (i, d) in self.descs.iter().enumerate() {
+            d.io_lock.name_line();
+            hook::name_line(d.state_addr(), || format!("buffer {i} state"));
+        }
+        self.table.name_lines();
+        self.strategy.name_lines();
     }
 
     /// A pool over a fresh [`MemorySmgr`].
@@ -863,6 +879,7 @@ impl BackendBuffers {
                     // other backend pinning it waits on the I/O lock before touching the page,
                     // and content locks are only taken on valid buffers.
                     let p = unsafe { pool.page_mut(id) };
+                    hook::touch(p.as_ptr(), p.len(), Access::Write);
                     match pool.smgr.read(tag.rel, tag.fork, tag.block, p) {
                         Ok(()) => pool.verify_read(tag, p),
                         Err(e) => Err(BufferError::from(e)),
@@ -871,6 +888,7 @@ impl BackendBuffers {
                 ReadMode::Zero => {
                     // SAFETY: as above.
                     unsafe { pool.page_mut(id) }.fill(0);
+                    hook::touch(pool.page_ptr(id), BLCKSZ, Access::Write);
                     Ok(())
                 }
             };
@@ -1016,6 +1034,7 @@ impl BackendBuffers {
         let tag = pool.descs[id as usize].raw_tag();
         // SAFETY: the caller holds the content lock, so nobody has the page mutably.
         let page = unsafe { pool.page(id) };
+        hook::touch(page.as_ptr(), page.len(), Access::Read);
         let r = pool
             .wal_before_data(page::lsn(page), &self.counters)
             .and_then(|()| pool.smgr.write(tag.rel, tag.fork, tag.block, page).map_err(BufferError::from));

@@ -140,6 +140,15 @@ impl BufTable {
         }
     }
 
+    /// Names each partition's `BufferMapping` LWLock (`"BufferMapping 17"`) for a simulation.
+    pub(crate) fn name_lines(&self) {
+        if let BufTable::Partitioned { parts, .. } = self {
+            for p in parts.iter() {
+                p.lock.name_line();
+            }
+        }
+    }
+
     /// True when a look-up's result must be re-checked against the buffer's tag after pinning.
     #[inline]
     pub(crate) fn validates(&self) -> bool {
