@@ -32,6 +32,7 @@ use lockstack_common::sync::{AtomicU32, AtomicU64, Ordering};
 use std::collections::VecDeque;
 
 use lockstack_common::{BackendId, TransactionId};
+use lockstack_common::sync::hook::{self, Access};
 use lockstack_lwlock::{LwLock, LwLockKind, TrancheId};
 
 /// A MultiXact's id (`MultiXactId`, a `uint32`; 0 is `InvalidMultiXactId`, ids start at 1,
@@ -219,6 +220,7 @@ impl MultiXactStore {
             st.base = id;
         }
         st.lists.push_back(members.into());
+        hook::touch_slice(st.lists.back().map_or(&[][..], |l| &l[..]), Access::Write);
         st.next = id.next();
         drop(st);
         self.created.fetch_add(1, Ordering::Relaxed);
@@ -233,6 +235,7 @@ impl MultiXactStore {
             return Vec::new();
         }
         let i = multi.0.wrapping_sub(st.base.0) as usize;
+        hook::touch_slice(st.lists.get(i).map_or(&[][..], |l| &l[..]), Access::Read);
         st.lists.get(i).map(|l| l.to_vec()).unwrap_or_default()
     }
 

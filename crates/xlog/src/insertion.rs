@@ -116,6 +116,19 @@ impl InsertionLocks {
         Ok(InsertionLocks { mode, reserve, slots })
     }
 
+    /// Names the hot lines for a simulation (see `hook::name_line`): each insertion lock
+    /// (`"WALInsert 2"`, its `insertingAt` on the same padded line) and the reservation
+    /// counters (`"WAL insert position"`: `insertpos_lck`, `CurrBytePos`, `PrevBytePos`).
+    /// Called once the locks are at their final address.
+    pub fn name_lines(&self) {
+        for s in self.slots.iter() {
+            s.lock.name_line();
+        }
+        lockstack_common::sync::hook::name_line(&*self.reserve as *const Reserve as *const u8, || {
+            "WAL insert position".to_string()
+        });
+    }
+
     /// The mode.
     pub fn mode(&self) -> InsertMode {
         self.mode

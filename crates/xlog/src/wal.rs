@@ -172,6 +172,7 @@ impl Wal {
             writer: Mutex::new(None),
             cfg,
         });
+        wal.name_lines();
         // The first page is in the buffers from the start, as `StartupXLOG` sets up the page
         // holding the end of WAL, so that writing an empty log writes a valid page.
         wal.init_page(wal.slot_of(start.0), start.0);
@@ -188,6 +189,21 @@ impl Wal {
             *wal.writer.lock() = Some(handle);
         }
         Ok(wal)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): the
+    /// insertion locks and the insert position, `WALWriteLock`, `WALBufMappingLock`, the
+    /// write request and result words and the buffer slots' `xlblocks`. The WAL buffer words
+    /// themselves are facade atomics: a simulation sees each 8-byte word copied in.
+    fn name_lines(&self) {
+        use lockstack_common::sync::hook::{name_elements, name_line};
+        self.ins.name_lines();
+        self.write_lock.name_line_as(|| "WALWriteLock".to_string());
+        self.mapping_lock.name_line_as(|| "WALBufMappingLock".to_string());
+        name_line(&*self.inserted_upto as *const AtomicU64 as *const u8, || "WAL insertedUpTo".to_string());
+        name_line(&*self.write_rqst as *const AtomicU64 as *const u8, || "WAL LogwrtRqst.Write".to_string());
+        name_line(&self.write_result as *const AtomicU64 as *const u8, || "WAL LogwrtResult".to_string());
+        name_elements(&self.xlblocks, "WAL xlblocks");
     }
 
     /// A handle for one backend (thread). Backends are numbered from 0 in creation order; the

@@ -572,9 +572,11 @@ impl Op {
     ];
 }
 
-/// One [`touch`] as [`Counting::with_log`] records it.
+/// One [`touch`] (or atomic access) as [`Counting::with_log`] records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Touched {
+    /// An atomic access (`false`: a [`touch`] of plain data).
+    pub atomic: bool,
     /// First byte's address.
     pub addr: usize,
     /// Bytes.
@@ -647,7 +649,7 @@ impl Counting {
         Counting { log: Some(std::sync::Mutex::new(Vec::new())), ..Counting::new() }
     }
 
-    /// The touches recorded so far, oldest first (empty unless made with [`Counting::with_log`]).
+    /// The touches (and atomic accesses) recorded so far, oldest first (empty unless made with [`Counting::with_log`]).
     pub fn touches(&self) -> Vec<Touched> {
         match &self.log {
             Some(l) => l.lock().unwrap_or_else(|e| e.into_inner()).clone(),
@@ -662,9 +664,28 @@ impl Counting {
         }
     }
 
-    /// Whether a recorded touch with `access` covers every byte of `addr..addr + len`.
+    /// Whether one recorded [`touch`] (not an atomic) with `access` covers every byte of
+    /// `addr..addr + len`.
     pub fn touched(&self, addr: usize, len: usize, access: Access) -> bool {
-        self.touches().iter().any(|t| t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
+        self.touches().iter().any(|t| !t.atomic && t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
+    }
+
+    /// Whether the recorded touches and atomic accesses with `access`, together, cover every
+    /// byte of `addr..addr + len` (a record copied in as eight-byte atomic words).
+    pub fn covered(&self, addr: usize, len: usize, access: Access) -> bool {
+        let mut r: Vec<(usize, usize)> =
+            self.touches().iter().filter(|t| t.access == access).map(|t| (t.addr, t.addr + t.len)).collect();
+        r.sort_unstable();
+        let (mut at, end) = (addr, addr + len);
+        for (a, b) in r {
+            if a <= at && b > at {
+                at = b;
+            }
+            if at >= end {
+                return true;
+            }
+        }
+        at >= end
     }
 
     /// The names forwarded to this backend through [`SimBackend::name_line`], oldest first.
@@ -710,13 +731,17 @@ impl Counting {
 }
 
 impl SimBackend for Counting {
-    fn atomic(&self, _addr: usize, _size: usize, access: Access, site: Site) {
+    fn atomic(&self, addr: usize, size: usize, access: Access, site: Site) {
         let op = match access {
             Access::Read => Op::AtomicRead,
             Access::Write => Op::AtomicWrite,
             Access::Rmw => Op::AtomicRmw,
         };
         self.bump(op, Some(site));
+        if let Some(l) = &self.log {
+            let t = Touched { atomic: true, addr, len: size, access, file: site.file(), line: site.line() };
+            l.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+        }
     }
 
     fn fence(&self, site: Site) {
@@ -726,7 +751,7 @@ impl SimBackend for Counting {
     fn touch(&self, addr: usize, len: usize, access: Access, site: Site) {
         self.bump(Op::Touch, Some(site));
         if let Some(l) = &self.log {
-            let t = Touched { addr, len, access, file: site.file(), line: site.line() };
+            let t = Touched { atomic: false, addr, len, access, file: site.file(), line: site.line() };
             l.lock().unwrap_or_else(|e| e.into_inner()).push(t);
         }
     }
