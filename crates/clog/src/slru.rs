@@ -653,19 +653,21 @@ impl Slru {
     }
 
     /// Names the hot lines for a simulation's statistics (see `hook::name_line`): each bank
-    /// lock (`"XactSLRU bank 0"`, or the control lock by its tranche name), each buffer's I/O
-    /// lock (`"XactBuffer 3"`) and status line (`"Xact slot 3"`). The slot and bank arrays are
+    /// lock (`"XactSLRUBank 0"`, or the control lock by its tranche name, `"XactSLRU"`), and each buffer's
+    /// line of metadata and I/O lock (`"Xact slot 3"`). The slot and bank arrays are
     /// boxed, so moving the `Slru` afterwards keeps these addresses.
     fn name_lines(&self) {
-        for (b, bank) in self.banks.iter().enumerate() {
+        for bank in self.banks.iter() {
             let t = bank.lock.tranche().name();
             match self.locking {
-                SlruLocking::Banks => bank.lock.name_line_as(|| format!("{t} bank {b}")),
+                SlruLocking::Banks => bank.lock.name_line(),
                 SlruLocking::ControlLock => bank.lock.name_line_as(|| t.to_string()),
             }
         }
+        // A slot's metadata and I/O lock share a line (slots are not padded, so neighbours may
+        // too): the line takes the slot's name.
         for (i, slot) in self.slots.iter().enumerate() {
-            slot.io_lock.name_line();
+            slot.io_lock.name_line_as(|| format!("{} slot {i}", self.name));
             hook::name_line(&slot.status as *const AtomicU8 as *const u8, || format!("{} slot {i}", self.name));
         }
     }
@@ -1401,6 +1403,10 @@ impl Slru {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;
 
 #[cfg(test)]
 mod tests {

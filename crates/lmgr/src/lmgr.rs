@@ -1287,6 +1287,10 @@ impl Drop for Backend {
 }
 
 #[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
