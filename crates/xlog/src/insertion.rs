@@ -129,6 +129,14 @@ impl InsertionLocks {
         });
     }
 
+    /// The addresses of each insertion lock's word and of the reservation counters (what
+    /// [`name_lines`](Self::name_lines) names), for the simulation tests.
+    #[cfg(test)]
+    pub(crate) fn line_addrs(&self) -> (Vec<usize>, usize) {
+        let locks = self.slots.iter().map(|s| s.lock.word_addr() as usize).collect();
+        (locks, &*self.reserve as *const Reserve as usize)
+    }
+
     /// The mode.
     pub fn mode(&self) -> InsertMode {
         self.mode
