@@ -1284,3 +1284,7 @@ impl<'a> ContentGuard<'a> {
         self.bb
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;

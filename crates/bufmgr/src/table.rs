@@ -97,7 +97,7 @@ impl FromStr for MappingKind {
 /// One partition of the partitioned table: its `BufferMapping` LWLock. The entries live in the
 /// shared [`BucketTable`], in buckets that belong to this partition.
 pub(crate) struct Partition {
-    lock: LwLock,
+    pub(crate) lock: LwLock,
 }
 
 pub(crate) enum BufTable {

@@ -160,6 +160,11 @@ impl OldSnapshotTimeMap {
         self.lock.name_line_as(|| "OldSnapshotTimeMapLock".to_string());
     }
 
+    /// The address of `OldSnapshotTimeMapLock`'s word.
+    pub(crate) fn lock_addr(&self) -> *const u8 {
+        self.lock.word_addr()
+    }
+
     /// The configured threshold.
     pub fn threshold(&self) -> OldSnapshotThreshold {
         self.threshold

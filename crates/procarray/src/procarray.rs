@@ -381,8 +381,14 @@ impl ProcArray {
     /// the layout's array (`"PgXact 5"`, `"PGPROC 5 xid"`, `"ProcGlobal xids 0-15"`).
     fn name_lines(&self) {
         self.proc_array_lock.lock().name_line_as(|| "ProcArrayLock".to_string());
-        self.xid_gen_lock.name_line_as(|| "XidGenLock".to_string());
+        // XidGenLock and OldSnapshotTimeMapLock are unpadded fields of this struct and may
+        // share a line: such a line is named for both.
         self.old_snapshot.name_lines();
+        let shared = self.old_snapshot.lock_addr() as usize / hook::LINE_BYTES
+            == self.xid_gen_lock.word_addr() as usize / hook::LINE_BYTES;
+        self.xid_gen_lock.name_line_as(|| {
+            if shared { "XidGenLock + OldSnapshotTimeMapLock".to_string() } else { "XidGenLock".to_string() }
+        });
         hook::name_line(&self.transam.next_xid as *const AtomicU32 as *const u8, || "XidGen nextXid".to_string());
         hook::name_line(&self.num_procs as *const AtomicU32 as *const u8, || "ProcArray numProcs".to_string());
         hook::name_elements(&self.pgprocnos, "ProcArray pgprocnos");
@@ -1499,3 +1505,7 @@ impl Drop for Backend {
         self.detach_inner();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;
