@@ -264,6 +264,24 @@ mod tests {
     }
 
     #[test]
+    fn member_lists_are_reported_where_they_are_written_and_read() {
+        use lockstack_common::sync::hook::{self, Access, Counting, Simulation};
+        let s = MultiXactStore::new(LwLockKind::Atomic, 1);
+        let c = std::sync::Arc::new(Counting::with_log());
+        let g = hook::install(Simulation::new(Box::new(c.clone())));
+        let m = s.create(&[share(10), share(11)]);
+        assert_eq!(s.members(m).len(), 2);
+        drop(g);
+        let (at, len) = {
+            let st = s.members.lock();
+            let l = st.lists.back().expect("kept");
+            (l.as_ptr() as usize, std::mem::size_of_val(&l[..]))
+        };
+        assert!(c.touched(at, len, Access::Write), "the members are written");
+        assert!(c.touched(at, len, Access::Read), "and read back");
+    }
+
+    #[test]
     fn ids_are_allocated_in_order_and_members_are_kept_while_a_member_may_run() {
         let s = MultiXactStore::new(LwLockKind::Atomic, 2);
         s.set_oldest_member(BackendId(0));
