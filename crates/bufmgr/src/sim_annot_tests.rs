@@ -8,7 +8,9 @@ use lockstack_common::sync::hook::{Counting, Simulation, install, line_name};
 fn bucket_touches(c: &Counting, access: Access) -> usize {
     c.touches()
         .iter()
-        .filter(|t| !t.atomic && t.access == access && t.file.ends_with("bufmgr/src/buckets.rs") && t.len == 64)
+        .filter(|t| {
+            !t.atomic && t.access == access && t.file.ends_with("bufmgr/src/buckets.rs") && t.len == 64
+        })
         .count()
 }
 

@@ -668,7 +668,9 @@ impl Slru {
         // too): the line takes the slot's name.
         for (i, slot) in self.slots.iter().enumerate() {
             slot.io_lock.name_line_as(|| format!("{} slot {i}", self.name));
-            hook::name_line(&slot.status as *const AtomicU8 as *const u8, || format!("{} slot {i}", self.name));
+            hook::name_line(&slot.status as *const AtomicU8 as *const u8, || {
+                format!("{} slot {i}", self.name)
+            });
         }
     }
 

@@ -31,8 +31,8 @@
 use lockstack_common::sync::{AtomicU32, AtomicU64, Ordering};
 use std::collections::VecDeque;
 
-use lockstack_common::{BackendId, TransactionId};
 use lockstack_common::sync::hook::{self, Access};
+use lockstack_common::{BackendId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockKind, TrancheId};
 
 /// A MultiXact's id (`MultiXactId`, a `uint32`; 0 is `InvalidMultiXactId`, ids start at 1,

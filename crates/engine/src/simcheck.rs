@@ -73,7 +73,11 @@ mod tests {
     #[test]
     fn the_lwlock_baselines_are_refused() {
         assert_eq!(
-            unsupported_locks_under_simulation(&[LockUnderTest::Pg92, LockUnderTest::Atomic, LockUnderTest::ReadBiased]),
+            unsupported_locks_under_simulation(&[
+                LockUnderTest::Pg92,
+                LockUnderTest::Atomic,
+                LockUnderTest::ReadBiased
+            ]),
             None
         );
         let why = unsupported_locks_under_simulation(&LockUnderTest::ALL).expect("baselines refused");

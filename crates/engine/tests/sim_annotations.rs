@@ -32,23 +32,36 @@ fn a_heap_update_writes_the_tuples_a_read_then_reads() {
         assert!(updated);
         s.commit().unwrap();
         // The old version: xmax, cmax and infomask stamped (bytes 4..26 of its header).
-        assert!(from(&up, "heap/tuple.rs", Access::Write).any(|t| t.len == 22), "{preset}: old version's xmax");
+        assert!(
+            from(&up, "heap/tuple.rs", Access::Write).any(|t| t.len == 22),
+            "{preset}: old version's xmax"
+        );
         // The new version: its bytes placed in the page.
-        let placed: Vec<_> =
-            from(&up, "bufmgr/src/page.rs", Access::Write).filter(|t| t.len >= HEAP_TUPLE_HEADER_SIZE).collect();
+        let placed: Vec<_> = from(&up, "bufmgr/src/page.rs", Access::Write)
+            .filter(|t| t.len >= HEAP_TUPLE_HEADER_SIZE)
+            .collect();
         assert!(!placed.is_empty(), "{preset}: the new version is written into the page");
         // A later read of the row reads a header that the update wrote.
         s.begin();
         let (row, rd) = logged(|| s.select(Table::Branches, 1, RowLockClause::None).unwrap());
         s.commit().unwrap();
         assert!(row.is_some());
-        let headers: Vec<_> = from(&rd, "heap/tuple.rs", Access::Read).filter(|t| t.len == HEAP_TUPLE_HEADER_SIZE).collect();
+        let headers: Vec<_> =
+            from(&rd, "heap/tuple.rs", Access::Read).filter(|t| t.len == HEAP_TUPLE_HEADER_SIZE).collect();
         assert!(
-            headers.iter().any(|h| placed.iter().any(|p| p.addr <= h.addr && h.addr + h.len <= p.addr + p.len)),
+            headers
+                .iter()
+                .any(|h| placed.iter().any(|p| p.addr <= h.addr && h.addr + h.len <= p.addr + p.len)),
             "{preset}: the read reads the new version's header where the update wrote it"
         );
         // The look-up went through the index: B-tree special space and items were read.
-        assert!(from(&rd, "engine/src/btree.rs", Access::Read).any(|t| t.len == 24), "{preset}: B-tree opaque data");
-        assert!(from(&rd, "bufmgr/src/page.rs", Access::Read).count() >= 2, "{preset}: line pointers and items");
+        assert!(
+            from(&rd, "engine/src/btree.rs", Access::Read).any(|t| t.len == 24),
+            "{preset}: B-tree opaque data"
+        );
+        assert!(
+            from(&rd, "bufmgr/src/page.rs", Access::Read).count() >= 2,
+            "{preset}: line pointers and items"
+        );
     }
 }

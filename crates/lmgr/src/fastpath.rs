@@ -268,7 +268,9 @@ impl FastPathArea {
         for p in procs.iter() {
             p.lock.name_line();
         }
-        for (k, c) in strong.chunks(lockstack_common::sync::hook::LINE_BYTES / size_of::<AtomicU32>()).enumerate() {
+        for (k, c) in
+            strong.chunks(lockstack_common::sync::hook::LINE_BYTES / size_of::<AtomicU32>()).enumerate()
+        {
             let n = c.len();
             lockstack_common::sync::hook::name_line(c.as_ptr() as *const u8, || {
                 format!("FastPathStrongRelationLocks {}-{}", k * n, k * n + n - 1)

@@ -58,7 +58,10 @@ fn a_queued_request_writes_its_wait_queue_entry() {
             assert!(start.elapsed() < Duration::from_secs(60), "the waiter never queued");
             lockstack_common::sync::yield_now();
         };
-        assert!(c.touched(at, size_of::<crate::table::Waiter>(), Access::Write), "the queue entry is written");
+        assert!(
+            c.touched(at, size_of::<crate::table::Waiter>(), Access::Write),
+            "the queue entry is written"
+        );
         holder.release_all(true);
     });
 }

@@ -139,7 +139,10 @@ pub(crate) struct PartitionTables {
 impl PartitionTables {
     /// `holdMask` of `b` on `tag` (0 without a PROCLOCK).
     pub(crate) fn hold_mask(&self, tag: LockTag, b: BackendId) -> LockMask {
-        self.proclocks.get(&ProcLockTag { tag, backend: b }).inspect(|p| touch_val(*p, Access::Read)).map_or(0, |p| p.hold_mask)
+        self.proclocks
+            .get(&ProcLockTag { tag, backend: b })
+            .inspect(|p| touch_val(*p, Access::Read))
+            .map_or(0, |p| p.hold_mask)
     }
 
     /// The holders of lock `e` (tag `tag`) with their `holdMask`s, PROCLOCK list order.

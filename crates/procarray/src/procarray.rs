@@ -389,8 +389,12 @@ impl ProcArray {
         self.xid_gen_lock.name_line_as(|| {
             if shared { "XidGenLock + OldSnapshotTimeMapLock".to_string() } else { "XidGenLock".to_string() }
         });
-        hook::name_line(&self.transam.next_xid as *const AtomicU32 as *const u8, || "XidGen nextXid".to_string());
-        hook::name_line(&self.num_procs as *const AtomicU32 as *const u8, || "ProcArray numProcs".to_string());
+        hook::name_line(&self.transam.next_xid as *const AtomicU32 as *const u8, || {
+            "XidGen nextXid".to_string()
+        });
+        hook::name_line(&self.num_procs as *const AtomicU32 as *const u8, || {
+            "ProcArray numProcs".to_string()
+        });
         hook::name_elements(&self.pgprocnos, "ProcArray pgprocnos");
         match &self.hot {
             Hot::Pgproc => {

@@ -4,8 +4,8 @@
 use super::*;
 use crate::config::{OldSnapshotThreshold, TimeMapMaintenance};
 use crate::old_snapshot::{USECS_PER_MINUTE, VirtualClock};
-use lockstack_lwlock::LwLockKind;
 use lockstack_common::sync::hook::{Access, Counting, Simulation, install, line_name};
+use lockstack_lwlock::LwLockKind;
 
 #[test]
 fn locks_the_xid_counter_and_members_are_named() {
@@ -56,7 +56,8 @@ fn the_time_map_reports_its_ring_entries() {
     assert!(map.maintain(10 * USECS_PER_MINUTE, TransactionId(100)));
     assert_eq!(map.xmin_at(10 * USECS_PER_MINUTE), Some(TransactionId(100)));
     drop(g);
-    let ring: Vec<_> = c.touches().into_iter().filter(|t| !t.atomic && t.file.ends_with("old_snapshot.rs")).collect();
+    let ring: Vec<_> =
+        c.touches().into_iter().filter(|t| !t.atomic && t.file.ends_with("old_snapshot.rs")).collect();
     assert!(ring.iter().any(|t| t.access == Access::Write && t.len == 4), "{ring:?}");
     assert!(ring.iter().any(|t| t.access == Access::Read && t.len == 4), "{ring:?}");
 }

@@ -30,7 +30,8 @@ fn an_insert_writes_the_record_bytes_in_the_wal_buffer() {
 
 #[test]
 fn insertion_locks_and_positions_are_named() {
-    let wal = Wal::open(WalConfig { insert_mode: InsertMode::InsertionLocks(8), ..WalConfig::default() }).unwrap();
+    let wal =
+        Wal::open(WalConfig { insert_mode: InsertMode::InsertionLocks(8), ..WalConfig::default() }).unwrap();
     let (locks, r) = wal.ins.line_addrs();
     assert_eq!(locks.len(), 8);
     for (i, w) in locks.into_iter().enumerate() {

@@ -426,7 +426,9 @@ pub fn name_elements<T>(s: &[T], what: &str) {
             while j + 1 < s.len() && addr(j + 1) / LINE_BYTES == line {
                 j += 1;
             }
-            name_line(addr(i) as *const u8, || if i == j { format!("{what} {i}") } else { format!("{what} {i}-{j}") });
+            name_line(addr(i) as *const u8, || {
+                if i == j { format!("{what} {i}") } else { format!("{what} {i}-{j}") }
+            });
             i = j + 1;
         }
     }
@@ -667,7 +669,9 @@ impl Counting {
     /// Whether one recorded [`touch`] (not an atomic) with `access` covers every byte of
     /// `addr..addr + len`.
     pub fn touched(&self, addr: usize, len: usize, access: Access) -> bool {
-        self.touches().iter().any(|t| !t.atomic && t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
+        self.touches()
+            .iter()
+            .any(|t| !t.atomic && t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
     }
 
     /// Whether the recorded touches and atomic accesses with `access`, together, cover every
