@@ -356,23 +356,28 @@ fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
 /// line size: an address's line is `addr >> 6`).
 pub const LINE_BYTES: usize = 64;
 
-/// At most this many lines carry a name in the registry of [`name_line`]; later names of new
-/// lines are dropped (and counted by [`line_names_dropped`]). Names are for lock words, state
-/// words and hot counters (a few per buffer at most), never per tuple or per page entry.
+/// At most this many lines carry a name in the registry of [`name_line`]; naming one more line
+/// evicts the oldest-named line's name (counted by [`line_names_dropped`]), so that the
+/// structures made last (the ones a simulation runs on) keep theirs. Names are for lock words,
+/// state words and hot counters (a few per buffer at most), never per tuple or per page entry.
 pub const LINE_NAMES_MAX: usize = 1 << 18;
 
-/// The process-global registry of line names: line index (`addr >> 6`) to name, and the count
-/// of names dropped at the bound. A host lock: taken briefly, with no facade operation inside.
+/// The process-global registry of line names: line index (`addr >> 6`) to name, the lines in
+/// the order they were first named (for eviction at the bound), and the count of names
+/// evicted. A host lock: taken briefly, with no facade operation inside.
 #[cfg(feature = "sim-hook")]
 struct LineNames {
     names: HashMap<usize, String>,
+    order: VecDeque<usize>,
     dropped: u64,
 }
 
 #[cfg(feature = "sim-hook")]
 fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
     static NAMES: std::sync::OnceLock<crate::sync::host::Mutex<LineNames>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| crate::sync::host::Mutex::new(LineNames { names: HashMap::new(), dropped: 0 }))
+    NAMES.get_or_init(|| {
+        crate::sync::host::Mutex::new(LineNames { names: HashMap::new(), order: VecDeque::new(), dropped: 0 })
+    })
 }
 
 /// Names the 64-byte cache line holding `addr` for a simulation's statistics (its
@@ -382,7 +387,7 @@ fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
 /// not a simulation is installed (the lock stack's shared structures are made before the
 /// simulated clients run), where [`line_name`] finds it, and it is also forwarded to the
 /// simulation installed on this thread, if any. A later name for the same line replaces the
-/// earlier one; past [`LINE_NAMES_MAX`] lines, new lines' names are dropped. Without the
+/// earlier one; past [`LINE_NAMES_MAX`] lines, the oldest-named line loses its name. Without the
 /// feature this compiles to nothing and `name` is never called.
 #[inline(always)]
 pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
@@ -401,10 +406,14 @@ fn name_line_slow(addr: usize, name: String) {
     {
         let mut reg = line_names().lock();
         let line = addr / LINE_BYTES;
-        if reg.names.len() < LINE_NAMES_MAX || reg.names.contains_key(&line) {
-            reg.names.insert(line, name.clone());
-        } else {
-            reg.dropped += 1;
+        if reg.names.insert(line, name.clone()).is_none() {
+            reg.order.push_back(line);
+            if reg.order.len() > LINE_NAMES_MAX
+                && let Some(old) = reg.order.pop_front()
+            {
+                reg.names.remove(&old);
+                reg.dropped += 1;
+            }
         }
     }
     if EVER_INSTALLED.load(Ordering::Relaxed) {
@@ -439,7 +448,7 @@ pub fn name_elements<T>(s: &[T], what: &str) {
 }
 
 /// The name [`name_line`] last gave the 64-byte line holding `addr` (any address in the line),
-/// or `None` (never named, dropped at the bound, or the `sim-hook` feature is off). For a
+/// or `None` (never named, evicted at the bound, or the `sim-hook` feature is off). For a
 /// simulation backend's or a report's hottest-lines table.
 pub fn line_name(addr: usize) -> Option<String> {
     #[cfg(feature = "sim-hook")]
@@ -453,7 +462,7 @@ pub fn line_name(addr: usize) -> Option<String> {
     }
 }
 
-/// How many names [`name_line`] dropped because the registry held [`LINE_NAMES_MAX`] lines
+/// How many names [`name_line`] evicted because the registry held [`LINE_NAMES_MAX`] lines
 /// (zero without the `sim-hook` feature).
 pub fn line_names_dropped() -> u64 {
     #[cfg(feature = "sim-hook")]
