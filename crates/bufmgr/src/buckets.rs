@@ -26,6 +26,8 @@
 
 use std::cell::UnsafeCell;
 
+use lockstack_common::sync::hook::{Access, touch_slice, touch_val};
+
 use crate::tag::{BufferTag, ForkNumber, HashedTag};
 
 /// Entries per bucket: five 12-byte entries and a 4-byte overflow count fill a cache line.
@@ -144,6 +146,7 @@ impl BucketTable {
             // SAFETY: bucket `k` of `h`'s probe belongs to `h`'s partition, whose lock the
             // caller holds; writers hold it exclusively, so nobody writes it meanwhile.
             let b = unsafe { &*self.buckets[self.bucket_index(h.hash, k)].get() };
+            touch_val(b, Access::Read);
             if let Some(i) = b.find(rb, fork) {
                 return Some(b.fork_id[i] & ((1 << ID_BITS) - 1));
             }
@@ -153,6 +156,7 @@ impl BucketTable {
         }
         // SAFETY: the spill list of `h`'s partition, under that partition's lock as above.
         let spill = unsafe { &*self.spill[(h.hash & (self.partitions - 1)) as usize].get() };
+        touch_slice(spill, Access::Read);
         spill.iter().find(|(t, _)| t.tag == h.tag).map(|&(_, id)| id)
     }
 
@@ -167,6 +171,7 @@ impl BucketTable {
             // SAFETY: the caller holds this bucket's partition exclusively (see `get`), so this
             // is the only reference to it.
             let b = unsafe { &mut *self.buckets[self.bucket_index(h.hash, k)].get() };
+            touch_val(b, Access::Write);
             if let Some(i) = b.free_slot() {
                 b.rel_block[i] = rb;
                 b.fork_id[i] = (fork << ID_BITS) | id;
@@ -175,7 +180,9 @@ impl BucketTable {
             b.overflow += 1;
         }
         // SAFETY: as above, for the partition's spill list.
-        unsafe { &mut *self.spill[(h.hash & (self.partitions - 1)) as usize].get() }.push((*h, id));
+        let spill = unsafe { &mut *self.spill[(h.hash & (self.partitions - 1)) as usize].get() };
+        spill.push((*h, id));
+        touch_slice(&spill[spill.len() - 1..], Access::Write);
     }
 
     /// Removes `h` if it maps to `id`; true if it did.
@@ -189,6 +196,7 @@ impl BucketTable {
         for k in 0..chain {
             // SAFETY: exclusive partition lock, as in `insert`.
             let b = unsafe { &mut *self.buckets[self.bucket_index(h.hash, k)].get() };
+            touch_val(b, Access::Write);
             if let Some(i) = b.find(rb, fork) {
                 if b.fork_id[i] & ((1 << ID_BITS) - 1) != id {
                     return false;
@@ -204,6 +212,7 @@ impl BucketTable {
         if at.is_none() {
             // SAFETY: exclusive partition lock, for its spill list.
             let spill = unsafe { &mut *self.spill[(h.hash & (self.partitions - 1)) as usize].get() };
+            touch_slice(spill, Access::Write);
             let Some(pos) = spill.iter().position(|(t, i)| t.tag == h.tag && *i == id) else {
                 return false;
             };
@@ -213,6 +222,7 @@ impl BucketTable {
         for k in 0..at.unwrap_or(chain) {
             // SAFETY: exclusive partition lock, as above.
             let b = unsafe { &mut *self.buckets[self.bucket_index(h.hash, k)].get() };
+            touch_val(b, Access::Write);
             b.overflow -= 1;
         }
         true
@@ -227,6 +237,7 @@ impl BucketTable {
         for k in 0..self.chain_len() {
             // SAFETY: bucket `p + k * partitions` belongs to partition `p`, locked by the caller.
             let b = unsafe { &*self.buckets[self.bucket_index(p as u32, k)].get() };
+            touch_val(b, Access::Read);
             for i in 0..BUCKET_SLOTS {
                 let f = b.fork_id[i];
                 if f != EMPTY {

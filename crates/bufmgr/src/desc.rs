@@ -249,6 +249,12 @@ impl BufferDesc {
         self.buf_id
     }
 
+    /// The address of the state word (the descriptor's first line, which a simulation names
+    /// `"buffer <id> state"`).
+    pub(crate) fn state_addr(&self) -> *const u8 {
+        &self.state as *const AtomicU32 as *const u8
+    }
+
     /// A lock-free snapshot of the state word.
     pub fn state(&self) -> BufferState {
         BufferState::from_word(self.state.load(Ordering::Relaxed))

@@ -111,6 +111,19 @@ impl Strategy {
         }
     }
 
+    /// Names the strategy's shared words for a simulation (`BufFreelistLock`, the free-list
+    /// head, the clock hand); called once the strategy is at its final address.
+    pub(crate) fn name_lines(&self) {
+        use lockstack_common::sync::hook::name_line;
+        self.freelist_lock.name_line_as(|| "BufFreelistLock".to_string());
+        name_line(&*self.first_free as *const AtomicI32 as *const u8, || {
+            "StrategyControl firstFreeBuffer".to_string()
+        });
+        name_line(&*self.next_victim as *const AtomicU32 as *const u8, || {
+            "StrategyControl nextVictimBuffer".to_string()
+        });
+    }
+
     /// Victim requests served so far (`numBufferAllocs`, summed since creation).
     pub(crate) fn allocs(&self) -> u64 {
         self.num_allocs.load(Ordering::Relaxed)

@@ -19,6 +19,8 @@
 //! otherwise); get them from [`crate::ContentGuard::page`] / [`crate::ContentGuard::page_mut`]
 //! under the buffer's content lock.
 
+use lockstack_common::sync::hook::{Access, touch};
+
 /// Page size in bytes (`BLCKSZ`, PostgreSQL's default build).
 pub const BLCKSZ: usize = 8192;
 /// Size of the page header in bytes (`SizeOfPageHeaderData`).
@@ -373,6 +375,7 @@ pub fn verify_checksum(page: &[u8], block: u32) -> Result<(), PageError> {
 pub fn set_lsn(page: &mut [u8], lsn: u64) {
     check(page);
     page[0..8].copy_from_slice(&lsn.to_le_bytes());
+    touch(page.as_ptr(), 8, Access::Write);
 }
 
 /// `pd_flags`.
@@ -386,6 +389,7 @@ pub fn flags(page: &[u8]) -> u16 {
 pub fn set_flags(page: &mut [u8], flags: u16) {
     check(page);
     put_u16(page, 10, flags);
+    touch(page[10..].as_ptr(), 2, Access::Write);
 }
 
 /// True if [`PD_ALL_VISIBLE`] is set (`PageIsAllVisible`).
@@ -453,12 +457,14 @@ pub fn prune_xid(page: &[u8]) -> u32 {
 pub fn set_prune_xid(page: &mut [u8], xid: u32) {
     check(page);
     page[20..24].copy_from_slice(&xid.to_le_bytes());
+    touch(page[20..].as_ptr(), 4, Access::Write);
 }
 
 /// Number of line pointers (`PageGetMaxOffsetNumber`); 0 for an empty or new page.
 #[inline]
 pub fn max_offset_number(page: &[u8]) -> OffsetNumber {
     let l = lower(page);
+    touch(page[12..].as_ptr(), 2, Access::Read);
     if l <= SIZE_OF_PAGE_HEADER { 0 } else { ((l - SIZE_OF_PAGE_HEADER) / SIZE_OF_ITEM_ID) as OffsetNumber }
 }
 
@@ -470,6 +476,7 @@ pub fn max_offset_number(page: &[u8]) -> OffsetNumber {
 pub fn item_id(page: &[u8], off: OffsetNumber) -> ItemId {
     assert!(off >= 1 && off <= max_offset_number(page), "offset number {off} out of range");
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
+    touch(page[at..].as_ptr(), SIZE_OF_ITEM_ID, Access::Read);
     ItemId::unpack(u32::from_le_bytes(page[at..at + 4].try_into().expect("4 bytes")))
 }
 
@@ -489,6 +496,7 @@ pub fn set_item_id(page: &mut [u8], off: OffsetNumber, id: ItemId) {
     }
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
     page[at..at + 4].copy_from_slice(&id.pack().to_le_bytes());
+    touch(page[at..].as_ptr(), SIZE_OF_ITEM_ID, Access::Write);
 }
 
 /// Free bytes for one more tuple, after reserving a new line pointer (`PageGetFreeSpace`);
@@ -544,8 +552,10 @@ pub fn add_item(page: &mut [u8], item: &[u8], at: Option<OffsetNumber>) -> Optio
     let new_upper = up - aligned;
     page[new_upper..new_upper + item.len()].copy_from_slice(item);
     page[new_upper + item.len()..up].fill(0);
+    touch(page[new_upper..].as_ptr(), up - new_upper, Access::Write);
     put_u16(page, 12, new_lower as u16);
     put_u16(page, 14, new_upper as u16);
+    touch(page[12..].as_ptr(), 4, Access::Write);
     set_item_id(page, off, ItemId { off: new_upper as u16, flags: LpFlags::Normal, len: item.len() as u16 });
     Some(off)
 }
@@ -574,8 +584,10 @@ pub fn get_item(page: &[u8], off: OffsetNumber) -> Option<&[u8]> {
 pub fn item_data(page: &[u8], off: OffsetNumber) -> &[u8] {
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
     let lp = u32::from_le_bytes(page[at..at + SIZE_OF_ITEM_ID].try_into().expect("4 bytes"));
+    touch(page[at..].as_ptr(), SIZE_OF_ITEM_ID, Access::Read);
     let start = (lp & 0x7FFF) as usize;
     let len = ((lp >> 17) & 0x7FFF) as usize;
+    touch(page[start..].as_ptr(), len, Access::Read);
     &page[start..start + len]
 }
 

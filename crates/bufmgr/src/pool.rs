@@ -16,6 +16,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
+use lockstack_common::sync::hook::{self, Access};
 use lockstack_common::{
     AUXILIARY_BACKEND_BASE, AttachError, BackendId, BlockNumber, InvariantViolation, Oid, StatsRegistry,
     WaitEvent, WaitEventScope,
@@ -321,7 +322,7 @@ impl BufferPool {
         for i in 0..n {
             strategy.free_buffer(&descs, i as u32);
         }
-        Ok(Arc::new(BufferPool {
+        let pool = Arc::new(BufferPool {
             table: BufTable::new(cfg.mapping, n, cfg.lwlock),
             cfg,
             descs,
@@ -335,7 +336,22 @@ impl BufferPool {
             stats: StatsRegistry::new(),
             attached: Mutex::new(HashSet::new()),
             next_auxiliary: AtomicU32::new(0),
-        }))
+        });
+        pool.name_lines();
+        Ok(pool)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): each
+    /// descriptor's first line (state word, header lock, tag, content lock: `"buffer 17
+    /// state"`) and I/O lock (`"BufferIO 17"`), the mapping partitions' locks and the
+    /// strategy's shared words.
+    fn name_lines(&self) {
+        for (i, d) in self.descs.iter().enumerate() {
+            d.io_lock.name_line();
+            hook::name_line(d.state_addr(), || format!("buffer {i} state"));
+        }
+        self.table.name_lines();
+        self.strategy.name_lines();
     }
 
     /// A pool over a fresh [`MemorySmgr`].
@@ -955,6 +971,7 @@ impl BackendBuffers {
                     // other backend pinning it waits on the I/O lock before touching the page,
                     // and content locks are only taken on valid buffers.
                     let p = unsafe { pool.page_mut(id) };
+                    hook::touch(p.as_ptr(), p.len(), Access::Write);
                     match pool.smgr.read(tag.rel, tag.fork, tag.block, p) {
                         Ok(()) => pool.verify_read(tag, p),
                         Err(e) => Err(BufferError::from(e)),
@@ -963,6 +980,7 @@ impl BackendBuffers {
                 ReadMode::Zero => {
                     // SAFETY: as above.
                     unsafe { pool.page_mut(id) }.fill(0);
+                    hook::touch(pool.page_ptr(id), BLCKSZ, Access::Write);
                     Ok(())
                 }
             };
@@ -1108,6 +1126,7 @@ impl BackendBuffers {
         let tag = pool.descs[id as usize].raw_tag();
         // SAFETY: the caller holds the content lock, so nobody has the page mutably.
         let page = unsafe { pool.page(id) };
+        hook::touch(page.as_ptr(), page.len(), Access::Read);
         let r = pool
             .wal_before_data(page::lsn(page), &self.counters)
             .and_then(|()| pool.smgr.write(tag.rel, tag.fork, tag.block, page).map_err(BufferError::from));
@@ -1357,3 +1376,7 @@ impl<'a> ContentGuard<'a> {
         self.bb
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;

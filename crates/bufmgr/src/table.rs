@@ -99,7 +99,7 @@ impl FromStr for MappingKind {
 /// One partition of the partitioned table: its `BufferMapping` LWLock. The entries live in the
 /// shared [`BucketTable`], in buckets that belong to this partition.
 pub(crate) struct Partition {
-    lock: LwLock,
+    pub(crate) lock: LwLock,
 }
 
 pub(crate) enum BufTable {
@@ -138,6 +138,15 @@ impl BufTable {
             }
             MappingKind::DashMap => {
                 BufTable::Dash(DashMap::with_capacity_and_hasher(nbuffers + nbuffers / 4, TagHash))
+            }
+        }
+    }
+
+    /// Names each partition's `BufferMapping` LWLock (`"BufferMapping 17"`) for a simulation.
+    pub(crate) fn name_lines(&self) {
+        if let BufTable::Partitioned { parts, .. } = self {
+            for p in parts.iter() {
+                p.lock.name_line();
             }
         }
     }

@@ -37,6 +37,7 @@ use lockstack_common::{LocalCounter, StatsRegistry, TrancheId, WaitEvent, WaitEv
 use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLock, LwRwLockWriteGuard};
 
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Mutex, Ordering, PlainU64 as AtomicU64};
+use lockstack_common::sync::hook::{self, Access, touch_slice, touch_val};
 
 /// Size of one SLRU page in bytes (`BLCKSZ`, 8192).
 pub const SLRU_PAGE_SIZE: usize = 8192;
@@ -363,22 +364,26 @@ impl Slot {
         self.dirty.load(Ordering::Relaxed)
     }
     fn zero_contents(&self) {
+        touch_slice(&self.words, Access::Write);
         for w in self.words.iter() {
             w.store(0, Ordering::Relaxed);
         }
         self.zero_lsns();
     }
     fn zero_lsns(&self) {
+        touch_slice(&self.group_lsn, Access::Write);
         for l in self.group_lsn.iter() {
             l.store(0, Ordering::Relaxed);
         }
     }
     fn copy_out(&self, out: &mut [u8]) {
+        touch_slice(&self.words, Access::Read);
         for (w, chunk) in self.words.iter().zip(out.chunks_exact_mut(8)) {
             chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
     }
     fn copy_in(&self, bytes: &[u8]) {
+        touch_slice(&self.words, Access::Write);
         for (w, chunk) in self.words.iter().zip(bytes.chunks_exact(8)) {
             let mut b = [0u8; 8];
             b.copy_from_slice(chunk);
@@ -405,6 +410,7 @@ impl PageRef<'_> {
     /// # Panics
     /// If `i >= SLRU_PAGE_WORDS` (1024).
     pub fn word(&self, i: usize) -> u64 {
+        touch_val(&self.slot.words[i], Access::Read);
         self.slot.words[i].load(Ordering::Relaxed)
     }
 
@@ -413,6 +419,7 @@ impl PageRef<'_> {
     /// # Panics
     /// If `g` is not below the configured `lsn_groups_per_page`.
     pub fn group_lsn(&self, g: usize) -> u64 {
+        touch_val(&self.slot.group_lsn[g], Access::Read);
         self.slot.group_lsn[g].load(Ordering::Relaxed)
     }
 }
@@ -434,6 +441,7 @@ impl PageMut<'_> {
     /// # Panics
     /// If `i >= SLRU_PAGE_WORDS` (1024).
     pub fn word(&self, i: usize) -> u64 {
+        touch_val(&self.slot.words[i], Access::Read);
         self.slot.words[i].load(Ordering::Relaxed)
     }
 
@@ -442,6 +450,7 @@ impl PageMut<'_> {
     /// # Panics
     /// If `i >= SLRU_PAGE_WORDS` (1024).
     pub fn set_word(&self, i: usize, v: u64) {
+        touch_val(&self.slot.words[i], Access::Write);
         self.slot.words[i].store(v, Ordering::Relaxed);
     }
 
@@ -450,6 +459,7 @@ impl PageMut<'_> {
     /// # Panics
     /// If `g` is not below the configured `lsn_groups_per_page`.
     pub fn group_lsn(&self, g: usize) -> u64 {
+        touch_val(&self.slot.group_lsn[g], Access::Read);
         self.slot.group_lsn[g].load(Ordering::Relaxed)
     }
 
@@ -460,7 +470,9 @@ impl PageMut<'_> {
     /// If `g` is not below the configured `lsn_groups_per_page`.
     pub fn raise_group_lsn(&self, g: usize, lsn: u64) {
         let cell = &self.slot.group_lsn[g];
+        touch_val(cell, Access::Read);
         if cell.load(Ordering::Relaxed) < lsn {
+            touch_val(cell, Access::Write);
             cell.store(lsn, Ordering::Relaxed);
         }
     }
@@ -601,7 +613,7 @@ impl Slru {
                 })
             })
             .collect();
-        Ok(Slru {
+        let slru = Slru {
             name,
             id: NEXT_SLRU_ID.fetch_add(1, Ordering::Relaxed),
             slots,
@@ -617,7 +629,31 @@ impl Slru {
             stats: StatsRegistry::new(),
             #[cfg(test)]
             truncate_hook: Mutex::new(None),
-        })
+        };
+        slru.name_lines();
+        Ok(slru)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): each bank
+    /// lock (`"XactSLRUBank 0"`, or the control lock by its tranche name, `"XactSLRU"`), and each buffer's
+    /// line of metadata and I/O lock (`"Xact slot 3"`). The slot and bank arrays are
+    /// boxed, so moving the `Slru` afterwards keeps these addresses.
+    fn name_lines(&self) {
+        for bank in self.banks.iter() {
+            let t = bank.lock.tranche().name();
+            match self.locking {
+                SlruLocking::Banks => bank.lock.name_line(),
+                SlruLocking::ControlLock => bank.lock.name_line_as(|| t.to_string()),
+            }
+        }
+        // A slot's metadata and I/O lock share a line (slots are not padded, so neighbours may
+        // too): the line takes the slot's name.
+        for (i, slot) in self.slots.iter().enumerate() {
+            slot.io_lock.name_line_as(|| format!("{} slot {i}", self.name));
+            hook::name_line(&slot.status as *const AtomicU8 as *const u8, || {
+                format!("{} slot {i}", self.name)
+            });
+        }
     }
 
     /// The SLRU's name.
@@ -1352,6 +1388,10 @@ impl Slru {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;
 
 #[cfg(test)]
 mod tests {

@@ -131,3 +131,58 @@ fn a_wake_up_between_check_and_park_is_not_lost() {
     assert_eq!(flag.load(Ordering::Relaxed), 400);
     assert!(c.count(Op::AtomicWrite) >= 400);
 }
+
+#[test]
+fn line_names_are_kept_before_a_simulation_and_forwarded_during_one() {
+    // Named with no simulation installed: recorded, found by any address in the line.
+    let words = Box::new([0u64; 32]);
+    let base = words.as_ptr() as usize;
+    hook::name_line(words.as_ptr() as *const u8, || "test line before".to_string());
+    let line = base / hook::LINE_BYTES * hook::LINE_BYTES;
+    assert_eq!(hook::line_name(line + hook::LINE_BYTES - 1).as_deref(), Some("test line before"));
+    assert_eq!(hook::line_name(line + hook::LINE_BYTES), None, "the next line has no name");
+
+    // Named while one is installed: recorded and forwarded to the backend.
+    let c = Arc::new(Counting::new());
+    let g = hook::install(Simulation::new(Box::new(c.clone())));
+    let second = base + 2 * hook::LINE_BYTES;
+    hook::name_line(second as *const u8, || "test line during".to_string());
+    drop(g);
+    assert_eq!(c.named(), vec![(second, "test line during".to_string())]);
+    assert_eq!(hook::line_name(second).as_deref(), Some("test line during"));
+    // A later name replaces an earlier one.
+    hook::name_line(base as *const u8, || "renamed".to_string());
+    assert_eq!(hook::line_name(base).as_deref(), Some("renamed"));
+    assert_eq!(hook::line_names_dropped(), 0);
+}
+
+#[test]
+fn touches_are_logged_with_address_length_and_access() {
+    let c = Arc::new(Counting::with_log());
+    let g = hook::install(Simulation::new(Box::new(c.clone())));
+    let data = [0u8; 100];
+    hook::touch(data[10..].as_ptr(), 20, hook::Access::Write);
+    drop(g);
+    let t = c.touches();
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].addr, t[0].len, t[0].access), (data.as_ptr() as usize + 10, 20, hook::Access::Write));
+    assert!(t[0].file.ends_with("sync_hook.rs"));
+    assert!(c.touched(data.as_ptr() as usize + 12, 4, hook::Access::Write));
+    assert!(!c.touched(data.as_ptr() as usize + 12, 4, hook::Access::Read));
+}
+
+#[test]
+fn the_wall_clock_is_virtual_under_a_simulation() {
+    let start = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let c = Arc::new(Counting::new());
+    let g = hook::install(Simulation::new_at(Box::new(c.clone()), start));
+    let t = sync::time::system_now();
+    drop(g);
+    // Counting's clock is host time since it was made: a few seconds at most on a busy machine.
+    let since = t.duration_since(start).expect("not before the simulation's start");
+    assert!(since < Duration::from_secs(3600), "virtual wall time {since:?} after the start");
+    assert!(c.count(Op::Now) >= 1, "the wall clock read the backend's clock");
+    // Natively it is the host's calendar time.
+    assert!(sync::time::system_now() > std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000));
+    assert!(sync::time::system_now_us() / 1_000_000 > 1_600_000_000);
+}

@@ -19,6 +19,7 @@
 //! share-locks the root, so under pgbench the root is the hottest buffer in the pool, as in
 //! PostgreSQL.
 
+use lockstack_common::sync::hook::{Access, touch};
 use lockstack_common::sync::{AtomicU32, Ordering};
 
 use lockstack_bufmgr::page::{self, BLCKSZ, OffsetNumber};
@@ -69,6 +70,7 @@ struct Opaque {
 
 fn opaque(p: &[u8]) -> Opaque {
     let s = page::special(p);
+    touch(s.as_ptr(), PAGE_OPAQUE_SIZE.min(s.len()), Access::Read);
     let flags = u16::from_le_bytes([s[2], s[3]]);
     Opaque {
         level: u16::from_le_bytes([s[0], s[1]]),
@@ -92,6 +94,7 @@ fn set_opaque(p: &mut [u8], o: Opaque) {
     let (k, t) = o.high.unwrap_or((0, 0));
     s[8..16].copy_from_slice(&k.to_le_bytes());
     s[16..24].copy_from_slice(&t.to_le_bytes());
+    touch(s.as_ptr(), 24, Access::Write);
 }
 
 /// One decoded item.
@@ -121,6 +124,7 @@ impl Item {
 
 fn item_at(p: &[u8], off: OffsetNumber) -> Item {
     let b = page::get_item(p, off).expect("B-tree items are always normal");
+    touch(b.as_ptr(), b.len(), Access::Read);
     Item {
         key: i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
         tie: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),

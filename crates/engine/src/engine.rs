@@ -41,7 +41,6 @@
 
 use lockstack_common::sync::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockstack_bufmgr::page::{self, LpFlags};
 use lockstack_bufmgr::vm::{VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE, VmBuffer};
@@ -644,7 +643,7 @@ impl LockTupleMode {
 }
 
 fn now_us() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+    lockstack_common::sync::time::system_now_us()
 }
 
 impl Session {

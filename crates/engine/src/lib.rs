@@ -17,4 +17,5 @@ pub mod multixact;
 pub mod pgbench;
 pub mod report;
 pub mod settings;
+pub mod simcheck;
 pub mod tables;

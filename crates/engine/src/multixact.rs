@@ -31,6 +31,7 @@
 use lockstack_common::sync::{AtomicU32, AtomicU64, Ordering};
 use std::collections::VecDeque;
 
+use lockstack_common::sync::hook::{self, Access};
 use lockstack_common::{BackendId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockKind, TrancheId};
 
@@ -219,6 +220,7 @@ impl MultiXactStore {
             st.base = id;
         }
         st.lists.push_back(members.into());
+        hook::touch_slice(st.lists.back().map_or(&[][..], |l| &l[..]), Access::Write);
         st.next = id.next();
         drop(st);
         self.created.fetch_add(1, Ordering::Relaxed);
@@ -233,6 +235,7 @@ impl MultiXactStore {
             return Vec::new();
         }
         let i = multi.0.wrapping_sub(st.base.0) as usize;
+        hook::touch_slice(st.lists.get(i).map_or(&[][..], |l| &l[..]), Access::Read);
         st.lists.get(i).map(|l| l.to_vec()).unwrap_or_default()
     }
 
@@ -258,6 +261,24 @@ mod tests {
 
     fn share(x: u32) -> MultiXactMember {
         MultiXactMember { xid: TransactionId(x), status: MultiXactStatus::ForShare }
+    }
+
+    #[test]
+    fn member_lists_are_reported_where_they_are_written_and_read() {
+        use lockstack_common::sync::hook::{self, Access, Counting, Simulation};
+        let s = MultiXactStore::new(LwLockKind::Atomic, 1);
+        let c = std::sync::Arc::new(Counting::with_log());
+        let g = hook::install(Simulation::new(Box::new(c.clone())));
+        let m = s.create(&[share(10), share(11)]);
+        assert_eq!(s.members(m).len(), 2);
+        drop(g);
+        let (at, len) = {
+            let st = s.members.lock();
+            let l = st.lists.back().expect("kept");
+            (l.as_ptr() as usize, std::mem::size_of_val(&l[..]))
+        };
+        assert!(c.touched(at, len, Access::Write), "the members are written");
+        assert!(c.touched(at, len, Access::Read), "and read back");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 use crate::config::FP_SLOTS_PER_GROUP;
 use crate::mode::{LockMask, LockMode};
 use crate::sync::{AtomicU32, LwLockCell, Ordering};
+use lockstack_common::sync::hook::{Access, touch_slice, touch_val};
 
 /// Result of [`FastPathArea::try_grant`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -177,6 +178,7 @@ impl FpState {
     /// The relation entries as (relid, modes) pairs, in group and slot order.
     fn entries(&self) -> Vec<(u32, LockMask)> {
         let mut v = Vec::new();
+        touch_slice(&self.groups, Access::Read);
         for g in self.groups.iter() {
             for s in 0..FP_SLOTS_PER_GROUP {
                 let bits = g.slot_mask(s);
@@ -250,7 +252,7 @@ impl FastPathArea {
             groups.is_power_of_two() && strong_partitions.is_power_of_two(),
             "fast path needs a power-of-two number (at least one) of groups and of counters"
         );
-        let procs = (0..backends)
+        let procs: Box<[CachePadded<FpProc>]> = (0..backends)
             .map(|i| {
                 CachePadded::new(FpProc {
                     lock: LwLock::new(kind, TrancheId::LOCK_FAST_PATH, i as u32),
@@ -262,7 +264,18 @@ impl FastPathArea {
                 })
             })
             .collect();
-        let strong = (0..strong_partitions).map(|_| AtomicU32::new(0)).collect();
+        let strong: Box<[AtomicU32]> = (0..strong_partitions).map(|_| AtomicU32::new(0)).collect();
+        for p in procs.iter() {
+            p.lock.name_line();
+        }
+        for (k, c) in
+            strong.chunks(lockstack_common::sync::hook::LINE_BYTES / size_of::<AtomicU32>()).enumerate()
+        {
+            let n = c.len();
+            lockstack_common::sync::hook::name_line(c.as_ptr() as *const u8, || {
+                format!("FastPathStrongRelationLocks {}-{}", k * n, k * n + n - 1)
+            });
+        }
         FastPathArea { groups, group_mask: groups - 1, strong, strong_mask: strong_partitions - 1, procs }
     }
 
@@ -334,6 +347,7 @@ impl FastPathArea {
                 return FastPathGrant::StrongLockHeld;
             }
             let g = &mut st.groups[group];
+            touch_val(&**g, Access::Write);
             if g.grant(relid, mode) {
                 FastPathGrant::Granted { used: g.used() }
             } else {
@@ -350,6 +364,7 @@ impl FastPathArea {
         let group = self.group_of(relid);
         self.with_state_mut(b, |st| {
             let g = &mut st.groups[group];
+            touch_val(&**g, Access::Write);
             g.ungrant(relid, mode).then(|| g.used())
         })
     }
@@ -368,6 +383,7 @@ impl FastPathArea {
             for (i, &(relid, mode)) in reqs.iter().enumerate() {
                 let group = self.group_of(relid);
                 let g = &mut st.groups[group];
+                touch_val(&**g, Access::Write);
                 found[i] = g.ungrant(relid, mode);
                 used[group] = g.used();
             }
@@ -407,6 +423,7 @@ impl FastPathArea {
             let taken = unsafe {
                 p.state.with_mut(|st| {
                     let g = &mut st.groups[group];
+                    touch_val(&**g, Access::Write);
                     let slots = g.slots_of(relid);
                     let mut taken: LockMask = 0;
                     let mut rest = slots;
@@ -446,6 +463,7 @@ impl FastPathArea {
             }
             let hit = self.with_state(b, |st| {
                 let g = &st.groups[group];
+                touch_val(&**g, Access::Read);
                 let slots = g.slots_of(relid);
                 slots != 0 && g.slot_mask(slots.trailing_zeros() as usize) & conflicts != 0
             });

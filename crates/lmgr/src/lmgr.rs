@@ -130,7 +130,7 @@ impl Lmgr {
     /// The first bad field ([`LmgrConfig::validate`]).
     pub fn new(cfg: LmgrConfig) -> Result<Arc<Lmgr>, LmgrConfigError> {
         cfg.validate()?;
-        let partitions = (0..cfg.partitions)
+        let partitions: Box<[CachePadded<Partition>]> = (0..cfg.partitions)
             .map(|i| {
                 CachePadded::new(
                     LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32)
@@ -152,6 +152,9 @@ impl Lmgr {
                 })
             })
             .collect();
+        for p in partitions.iter() {
+            p.lwlock.name_line();
+        }
         let groups = cfg.fast_path.groups().max(1);
         let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock);
         Ok(Arc::new(Lmgr { cfg, partitions, procs, fp, counters: StatsRegistry::new() }))
@@ -1252,6 +1255,10 @@ impl Drop for Backend {
         self.lmgr.procs[self.id.index()].attached.store(false, Ordering::Release);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

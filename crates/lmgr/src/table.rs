@@ -12,6 +12,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
 use lockstack_common::BackendId;
+use lockstack_common::sync::hook::{Access, touch_slice, touch_val};
 
 use crate::mode::{LockMask, LockMode};
 use crate::tag::{LockTag, TagBuildHasher};
@@ -138,7 +139,10 @@ pub(crate) struct PartitionTables {
 impl PartitionTables {
     /// `holdMask` of `b` on `tag` (0 without a PROCLOCK).
     pub(crate) fn hold_mask(&self, tag: LockTag, b: BackendId) -> LockMask {
-        self.proclocks.get(&ProcLockTag { tag, backend: b }).map_or(0, |p| p.hold_mask)
+        self.proclocks
+            .get(&ProcLockTag { tag, backend: b })
+            .inspect(|p| touch_val(*p, Access::Read))
+            .map_or(0, |p| p.hold_mask)
     }
 
     /// The holders of lock `e` (tag `tag`) with their `holdMask`s, PROCLOCK list order.
@@ -147,6 +151,7 @@ impl PartitionTables {
         tag: LockTag,
         e: &'a LockEntry,
     ) -> impl Iterator<Item = ProcLock> + 'a {
+        touch_slice(&e.proclocks, Access::Read);
         e.proclocks.iter().map(move |&b| ProcLock { backend: b, hold_mask: self.hold_mask(tag, b) })
     }
 
@@ -163,13 +168,16 @@ impl PartitionTables {
         mode: LockMode,
     ) -> (&mut LockEntry, &mut ProcLockEntry) {
         let e = self.locks.entry(tag).or_default();
+        touch_val(e, Access::Write);
         let pl = match self.proclocks.entry(ProcLockTag { tag, backend: b }) {
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
                 e.proclocks.push(b);
+                touch_slice(&e.proclocks[e.proclocks.len() - 1..], Access::Write);
                 v.insert(ProcLockEntry::default())
             }
         };
+        touch_val(pl, Access::Write);
         assert!(pl.hold_mask & mode.bit() == 0, "lock {mode} on {tag} is already held by backend {b}");
         e.n_requested += 1;
         e.requested[mode.number()] += 1;
@@ -195,7 +203,9 @@ impl PartitionTables {
             && o.get().hold_mask == 0
             && !e.is_waiting(b)
         {
+            touch_val(o.get(), Access::Write);
             o.remove();
+            touch_slice(&e.proclocks, Access::Read);
             if let Some(i) = e.proclocks.iter().position(|&x| x == b) {
                 e.proclocks.swap_remove(i);
             }
@@ -207,6 +217,7 @@ impl PartitionTables {
     /// grants the waiters that can now proceed and returns them (the caller wakes them).
     pub(crate) fn clean_up(&mut self, tag: LockTag, b: BackendId, wakeup_needed: bool) -> Vec<BackendId> {
         let Entry::Occupied(mut o) = self.locks.entry(tag) else { return Vec::new() };
+        touch_val(o.get(), Access::Write);
         Self::drop_proclock_if_empty(&mut self.proclocks, o.get_mut(), tag, b);
         if o.get().n_requested == 0 {
             o.remove();
@@ -228,13 +239,16 @@ impl PartitionTables {
             panic!("backend {b} releases {mode} on {tag}, which is not in the lock table")
         };
         let e = lo.get_mut();
+        touch_val(e, Access::Write);
         let Entry::Occupied(mut po) = self.proclocks.entry(ProcLockTag { tag, backend: b }) else {
             panic!("backend {b} releases {mode} on {tag} but has no PROCLOCK there")
         };
+        touch_val(po.get(), Access::Write);
         assert!(po.get().hold_mask & mode.bit() != 0, "backend {b} does not hold {mode} on {tag}");
         let wakeup_needed = e.ungrant(po.get_mut(), mode);
         if po.get().hold_mask == 0 && !e.is_waiting(b) {
             po.remove();
+            touch_slice(&e.proclocks, Access::Read);
             if let Some(i) = e.proclocks.iter().position(|&x| x == b) {
                 e.proclocks.swap_remove(i);
             }
@@ -254,6 +268,7 @@ impl PartitionTables {
     pub(crate) fn abandon_request(&mut self, tag: LockTag, b: BackendId, mode: LockMode) {
         let Entry::Occupied(mut o) = self.locks.entry(tag) else { return };
         let e = o.get_mut();
+        touch_val(e, Access::Write);
         e.n_requested -= 1;
         e.requested[mode.number()] -= 1;
         Self::drop_proclock_if_empty(&mut self.proclocks, e, tag, b);
@@ -266,7 +281,7 @@ impl PartitionTables {
     /// queue (it gave up: deadlock victim, lock_timeout) and grants the waiters that can now
     /// proceed, which are returned.
     pub(crate) fn remove_from_wait_queue(&mut self, tag: LockTag, b: BackendId) -> Vec<BackendId> {
-        if let Some(e) = self.locks.get_mut(&tag)
+        if let Some(e) = self.locks.get_mut(&tag).inspect(|e| touch_val(*e, Access::Write))
             && let Some(pos) = e.wait_queue.iter().position(|w| w.backend == b)
             && let Some(w) = e.wait_queue.remove(pos)
         {
@@ -301,10 +316,13 @@ impl PartitionTables {
         let mut i = 0;
         while i < e.wait_queue.len() {
             let w = e.wait_queue[i];
+            touch_val(&e.wait_queue[i], Access::Read);
             let pl = proclocks
                 .get_mut(&ProcLockTag { tag, backend: w.backend })
                 .expect("waiter without a PROCLOCK");
+            touch_val(pl, Access::Read);
             if w.mode.conflict_mask() & ahead == 0 && !e.check_conflicts(w.mode, pl.hold_mask) {
+                touch_val(pl, Access::Write);
                 e.wait_queue.remove(i);
                 e.grant(pl, w.mode);
                 woken.push(w.backend);
@@ -329,12 +347,14 @@ impl PartitionTables {
     ) -> Join {
         let held = self.hold_mask(tag, me);
         let Some(e) = self.locks.get(&tag) else { unreachable!("join_wait_queue without setup") };
+        touch_val(e, Access::Read);
         let mut insert_at = None;
         let mut early = None;
         let mut grant_now = false;
         if held != 0 && e.wait_mask != 0 {
             let mut ahead: LockMask = 0;
             for (i, w) in e.wait_queue.iter().enumerate() {
+                touch_val(w, Access::Read);
                 // Must this waiter wait for me?
                 if w.mode.conflict_mask() & held != 0 {
                     // Must I wait for it? Then it is a deadlock no matter where I queue.
@@ -358,6 +378,7 @@ impl PartitionTables {
             unreachable!("join_wait_queue without setup")
         };
         if grant_now {
+            touch_val(pl, Access::Write);
             e.grant(pl, mode);
             return Join::Granted;
         }
@@ -368,10 +389,10 @@ impl PartitionTables {
             return Join::EarlyDeadlock(w);
         }
         let w = Waiter { backend: me, mode };
-        match insert_at {
-            Some(i) => e.wait_queue.insert(i, w),
-            None => e.wait_queue.push_back(w),
-        }
+        touch_val(e, Access::Write);
+        let at = insert_at.unwrap_or(e.wait_queue.len());
+        e.wait_queue.insert(at, w);
+        touch_val(&e.wait_queue[at], Access::Write);
         e.wait_mask |= mode.bit();
         Join::Queued
     }

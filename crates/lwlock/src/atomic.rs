@@ -56,6 +56,12 @@ struct Slept {
 }
 
 impl AtomicLwLock {
+    /// The address of the lock's state word (the line a simulation names; see
+    /// [`LwLock::name_line`](crate::LwLock::name_line)).
+    pub fn word_addr(&self) -> *const u8 {
+        &self.state as *const AtomicU32 as *const u8
+    }
+
     /// Attempts the lock once (`LWLockAttemptLock`); true if acquired.
     #[inline]
     fn attempt_lock(&self, mode: LwLockMode) -> bool {

@@ -244,6 +244,31 @@ impl LwLock {
         }
     }
 
+    /// The address of the lock's word: the state word (atomic, read-biased's underlying lock)
+    /// or the spinlock (pg92).
+    pub fn word_addr(&self) -> *const u8 {
+        dispatch!(self, l => l.word_addr())
+    }
+
+    /// Names the line of the lock's word for a simulation's hottest-lines table as
+    /// `"<tranche> <instance>"` (`"LockManager 3"`, `"BufferMapping 17"`), and a read-biased
+    /// lock's bias word as `"<tranche> <instance> bias"`, through
+    /// [`hook::name_line`](lockstack_common::sync::hook::name_line) (nothing without the
+    /// `sim-hook` feature). Call it once the lock is at its final address (in its table).
+    pub fn name_line(&self) {
+        let (t, i) = (self.tranche(), self.instance());
+        self.name_line_as(|| format!("{} {i}", t.name()));
+    }
+
+    /// [`name_line`](Self::name_line) with a name of the caller's (`"ProcArrayLock"` for an
+    /// individual lock); a read-biased lock's bias word gets the name plus `" bias"`.
+    pub fn name_line_as(&self, name: impl Fn() -> String) {
+        lockstack_common::sync::hook::name_line(self.word_addr(), &name);
+        if let LwLock::ReadBiased(l) = self {
+            lockstack_common::sync::hook::name_line(l.bias_addr(), || format!("{} bias", name()));
+        }
+    }
+
     /// Which implementation this is.
     pub fn kind(&self) -> LwLockKind {
         match self {

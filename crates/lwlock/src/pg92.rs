@@ -36,6 +36,12 @@ unsafe impl Send for Pg92LwLock {}
 unsafe impl Sync for Pg92LwLock {}
 
 impl Pg92LwLock {
+    /// The address of the lock's spinlock word (the line a simulation names; see
+    /// [`LwLock::name_line`](crate::LwLock::name_line)).
+    pub fn word_addr(&self) -> *const u8 {
+        &self.mutex as *const SpinLock as *const u8
+    }
+
     fn lock_mutex(&self, spins: &mut u64) {
         *spins += u64::from(self.mutex.lock());
     }

@@ -121,6 +121,17 @@ fn my_slot() -> u16 {
 }
 
 impl ReadBiasedLwLock {
+    /// The address of the underlying lock's state word (the line a simulation names; see
+    /// [`LwLock::name_line`](crate::LwLock::name_line)).
+    pub fn word_addr(&self) -> *const u8 {
+        self.inner.word_addr()
+    }
+
+    /// The address of the bias word (`epoch`, on a line of its own).
+    pub fn bias_addr(&self) -> *const u8 {
+        &*self.epoch as *const AtomicU64 as *const u8
+    }
+
     /// Is the reader bias on now (a hint)?
     pub fn is_biased(&self) -> bool {
         self.epoch.load(Ordering::Relaxed) & 1 == 1

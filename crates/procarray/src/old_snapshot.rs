@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::sync::{AtomicI64, Mutex, Ordering};
+use lockstack_common::sync::hook::{Access, touch_val};
 use lockstack_common::{TrancheId, TransactionId};
 use lockstack_lwlock::{LwLock, LwLockKind, LwRwLock};
 
@@ -27,16 +28,16 @@ pub trait Clock: Send + Sync {
     fn now_us(&self) -> i64;
 }
 
-/// The wall clock: microseconds since the Unix epoch (`GetCurrentTimestamp`, shifted epoch).
+/// The wall clock: microseconds since the Unix epoch (`GetCurrentTimestamp`, shifted epoch),
+/// through the sync facade's [`system_now_us`](lockstack_common::sync::time::system_now_us):
+/// under a simulation it is virtual (the simulation's start plus virtual time), so
+/// old_snapshot_threshold runs in virtual minutes there.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_us(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_micros() as i64)
-            .unwrap_or(0)
+        lockstack_common::sync::time::system_now_us()
     }
 }
 
@@ -154,6 +155,17 @@ impl OldSnapshotTimeMap {
         }
     }
 
+    /// Names the line of `OldSnapshotTimeMapLock` for a simulation (see `hook::name_line`);
+    /// called once the map is at its final address.
+    pub(crate) fn name_lines(&self) {
+        self.lock.name_line_as(|| "OldSnapshotTimeMapLock".to_string());
+    }
+
+    /// The address of `OldSnapshotTimeMapLock`'s word.
+    pub(crate) fn lock_addr(&self) -> *const u8 {
+        self.lock.word_addr()
+    }
+
     /// The configured threshold.
     pub fn threshold(&self) -> OldSnapshotThreshold {
         self.threshold
@@ -245,6 +257,7 @@ impl MapData {
             return None;
         }
         let k = ((ts - self.head_timestamp) / USECS_PER_MINUTE) as usize;
+        touch_val(&self.xid_by_minute[(self.head_offset + k) % self.xid_by_minute.len()], Access::Read);
         Some(self.xid_by_minute[(self.head_offset + k) % self.xid_by_minute.len()])
     }
 
@@ -262,6 +275,7 @@ impl MapData {
         } else if ts <= self.newest_timestamp() {
             let k = ((ts - self.head_timestamp) / USECS_PER_MINUTE) as usize;
             let slot = &mut self.xid_by_minute[(self.head_offset + k) % n];
+            touch_val(slot, Access::Write);
             if xmin.follows(*slot) {
                 *slot = xmin;
             }
@@ -278,10 +292,12 @@ impl MapData {
                     self.head_offset = (self.head_offset + 1) % n;
                     self.head_timestamp += USECS_PER_MINUTE;
                     self.xid_by_minute[old_head] = xmin;
+                    touch_val(&self.xid_by_minute[old_head], Access::Write);
                 } else {
                     let slot = (self.head_offset + self.count_used) % n;
                     self.count_used += 1;
                     self.xid_by_minute[slot] = xmin;
+                    touch_val(&self.xid_by_minute[slot], Access::Write);
                 }
             }
         }
@@ -292,6 +308,7 @@ impl MapData {
         self.head_timestamp = ts;
         self.count_used = 1;
         self.xid_by_minute[0] = xmin;
+        touch_val(&self.xid_by_minute[0], Access::Write);
     }
 }
 

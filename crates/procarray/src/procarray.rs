@@ -36,6 +36,7 @@ use crate::proc::{
 use crate::snapshot::Snapshot;
 use crate::stats::{BackendProcStats, ProcArrayStats};
 use crate::sync::{AtomicU8, AtomicU32, AtomicU64, fence};
+use lockstack_common::sync::hook;
 
 /// Errors of ProcArray xid assignment and subtransaction calls (membership errors are
 /// [`AttachError`]s, as for every subsystem).
@@ -336,7 +337,7 @@ impl ProcArray {
         let flex_members = if cfg.end_xact == EndXactStrategy::FlexLock { n } else { 1 };
         let group_members = if cfg.end_xact == EndXactStrategy::GroupClear { n } else { 1 };
         let latest = cfg.first_xid.prev();
-        Ok(Arc::new(ProcArray {
+        let pa = Arc::new(ProcArray {
             procs,
             hot,
             num_procs: AtomicU32::new(0),
@@ -363,7 +364,45 @@ impl ProcArray {
             ),
             stats: StatsRegistry::new(),
             cfg,
-        }))
+        });
+        pa.name_lines();
+        Ok(pa)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): the two
+    /// LWLocks, the xid counter, `numProcs` and `pgprocnos`, and each member's hot fields in
+    /// the layout's array (`"PgXact 5"`, `"PGPROC 5 xid"`, `"ProcGlobal xids 0-15"`).
+    fn name_lines(&self) {
+        self.proc_array_lock.lock().name_line_as(|| "ProcArrayLock".to_string());
+        // XidGenLock and OldSnapshotTimeMapLock are unpadded fields of this struct and may
+        // share a line: such a line is named for both.
+        self.old_snapshot.name_lines();
+        let shared = self.old_snapshot.lock_addr() as usize / hook::LINE_BYTES
+            == self.xid_gen_lock.word_addr() as usize / hook::LINE_BYTES;
+        self.xid_gen_lock.name_line_as(|| {
+            if shared { "XidGenLock + OldSnapshotTimeMapLock".to_string() } else { "XidGenLock".to_string() }
+        });
+        hook::name_line(&self.transam.next_xid as *const AtomicU32 as *const u8, || {
+            "XidGen nextXid".to_string()
+        });
+        hook::name_line(&self.num_procs as *const AtomicU32 as *const u8, || {
+            "ProcArray numProcs".to_string()
+        });
+        hook::name_elements(&self.pgprocnos, "ProcArray pgprocnos");
+        match &self.hot {
+            Hot::Pgproc => {
+                for (i, p) in self.procs.iter().enumerate() {
+                    hook::name_line(&p.xid as *const AtomicU32 as *const u8, || format!("PGPROC {i} xid"));
+                }
+            }
+            Hot::Pgxact(x) => hook::name_elements(x, "PgXact"),
+            Hot::PgxactPadded(x) => hook::name_elements(x, "PgXact"),
+            Hot::Dense(d) => {
+                hook::name_elements(&d.xids, "ProcGlobal xids");
+                hook::name_elements(&d.subxid_states, "ProcGlobal subxidStates");
+                hook::name_elements(&d.status_flags, "ProcGlobal statusFlags");
+            }
+        }
     }
 
     /// The configuration this ProcArray was built with.
@@ -1464,3 +1503,7 @@ impl Drop for Backend {
         self.detach_inner();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;

@@ -116,6 +116,27 @@ impl InsertionLocks {
         Ok(InsertionLocks { mode, reserve, slots })
     }
 
+    /// Names the hot lines for a simulation (see `hook::name_line`): each insertion lock
+    /// (`"WALInsert 2"`, its `insertingAt` on the same padded line) and the reservation
+    /// counters (`"WAL insert position"`: `insertpos_lck`, `CurrBytePos`, `PrevBytePos`).
+    /// Called once the locks are at their final address.
+    pub fn name_lines(&self) {
+        for s in self.slots.iter() {
+            s.lock.name_line();
+        }
+        lockstack_common::sync::hook::name_line(&*self.reserve as *const Reserve as *const u8, || {
+            "WAL insert position".to_string()
+        });
+    }
+
+    /// The addresses of each insertion lock's word and of the reservation counters (what
+    /// [`name_lines`](Self::name_lines) names), for the simulation tests.
+    #[cfg(test)]
+    pub(crate) fn line_addrs(&self) -> (Vec<usize>, usize) {
+        let locks = self.slots.iter().map(|s| s.lock.word_addr() as usize).collect();
+        (locks, &*self.reserve as *const Reserve as usize)
+    }
+
     /// The mode.
     pub fn mode(&self) -> InsertMode {
         self.mode

@@ -180,6 +180,7 @@ impl Wal {
             writer: Mutex::new(None),
             cfg,
         });
+        wal.name_lines();
         // The first page is in the buffers from the start, as `StartupXLOG` sets up the page
         // holding the end of WAL, so that writing an empty log writes a valid page.
         wal.init_page(wal.slot_of(start.0), start.0);
@@ -196,6 +197,28 @@ impl Wal {
             *wal.writer.lock() = Some(handle);
         }
         Ok(wal)
+    }
+
+    /// Names the hot lines for a simulation's statistics (see `hook::name_line`): the
+    /// insertion locks and the insert position, `WALWriteLock`, `WALBufMappingLock`, the
+    /// write request and result words and the buffer slots' `xlblocks`. The WAL buffer words
+    /// themselves are facade atomics: a simulation sees each 8-byte word copied in.
+    fn name_lines(&self) {
+        use lockstack_common::sync::hook::{LINE_BYTES, name_elements, name_line};
+        self.ins.name_lines();
+        // The unpadded words of `Wal` may share a line with a lock: name the words first, so
+        // that a shared line is named after the lock, with the words it carries.
+        let result = &self.write_result as *const AtomicU64 as usize;
+        let with_result = |lock: &LwLock, name: &str| {
+            let same = lock.word_addr() as usize / LINE_BYTES == result / LINE_BYTES;
+            if same { format!("{name} + LogwrtResult") } else { name.to_string() }
+        };
+        name_line(result as *const u8, || "WAL LogwrtResult".to_string());
+        self.write_lock.name_line_as(|| with_result(&self.write_lock, "WALWriteLock"));
+        self.mapping_lock.name_line_as(|| with_result(&self.mapping_lock, "WALBufMappingLock"));
+        name_line(&*self.inserted_upto as *const AtomicU64 as *const u8, || "WAL insertedUpTo".to_string());
+        name_line(&*self.write_rqst as *const AtomicU64 as *const u8, || "WAL LogwrtRqst.Write".to_string());
+        name_elements(&self.xlblocks, "WAL xlblocks");
     }
 
     /// Attaches backend `id` (a thread): its id picks its first insertion lock
@@ -864,3 +887,7 @@ impl Drop for WalBackend {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "sim_annot_tests.rs"]
+mod sim_annot_tests;

@@ -146,15 +146,29 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
 /// An installed backend and the facade's per-key wait queues for its tasks.
 pub struct Simulation {
     backend: Box<dyn SimBackend>,
+    /// The wall-clock time virtual time zero stands for ([`crate::sync::time::system_now`]).
+    wall_start: std::time::SystemTime,
     /// Tasks parked on a key, oldest first. A host mutex: a simulation runs on one host thread,
     /// so it is never contended there (a test backend on real threads may contend it).
     queues: std::sync::Mutex<HashMap<usize, VecDeque<TaskId>>>,
 }
 
 impl Simulation {
-    /// Wraps a backend, ready to [`install`].
+    /// Wraps a backend, ready to [`install`]; virtual time zero stands for the wall-clock
+    /// time now (see [`Simulation::new_at`]).
     pub fn new(backend: Box<dyn SimBackend>) -> Arc<Simulation> {
-        Arc::new(Simulation { backend, queues: std::sync::Mutex::new(HashMap::new()) })
+        Simulation::new_at(backend, std::time::SystemTime::now())
+    }
+
+    /// Wraps a backend whose virtual time zero stands for the wall-clock time `wall_start`
+    /// (a fixed value makes [`crate::sync::time::system_now`] reproducible from run to run).
+    pub fn new_at(backend: Box<dyn SimBackend>, wall_start: std::time::SystemTime) -> Arc<Simulation> {
+        Arc::new(Simulation { backend, wall_start, queues: std::sync::Mutex::new(HashMap::new()) })
+    }
+
+    /// The wall-clock time virtual time zero stands for.
+    pub fn wall_start(&self) -> std::time::SystemTime {
+        self.wall_start
     }
 
     /// The backend.
@@ -314,19 +328,150 @@ pub fn touch(addr: *const u8, len: usize, access: Access) {
     }
 }
 
+/// [`touch`] of the bytes of one value (`size_of::<T>()` at `v`): a lock-table entry, a
+/// buffer tag, a page header. The heap data the value points to is not included.
+#[inline(always)]
+#[track_caller]
+pub fn touch_val<T>(v: &T, access: Access) {
+    touch(v as *const T as *const u8, size_of::<T>(), access);
+}
+
+/// [`touch`] of the elements of a slice (`size_of_val(s)` bytes; nothing when it is empty): a
+/// wait queue's entries, a page's line pointers, a run of XID array slots.
+#[inline(always)]
+#[track_caller]
+pub fn touch_slice<T>(s: &[T], access: Access) {
+    if !s.is_empty() {
+        touch(s.as_ptr() as *const u8, size_of_val(s), access);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn touch_slow(addr: usize, len: usize, access: Access, site: Site) {
     with_current_slow(|s| s.backend.touch(addr, len, access, site));
 }
 
-/// Names the cache line holding `addr` for a simulation's statistics (its hottest-lines
-/// table): `name` is called only while a simulation is installed on this thread, so the
-/// production path is one predicted branch (nothing at all without the `sim-hook` feature).
+/// Bytes per cache line as the registry of [`name_line`] keys them (the simulated machine's
+/// line size: an address's line is `addr >> 6`).
+pub const LINE_BYTES: usize = 64;
+
+/// At most this many lines carry a name in the registry of [`name_line`]; naming one more line
+/// evicts the oldest-named line's name (counted by [`line_names_dropped`]), so that the
+/// structures made last (the ones a simulation runs on) keep theirs. Names are for lock words,
+/// state words and hot counters (a few per buffer at most), never per tuple or per page entry.
+pub const LINE_NAMES_MAX: usize = 1 << 18;
+
+/// The process-global registry of line names: line index (`addr >> 6`) to name, the lines in
+/// the order they were first named (for eviction at the bound), and the count of names
+/// evicted. A host lock: taken briefly, with no facade operation inside.
+#[cfg(feature = "sim-hook")]
+struct LineNames {
+    names: HashMap<usize, String>,
+    order: VecDeque<usize>,
+    dropped: u64,
+}
+
+#[cfg(feature = "sim-hook")]
+fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
+    static NAMES: std::sync::OnceLock<crate::sync::host::Mutex<LineNames>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        crate::sync::host::Mutex::new(LineNames { names: HashMap::new(), order: VecDeque::new(), dropped: 0 })
+    })
+}
+
+/// Names the 64-byte cache line holding `addr` for a simulation's statistics (its
+/// hottest-lines table: `"LockManager 3"`, `"buffer 17 state"`).
+///
+/// With the `sim-hook` feature the name is recorded in a process-global registry whether or
+/// not a simulation is installed (the lock stack's shared structures are made before the
+/// simulated clients run), where [`line_name`] finds it, and it is also forwarded to the
+/// simulation installed on this thread, if any. A later name for the same line replaces the
+/// earlier one; past [`LINE_NAMES_MAX`] lines, the oldest-named line loses its name. Without the
+/// feature this compiles to nothing and `name` is never called.
 #[inline(always)]
 pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
-    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
-        with_current_slow(|s| s.backend.name_line(addr as usize, &name()));
+    #[cfg(feature = "sim-hook")]
+    name_line_slow(addr as usize, name());
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (addr, name);
+    }
+}
+
+#[cfg(feature = "sim-hook")]
+#[cold]
+#[inline(never)]
+fn name_line_slow(addr: usize, name: String) {
+    {
+        let mut reg = line_names().lock();
+        let line = addr / LINE_BYTES;
+        if reg.names.insert(line, name.clone()).is_none() {
+            reg.order.push_back(line);
+            if reg.order.len() > LINE_NAMES_MAX
+                && let Some(old) = reg.order.pop_front()
+            {
+                reg.names.remove(&old);
+                reg.dropped += 1;
+            }
+        }
+    }
+    if EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.name_line(addr, &name));
+    }
+}
+
+/// Names the lines of an array's elements as `"<what> <i>"`, or `"<what> <i>-<j>"` for a line
+/// that holds elements `i..=j` (twelve-byte `PgXact`s share lines, padded ones do not), through
+/// [`name_line`]. Nothing without the `sim-hook` feature.
+pub fn name_elements<T>(s: &[T], what: &str) {
+    #[cfg(feature = "sim-hook")]
+    {
+        let addr = |k: usize| s.as_ptr() as usize + k * size_of::<T>();
+        let mut i = 0;
+        while i < s.len() {
+            let line = addr(i) / LINE_BYTES;
+            let mut j = i;
+            while j + 1 < s.len() && addr(j + 1) / LINE_BYTES == line {
+                j += 1;
+            }
+            name_line(addr(i) as *const u8, || {
+                if i == j { format!("{what} {i}") } else { format!("{what} {i}-{j}") }
+            });
+            i = j + 1;
+        }
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (s, what);
+    }
+}
+
+/// The name [`name_line`] last gave the 64-byte line holding `addr` (any address in the line),
+/// or `None` (never named, evicted at the bound, or the `sim-hook` feature is off). For a
+/// simulation backend's or a report's hottest-lines table.
+pub fn line_name(addr: usize) -> Option<String> {
+    #[cfg(feature = "sim-hook")]
+    {
+        line_names().lock().names.get(&(addr / LINE_BYTES)).cloned()
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = addr;
+        None
+    }
+}
+
+/// How many names [`name_line`] evicted because the registry held [`LINE_NAMES_MAX`] lines
+/// (zero without the `sim-hook` feature).
+pub fn line_names_dropped() -> u64 {
+    #[cfg(feature = "sim-hook")]
+    {
+        line_names().lock().dropped
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        0
     }
 }
 
@@ -438,6 +583,23 @@ impl Op {
     ];
 }
 
+/// One [`touch`] (or atomic access) as [`Counting::with_log`] records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touched {
+    /// An atomic access (`false`: a [`touch`] of plain data).
+    pub atomic: bool,
+    /// First byte's address.
+    pub addr: usize,
+    /// Bytes.
+    pub len: usize,
+    /// Read or write.
+    pub access: Access,
+    /// The caller's source file (as `Location::file` gives it).
+    pub file: &'static str,
+    /// The caller's source line.
+    pub line: u32,
+}
+
 /// A task's unpark token for [`Counting`]: set by `unpark`, consumed by `park`.
 type Token = (std::sync::Mutex<bool>, std::sync::Condvar);
 
@@ -451,6 +613,10 @@ pub struct Counting {
     tokens: std::sync::Mutex<HashMap<TaskId, Arc<Token>>>,
     handles: std::sync::Mutex<HashMap<TaskId, std::thread::JoinHandle<()>>>,
     start: std::time::Instant,
+    /// Every touch, in order, when made with [`Counting::with_log`].
+    log: Option<std::sync::Mutex<Vec<Touched>>>,
+    /// Every name forwarded through [`SimBackend::name_line`], in order.
+    named: std::sync::Mutex<Vec<(usize, String)>>,
 }
 
 std::thread_local! {
@@ -482,7 +648,62 @@ impl Counting {
             tokens: std::sync::Mutex::new(HashMap::new()),
             handles: std::sync::Mutex::new(HashMap::new()),
             start: std::time::Instant::now(),
+            log: None,
+            named: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// A backend that also keeps every [`touch`] with its address, length, access and call
+    /// site (for tests that check which bytes an operation reports; memory grows with each
+    /// touch, so only for short runs).
+    pub fn with_log() -> Counting {
+        Counting { log: Some(std::sync::Mutex::new(Vec::new())), ..Counting::new() }
+    }
+
+    /// The touches (and atomic accesses) recorded so far, oldest first (empty unless made with [`Counting::with_log`]).
+    pub fn touches(&self) -> Vec<Touched> {
+        match &self.log {
+            Some(l) => l.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Forgets the recorded touches (the counts stay).
+    pub fn clear_touches(&self) {
+        if let Some(l) = &self.log {
+            l.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+
+    /// Whether one recorded [`touch`] (not an atomic) with `access` covers every byte of
+    /// `addr..addr + len`.
+    pub fn touched(&self, addr: usize, len: usize, access: Access) -> bool {
+        self.touches()
+            .iter()
+            .any(|t| !t.atomic && t.access == access && t.addr <= addr && addr + len <= t.addr + t.len)
+    }
+
+    /// Whether the recorded touches and atomic accesses with `access`, together, cover every
+    /// byte of `addr..addr + len` (a record copied in as eight-byte atomic words).
+    pub fn covered(&self, addr: usize, len: usize, access: Access) -> bool {
+        let mut r: Vec<(usize, usize)> =
+            self.touches().iter().filter(|t| t.access == access).map(|t| (t.addr, t.addr + t.len)).collect();
+        r.sort_unstable();
+        let (mut at, end) = (addr, addr + len);
+        for (a, b) in r {
+            if a <= at && b > at {
+                at = b;
+            }
+            if at >= end {
+                return true;
+            }
+        }
+        at >= end
+    }
+
+    /// The names forwarded to this backend through [`SimBackend::name_line`], oldest first.
+    pub fn named(&self) -> Vec<(usize, String)> {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// How many operations of kind `op` ran so far.
@@ -523,21 +744,33 @@ impl Counting {
 }
 
 impl SimBackend for Counting {
-    fn atomic(&self, _addr: usize, _size: usize, access: Access, site: Site) {
+    fn atomic(&self, addr: usize, size: usize, access: Access, site: Site) {
         let op = match access {
             Access::Read => Op::AtomicRead,
             Access::Write => Op::AtomicWrite,
             Access::Rmw => Op::AtomicRmw,
         };
         self.bump(op, Some(site));
+        if let Some(l) = &self.log {
+            let t = Touched { atomic: true, addr, len: size, access, file: site.file(), line: site.line() };
+            l.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+        }
     }
 
     fn fence(&self, site: Site) {
         self.bump(Op::Fence, Some(site));
     }
 
-    fn touch(&self, _addr: usize, _len: usize, _access: Access, site: Site) {
+    fn touch(&self, addr: usize, len: usize, access: Access, site: Site) {
         self.bump(Op::Touch, Some(site));
+        if let Some(l) = &self.log {
+            let t = Touched { atomic: false, addr, len, access, file: site.file(), line: site.line() };
+            l.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+        }
+    }
+
+    fn name_line(&self, addr: usize, name: &str) {
+        self.named.lock().unwrap_or_else(|e| e.into_inner()).push((addr, name.to_string()));
     }
 
     fn spin_hint(&self, site: Site) {

@@ -186,3 +186,27 @@ pub fn monotonic() -> Duration {
     #[cfg(loom)]
     Duration::ZERO
 }
+
+/// The wall clock for lock-stack decisions that depend on calendar time (old_snapshot_threshold's
+/// minutes, a commit record's timestamp): `SystemTime::now()` natively; under a simulation, the
+/// wall time the simulation started at ([`hook::Simulation::wall_start`]) plus the running
+/// task's virtual time, so such decisions run in virtual minutes. Under loom, the host's
+/// `SystemTime::now()` (loom has no clock). The equivalent of PostgreSQL's
+/// `GetCurrentTimestamp` (`src/backend/utils/adt/timestamp.c`).
+#[inline]
+#[track_caller]
+pub fn system_now() -> std::time::SystemTime {
+    #[cfg(not(loom))]
+    if let Some(t) = hook::with_current(|s| s.wall_start() + s.backend().now()) {
+        return t;
+    }
+    std::time::SystemTime::now()
+}
+
+/// [`system_now`] as microseconds since the Unix epoch (PostgreSQL's `TimestampTz` unit, with
+/// the Unix epoch instead of 2000-01-01); 0 for a clock set before 1970.
+#[inline]
+#[track_caller]
+pub fn system_now_us() -> i64 {
+    system_now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}

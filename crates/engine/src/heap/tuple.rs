@@ -15,6 +15,7 @@
 
 use lockstack_bufmgr::page::{self, LpFlags, OffsetNumber};
 use lockstack_common::TransactionId;
+use lockstack_common::sync::hook::{Access, touch};
 
 use super::visibility::{
     TupleXactInfo, XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMIN_COMMITTED, XMIN_INVALID,
@@ -71,6 +72,7 @@ pub fn form_tuple(xmin: TransactionId, cmin: u32, cols: &[i64], filler: usize, i
 /// # Panics
 /// If `t` is shorter than the header.
 pub fn header(t: &[u8]) -> TupleHeader {
+    touch(t.as_ptr(), HEAP_TUPLE_HEADER_SIZE, Access::Read);
     TupleHeader {
         xact: TupleXactInfo {
             xmin: TransactionId(rd_u32(t, 0)),
@@ -92,6 +94,7 @@ pub fn header(t: &[u8]) -> TupleHeader {
 pub fn column(t: &[u8], i: usize) -> i64 {
     assert!(i < usize::from(rd_u16(t, 26)), "column {i} out of range");
     let at = HEAP_TUPLE_HEADER_SIZE + i * 8;
+    touch(t[at..].as_ptr(), 8, Access::Read);
     i64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"))
 }
 
@@ -152,6 +155,7 @@ pub fn row(t: &[u8]) -> Row {
     let n = usize::from(rd_u16(t, 26));
     assert!(n <= MAX_ROW_COLUMNS, "a row holds at most {MAX_ROW_COLUMNS} columns, the tuple has {n}");
     let mut r = Row { len: n as u8, cols: [0; MAX_ROW_COLUMNS] };
+    touch(t[HEAP_TUPLE_HEADER_SIZE..].as_ptr(), n * 8, Access::Read);
     for (i, c) in r.cols[..n].iter_mut().enumerate() {
         let at = HEAP_TUPLE_HEADER_SIZE + i * 8;
         *c = i64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"));
@@ -163,12 +167,14 @@ pub fn row(t: &[u8]) -> Row {
 pub fn set_ctid(t: &mut [u8], ctid: Tid) {
     t[16..20].copy_from_slice(&ctid.block.to_le_bytes());
     t[20..22].copy_from_slice(&ctid.offset.to_le_bytes());
+    touch(t[16..].as_ptr(), 6, Access::Write);
 }
 
 /// ORs hint bits into `t_infomask`.
 pub fn set_hint_bits(t: &mut [u8], bits: u16) {
     let m = rd_u16(t, 24) | bits;
     t[24..26].copy_from_slice(&m.to_le_bytes());
+    touch(t[24..].as_ptr(), 2, Access::Write);
 }
 
 /// Stamps `xmax`: the tuple is deleted/updated (or, with `lock_only`, row-locked) by `xmax`
@@ -182,6 +188,7 @@ pub fn set_xmax(t: &mut [u8], xmax: TransactionId, cmax: u32, lock_bits: Option<
         m |= XMAX_LOCK_ONLY | bits;
     }
     t[24..26].copy_from_slice(&m.to_le_bytes());
+    touch(t[4..].as_ptr(), 22, Access::Write);
 }
 
 /// Stamps a lock-only MultiXact as xmax (`HEAP_XMAX_IS_MULTI | HEAP_XMAX_LOCK_ONLY` plus the
@@ -198,6 +205,7 @@ pub fn set_hot_updated(t: &mut [u8], new: Tid) {
     set_ctid(t, new);
     let m2 = rd_u16(t, 22) | HEAP_HOT_UPDATED;
     t[22..24].copy_from_slice(&m2.to_le_bytes());
+    touch(t[22..].as_ptr(), 2, Access::Write);
 }
 
 /// Clears `HEAP_HOT_UPDATED`: the version's successor is not on its page (a non-HOT update),
@@ -206,6 +214,7 @@ pub fn set_hot_updated(t: &mut [u8], new: Tid) {
 pub fn clear_hot_updated(t: &mut [u8]) {
     let m2 = rd_u16(t, 22) & !HEAP_HOT_UPDATED;
     t[22..24].copy_from_slice(&m2.to_le_bytes());
+    touch(t[22..].as_ptr(), 2, Access::Write);
 }
 
 /// Where a HOT chain goes after a member with header `h`: the next member's offset and the
