@@ -68,8 +68,8 @@ pub use freelist::VictimKind;
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};
 pub use pool::{
-    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, KNOBS, MAX_BUFFERS, HookError,
-    WalFlushHook,
+    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, HookError, KNOBS,
+    MAX_BUFFERS, WalFlushHook,
 };
 pub use smgr::{FileSmgr, MemorySmgr, Smgr, SmgrError};
 pub use stats::BufferStats;

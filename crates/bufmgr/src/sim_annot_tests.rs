@@ -18,7 +18,7 @@ fn bucket_touches(c: &Counting, access: Access) -> usize {
 fn a_read_in_writes_the_page_and_a_bucket_and_a_hit_reads_the_bucket() {
     for cfg in [BufferPoolConfig::pg92(64), BufferPoolConfig::pg96(64)] {
         let pool = BufferPool::in_memory(cfg).unwrap();
-        let bb = pool.backend();
+        let bb = pool.attach_auxiliary();
         let c = Arc::new(Counting::with_log());
         let g = install(Simulation::new(Box::new(c.clone())));
         let (buf, blk) = bb.extend(Oid(16384), ForkNumber::Main).unwrap();

@@ -34,7 +34,9 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::{LocalCounter, StatsRegistry, TrancheId, WaitEvent, WaitEventScope};
-use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLock, LwRwLockWriteGuard};
+use lockstack_lwlock::{
+    LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLock, LwRwLockExt, LwRwLockWriteGuard,
+};
 
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Mutex, Ordering, PlainU64 as AtomicU64};
 use lockstack_common::sync::hook::{self, Access, touch_slice, touch_val};

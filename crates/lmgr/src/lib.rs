@@ -48,7 +48,8 @@ mod table;
 mod tag;
 
 pub use config::{
-    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, STRONG_LOCK_PARTITIONS, VxidLocks, LmgrConfigError,
+    FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, LmgrConfigError, STRONG_LOCK_PARTITIONS,
+    VxidLocks,
 };
 pub use error::LockError;
 pub use fastpath::{FastPathArea, FastPathGrant};

@@ -153,7 +153,7 @@ impl Lmgr {
             })
             .collect();
         for p in partitions.iter() {
-            p.lwlock.name_line();
+            p.name_line();
         }
         let groups = cfg.fast_path.groups().max(1);
         let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock);

@@ -9,7 +9,7 @@ use lockstack_common::sync::hook::{self, Access, Counting, Simulation};
 #[test]
 fn a_main_table_acquire_touches_its_lock_and_proclock_entries() {
     let lmgr = Lmgr::new(LmgrConfig::default()).unwrap();
-    let mut b = lmgr.backend(BackendId(0)).unwrap();
+    let mut b = lmgr.attach(BackendId(0)).unwrap();
     let tag = LockTag::advisory_int8(lmgr.database(), 42);
     let mode = LockMode::Exclusive;
     let c = Arc::new(Counting::with_log());
@@ -34,8 +34,8 @@ fn a_main_table_acquire_touches_its_lock_and_proclock_entries() {
 #[test]
 fn a_queued_request_writes_its_wait_queue_entry() {
     let lmgr = Lmgr::new(LmgrConfig::default()).unwrap();
-    let mut holder = lmgr.backend(BackendId(0)).unwrap();
-    let mut waiter = lmgr.backend(BackendId(1)).unwrap();
+    let mut holder = lmgr.attach(BackendId(0)).unwrap();
+    let mut waiter = lmgr.attach(BackendId(1)).unwrap();
     let tag = LockTag::advisory_int8(lmgr.database(), 7);
     holder.lock(tag, LockMode::Exclusive, LockOptions::default()).unwrap();
     let p = lmgr.partition_of(tag.hash_code());
@@ -70,7 +70,7 @@ fn a_queued_request_writes_its_wait_queue_entry() {
 fn partition_and_fast_path_locks_are_named() {
     let lmgr = Lmgr::new(LmgrConfig::default()).unwrap();
     for (i, p) in lmgr.partitions.iter().enumerate() {
-        assert_eq!(hook::line_name(p.lwlock.word_addr() as usize), Some(format!("LockManager {i}")));
+        assert_eq!(hook::line_name(p.word_addr() as usize), Some(format!("LockManager {i}")));
     }
     let fp = lmgr.fp.info_lock(BackendId(0));
     assert_eq!(hook::line_name(fp.word_addr() as usize).as_deref(), Some("LockFastPath 0"));

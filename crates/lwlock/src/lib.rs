@@ -42,7 +42,8 @@ mod waiter;
 pub use atomic::AtomicLwLock;
 pub use group::{FlexLock, FlexRole, GroupCombiner, GroupRole};
 pub use lock::{
-    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, VarWait, LwRwLock, LwRwLockExt, LwRwLockReadGuard, LwRwLockWriteGuard,
+    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, LwRwLock,
+    LwRwLockExt, LwRwLockReadGuard, LwRwLockWriteGuard, VarWait,
 };
 pub use lockstack_common::TrancheId;
 pub use pg92::Pg92LwLock;

@@ -441,6 +441,12 @@ pub trait LwRwLockExt<T: ?Sized> {
     fn tranche(&self) -> TrancheId;
     /// The lock's number within its tranche.
     fn instance(&self) -> u32;
+    /// [`LwLock::name_line`] of the raw lock: names its word's line for a simulation.
+    fn name_line(&self);
+    /// [`LwLock::name_line_as`] of the raw lock, with the caller's name.
+    fn name_line_as(&self, name: impl Fn() -> String);
+    /// [`LwLock::word_addr`] of the raw lock: the address of its word.
+    fn word_addr(&self) -> *const u8;
 }
 
 impl<T: ?Sized> LwRwLockExt<T> for LwRwLock<T> {
@@ -466,6 +472,21 @@ impl<T: ?Sized> LwRwLockExt<T> for LwRwLock<T> {
     fn kind(&self) -> LwLockKind {
         // SAFETY: reads the lock's immutable identity; no lock operation.
         unsafe { self.raw() }.kind()
+    }
+
+    fn name_line(&self) {
+        // SAFETY: as in `kind`: reads the lock's identity and address, no lock operation.
+        unsafe { self.raw() }.name_line()
+    }
+
+    fn name_line_as(&self, name: impl Fn() -> String) {
+        // SAFETY: as in `name_line`.
+        unsafe { self.raw() }.name_line_as(name)
+    }
+
+    fn word_addr(&self) -> *const u8 {
+        // SAFETY: as in `name_line`.
+        unsafe { self.raw() }.word_addr()
     }
 
     fn tranche(&self) -> TrancheId {

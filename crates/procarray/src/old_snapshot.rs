@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::sync::{AtomicI64, Mutex, Ordering};
 use lockstack_common::sync::hook::{Access, touch_val};
 use lockstack_common::{TrancheId, TransactionId};
-use lockstack_lwlock::{LwLock, LwLockKind, LwRwLock};
+use lockstack_lwlock::{LwLock, LwLockKind, LwRwLock, LwRwLockExt};
 
 use crate::config::{OldSnapshotThreshold, TimeMapMaintenance};
 
@@ -158,12 +158,12 @@ impl OldSnapshotTimeMap {
     /// Names the line of `OldSnapshotTimeMapLock` for a simulation (see `hook::name_line`);
     /// called once the map is at its final address.
     pub(crate) fn name_lines(&self) {
-        self.lock.name_line_as(|| "OldSnapshotTimeMapLock".to_string());
+        self.map.name_line_as(|| "OldSnapshotTimeMapLock".to_string());
     }
 
     /// The address of `OldSnapshotTimeMapLock`'s word.
     pub(crate) fn lock_addr(&self) -> *const u8 {
-        self.lock.word_addr()
+        self.map.word_addr()
     }
 
     /// The configured threshold.

@@ -9,7 +9,7 @@ use lockstack_common::sync::hook::{Access, Counting, Simulation, install, line_n
 fn an_insert_writes_the_record_bytes_in_the_wal_buffer() {
     for mode in [InsertMode::SingleLock, InsertMode::InsertionLocks(8)] {
         let wal = Wal::open(WalConfig { insert_mode: mode, ..WalConfig::default() }).unwrap();
-        let mut b = wal.backend();
+        let mut b = wal.attach_auxiliary();
         let data = [7u8; 100];
         let rec = Record { rmid: 10, info: 0, xid: TransactionId(5), data: &data };
         let c = Arc::new(Counting::with_log());
