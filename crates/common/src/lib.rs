@@ -30,6 +30,6 @@ pub mod wait_event;
 pub use backend::{AttachedBackend, BackendStatusArray, WaitEventScope};
 pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
-pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
+pub use stats::{Counters, LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;
 pub use wait_event::{WaitEvent, WaitEventType};
