@@ -95,7 +95,9 @@ pub(crate) struct PgbenchArgs {
     /// Wait-event sampling rate in Hz (0 = off).
     #[arg(long, default_value_t = 100)]
     wait_sampling_hz: u32,
-    /// Write the whole result as JSON to this file.
+    /// Write the whole result as JSON to this file; every counter of the run is under
+    /// `lock_stack.counters` by path (`wal.flushes`, `lmgr.waits`, `lwlock.ProcArray.ex_acquire`;
+    /// docs/engine.md lists the sections).
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
 }
