@@ -48,7 +48,8 @@ pub(crate) struct ExperimentArgs {
     /// every file written (exit 2 if one is missing or malformed).
     #[arg(long)]
     smoke: bool,
-    /// Also write the whole result as JSON to this file.
+    /// Also write the whole result as JSON to this file (each point's raw counters by path, as
+    /// `lockstack pgbench --json` names them: `lwlock.ProcArray.ex_acquire`, `wal.flushes`).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Base seed of pgbench's client random generators (run r uses seed + r).

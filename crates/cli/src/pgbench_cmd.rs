@@ -8,7 +8,7 @@ use lockstack_engine::engine::{EngineConfig, EngineError};
 use lockstack_engine::input::{one_line, read_limited};
 use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
-use lockstack_engine::report::MachineNote;
+use lockstack_engine::report::{MachineNote, REPORT_SECTIONS};
 use lockstack_engine::settings;
 
 use crate::Failure;
@@ -95,7 +95,9 @@ pub(crate) struct PgbenchArgs {
     /// Wait-event sampling rate in Hz (0 = off).
     #[arg(long, default_value_t = 100)]
     wait_sampling_hz: u32,
-    /// Write the whole result as JSON to this file.
+    /// Write the whole result as JSON to this file; every counter of the run is under
+    /// `lock_stack.counters` by path (`wal.flushes`, `lmgr.waits`, `lwlock.ProcArray.ex_acquire`;
+    /// docs/engine.md lists the sections).
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
 }
@@ -571,64 +573,34 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("{}", MachineNote::for_threads(cfg.clients).line());
     outln!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
     let tx = ls.transactions.max(1) as f64;
-    for (name, sh, ex, blk, ns) in &r.lwlocks {
+    for (t, s) in &ls.counters.lwlocks.tranches {
+        let (sh, ex) = (s.sh_acquire, s.ex_acquire);
         if sh + ex == 0 {
             continue;
         }
         outln!(
-            "{name:<18} {sh:>12} {ex:>14} {blk:>10} {:>9.1}   {:.2}/{:.2}",
-            *ns as f64 / 1e6,
-            *sh as f64 / tx,
-            *ex as f64 / tx
+            "{:<18} {sh:>12} {ex:>14} {:>10} {:>9.1}   {:.2}/{:.2}",
+            t.name(),
+            s.block,
+            s.wait_ns as f64 / 1e6,
+            sh as f64 / tx,
+            ex as f64 / tx
         );
     }
-    let row = |label: &str, n: u64| outln!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
-    let hw = &ls.heavyweight;
-    outln!("{:<32} {:>12} {:>10}", "heavyweight locks", "total", "per txn");
-    row("fast-path grants", hw.fast_path_grants);
-    row("main-table acquisitions", hw.main_acquisitions_total);
-    let parts: Vec<String> = hw
-        .main_acquisitions
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(i, n)| format!("{i}:{n}"))
-        .collect();
-    if !parts.is_empty() {
-        const SHOWN: usize = 16;
-        let more = parts.len().saturating_sub(SHOWN);
-        let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
-        let shown = parts.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(" ");
-        outln!("    by partition (partition:count) {shown}{tail}");
+    for (i, section) in REPORT_SECTIONS.iter().enumerate() {
+        if i == 0 {
+            outln!("{:<32} {:>12} {:>10}", section.title, "total", "per txn");
+        } else {
+            outln!("{}", section.title);
+        }
+        for (label, path) in section.lines {
+            let n = ls.count(path);
+            outln!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
+            if *path == "lmgr.main_acquisitions_total" {
+                print_partitions(&ls.counters.lmgr.main_acquisitions);
+            }
+        }
     }
-    row("transfers", hw.transfers);
-    row("spills to the main table", hw.spills);
-    row("waits", hw.waits);
-    row("deadlocks", hw.deadlocks);
-    let b = &ls.buffers;
-    outln!("buffers");
-    row("hits", b.hits);
-    row("reads", b.reads);
-    row("extends", b.extends);
-    row("evictions", b.evictions);
-    row("pin waits", b.pin_waits);
-    row("cleanup-lock waits", b.cleanup_waits);
-    let w = &ls.wal;
-    outln!("WAL");
-    row("records", w.records);
-    row("bytes", w.bytes);
-    row("insertion locks waited for", w.insert_lock_waits);
-    row("flush requests", w.flush_requests);
-    row("flushes (none in memory)", w.flushes);
-    row("flushes covered by others", w.flushed_by_others);
-    row("asynchronous commits", w.async_commits);
-    outln!("CLOG");
-    row("hits", ls.clog.hits);
-    row("reads", ls.clog.reads);
-    outln!("ProcArray");
-    row("GetSnapshotData", ls.procarray.get_snapshot_data);
-    row("  of which reused", ls.procarray.snapshots_reused);
-    row("xids assigned", ls.procarray.xids_assigned);
     if r.wait_samples > 0 {
         outln!("wait-event profile ({} backend samples):", r.wait_samples);
         for (e, n) in r.wait_events.iter().take(8) {
@@ -667,6 +639,20 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("consistency checks:");
     for c in &r.checks {
         outln!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+    }
+}
+
+/// The busiest partitions' main-table acquisitions, `partition:count` for the first 16
+/// partitions that counted any.
+fn print_partitions(per_partition: &[u64]) {
+    let parts: Vec<String> =
+        per_partition.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| format!("{i}:{n}")).collect();
+    if !parts.is_empty() {
+        const SHOWN: usize = 16;
+        let more = parts.len().saturating_sub(SHOWN);
+        let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        let shown = parts.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(" ");
+        outln!("    by partition (partition:count) {shown}{tail}");
     }
 }
 

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
-use lockstack_common::{LocalCounter, StatsRegistry, TrancheId, WaitEvent, WaitEventScope};
+use lockstack_common::{StatsRegistry, TrancheId, WaitEvent, WaitEventScope};
 use lockstack_lwlock::{
     LwLock, LwLockImpl, LwLockKind, LwLockMode, LwRwLock, LwRwLockExt, LwRwLockWriteGuard,
 };
@@ -303,36 +303,28 @@ enum SegmentDeletion {
     Wraparound,
 }
 
-/// Sums of one SLRU's counters over every backend (`pg_stat_slru`, PostgreSQL 13+).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct SlruStats {
-    /// Page look-ups satisfied by a buffer (`blks_hit`).
-    pub hits: u64,
-    /// Page look-ups that had to read storage (`blks_read`), including reads of missing pages
-    /// that returned zeros.
-    pub reads: u64,
-    /// Pages written to storage (`blks_written`).
-    pub writes: u64,
-    /// Valid pages dropped from a buffer to make room for another page.
-    pub evictions: u64,
-    /// Pages created by zeroing (`blks_zeroed`).
-    pub zeroed: u64,
-    /// Calls to [`Slru::flush`] (`flushes`).
-    pub flushes: u64,
-    /// Calls to [`Slru::truncate`] that truncated (`truncates`).
-    pub truncates: u64,
-}
-
-/// One backend's counters for one SLRU; written only by that backend.
-#[derive(Default, Debug)]
-struct SlruCounters {
-    hits: LocalCounter,
-    reads: LocalCounter,
-    writes: LocalCounter,
-    evictions: LocalCounter,
-    zeroed: LocalCounter,
-    flushes: LocalCounter,
-    truncates: LocalCounter,
+lockstack_common::counters! {
+    /// Sums of one SLRU's counters over every backend (`pg_stat_slru`, PostgreSQL 13+), read
+    /// by name through [`lockstack_common::Counters`].
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+    pub struct SlruStats {
+        /// Page look-ups satisfied by a buffer (`blks_hit`).
+        pub hits: u64,
+        /// Page look-ups that had to read storage (`blks_read`), including reads of missing pages
+        /// that returned zeros.
+        pub reads: u64,
+        /// Pages written to storage (`blks_written`).
+        pub writes: u64,
+        /// Valid pages dropped from a buffer to make room for another page.
+        pub evictions: u64,
+        /// Pages created by zeroing (`blks_zeroed`).
+        pub zeroed: u64,
+        /// Calls to [`Slru::flush`] (`flushes`).
+        pub flushes: u64,
+        /// Calls to [`Slru::truncate`] that truncated (`truncates`).
+        pub truncates: u64,
+    }
+    per_backend: #[derive(Default, Debug)] struct SlruCounters(pub(self));
 }
 
 crate::sync::thread_local! {
@@ -720,25 +712,13 @@ impl Slru {
     /// Counters summed over every backend that used this SLRU.
     pub fn stats(&self) -> SlruStats {
         let mut s = SlruStats::default();
-        self.stats.for_each(|c| {
-            s.hits += c.hits.get();
-            s.reads += c.reads.get();
-            s.writes += c.writes.get();
-            s.evictions += c.evictions.get();
-            s.zeroed += c.zeroed.get();
-            s.flushes += c.flushes.get();
-            s.truncates += c.truncates.get();
-        });
+        self.stats.for_each(|c| s.add_backend(c));
         s
     }
 
     /// Zeroes every counter (meant for quiescent points between runs).
     pub fn reset_stats(&self) {
-        self.stats.for_each(|c| {
-            for x in [&c.hits, &c.reads, &c.writes, &c.evictions, &c.zeroed, &c.flushes, &c.truncates] {
-                x.reset();
-            }
-        });
+        self.stats.for_each(SlruCounters::reset);
     }
 
     /// Snapshot of the buffers, for diagnostics and tests: `(page, status, dirty)` of every

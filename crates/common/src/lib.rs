@@ -35,6 +35,6 @@ pub use backend::{
 pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};
 pub use knob::{Knob, KnobError, KnobInfo, KnobList, Nested, Registry};
-pub use stats::{LocalCounter, StatsBlock, StatsRegistry};
+pub use stats::{Counters, LocalCounter, StatsBlock, StatsRegistry};
 pub use tranche::TrancheId;
 pub use wait_event::{WaitEvent, WaitEventType};

@@ -118,6 +118,137 @@ impl<T> Default for StatsRegistry<T> {
     }
 }
 
+/// A set of named event counters: the one way every subsystem's statistics are read by name.
+///
+/// Each subsystem's stats struct (`WalStats`, `BufferStats`, `ProcArrayStats`, the LWLock
+/// tranche sums, ...) implements it, and so does the engine's `StackCounters`, which prefixes
+/// each subsystem's names with its section (`wal.flushes`, `lwlock.ProcArray.ex_acquire`). The
+/// report, `--json`, the experiments and the fidelity table all read counters through it, so a
+/// counter added to a struct shows up everywhere under its field name.
+///
+/// Names are the struct's field names (snake case), plus derived counters the struct documents
+/// (sums such as `end_with_xid`); a collection of blocks names its counters `Block.field`
+/// (LWLock tranches: `ProcArray.sh_acquire`). Values are event counts unless the field says
+/// otherwise (`bytes`, `wait_ns`).
+pub trait Counters {
+    /// Calls `f(name, value)` for every counter, always in the same order.
+    fn visit(&self, f: &mut dyn FnMut(&str, u64));
+
+    /// The counter called `name`, `None` when there is no such counter (or, in a collection,
+    /// no such block right now: an LWLock tranche without traffic).
+    fn get(&self, name: &str) -> Option<u64> {
+        let mut out = None;
+        self.visit(&mut |n, v| {
+            if out.is_none() && n == name {
+                out = Some(v);
+            }
+        });
+        out
+    }
+}
+
+/// Defines a struct of `u64` counters and implements [`Counters`] for it from the one field
+/// list, with `since` (`self - earlier`, saturating) and `add` (field by field), so that a
+/// counter cannot be added to the struct and forgotten in its difference or its report.
+///
+/// ```
+/// lockstack_common::counters! {
+///     /// Two counters.
+///     #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+///     pub struct Pair {
+///         /// Hits.
+///         pub hits: u64,
+///         /// Misses.
+///         pub misses: u64,
+///     }
+///     // Optional: one backend's block of `LocalCounter`s with the same fields, its
+///     // attributes, visibility, and the visibility of its fields and methods.
+///     per_backend: #[derive(Default, Debug)] pub struct PairCounters(pub);
+///     // Optional: counters computed by methods of the same name.
+///     derived: { lookups }
+/// }
+/// impl Pair {
+///     /// Hits plus misses.
+///     pub fn lookups(&self) -> u64 { self.hits + self.misses }
+/// }
+/// use lockstack_common::Counters;
+/// let b = PairCounters::default();
+/// b.hits.incr();
+/// let mut p = Pair::default();
+/// p.add_backend(&b);
+/// assert_eq!(p.get("lookups"), Some(1));
+/// assert_eq!(p.since(&p).hits, 0);
+/// ```
+#[macro_export]
+macro_rules! counters {
+    (@struct [$(#[$sattr:meta])* $svis:vis struct $S:ident]
+        { $( $(#[$fattr:meta])* $fvis:vis $f:ident : u64 ),* $(,)? } [$($d:ident),*]) => {
+        $(#[$sattr])*
+        $svis struct $S {
+            $( $(#[$fattr])* $fvis $f: u64, )*
+        }
+
+        impl $crate::stats::Counters for $S {
+            fn visit(&self, f: &mut dyn FnMut(&str, u64)) {
+                $( f(stringify!($f), self.$f); )*
+                $( f(stringify!($d), self.$d()); )*
+            }
+        }
+
+        impl $S {
+            /// `self - earlier`, counter by counter (saturating): the counts of the phase
+            /// between two readings.
+            #[must_use]
+            $svis fn since(&self, earlier: &$S) -> $S {
+                $S { $( $f: self.$f.saturating_sub(earlier.$f), )* }
+            }
+
+            /// Adds `other` to `self`, counter by counter.
+            $svis fn add(&mut self, other: &$S) {
+                $( self.$f += other.$f; )*
+            }
+        }
+    };
+    (@block $S:ident [$(#[$battr:meta])* $bvis:vis struct $B:ident($bfvis:vis)]
+        { $( $(#[$fattr:meta])* $fvis:vis $f:ident : u64 ),* $(,)? }) => {
+        $(#[$battr])*
+        #[doc = concat!("One backend's block of the counters of [`", stringify!($S), "`], with the same names; written only by its backend.")]
+        $bvis struct $B {
+            $( $(#[$fattr])* $bfvis $f: $crate::stats::LocalCounter, )*
+        }
+
+        impl $crate::stats::Counters for $B {
+            fn visit(&self, f: &mut dyn FnMut(&str, u64)) {
+                $( f(stringify!($f), self.$f.get()); )*
+            }
+        }
+
+        impl $B {
+            /// Zeroes every counter (between runs: an increment racing with it may survive).
+            #[allow(dead_code)]
+            $bfvis fn reset(&self) {
+                $( self.$f.reset(); )*
+            }
+        }
+
+        impl $S {
+            /// Adds one backend's block to these sums.
+            $bfvis fn add_backend(&mut self, b: &$B) {
+                $( self.$f += b.$f.get(); )*
+            }
+        }
+    };
+    (
+        $(#[$sattr:meta])*
+        $svis:vis struct $S:ident $body:tt
+        $(per_backend: $(#[$battr:meta])* $bvis:vis struct $B:ident($bfvis:vis);)?
+        $(derived: { $( $d:ident ),* $(,)? })?
+    ) => {
+        $crate::counters!(@struct [$(#[$sattr])* $svis struct $S] $body [$($($d),*)?]);
+        $( $crate::counters!(@block $S [$(#[$battr])* $bvis struct $B($bfvis)] $body); )?
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +273,50 @@ mod tests {
             }
             lines.extend((start / 128..=end / 128).collect::<Vec<_>>());
         }
+    }
+
+    crate::counters! {
+        /// Test counters.
+        #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+        struct Pair {
+            /// First.
+            a: u64,
+            /// Second.
+            b: u64,
+        }
+        per_backend: #[derive(Default, Debug)] struct PairBlock(pub(self));
+        derived: { total }
+    }
+
+    impl Pair {
+        fn total(&self) -> u64 {
+            self.a + self.b
+        }
+    }
+
+    /// The macro's struct visits its fields in order, then its derived counters; `since`,
+    /// `add`, `add_backend` and `reset` cover every field.
+    #[test]
+    fn counters_macro_names_every_field() {
+        let mut names = Vec::new();
+        let p = Pair { a: 5, b: 7 };
+        p.visit(&mut |n, v| names.push((n.to_string(), v)));
+        assert_eq!(names, [("a".to_string(), 5), ("b".to_string(), 7), ("total".to_string(), 12)]);
+        assert_eq!(p.get("b"), Some(7));
+        assert_eq!(p.get("c"), None);
+        assert_eq!(p.since(&Pair { a: 2, b: 9 }), Pair { a: 3, b: 0 });
+        let mut q = p;
+        q.add(&p);
+        assert_eq!(q, Pair { a: 10, b: 14 });
+        let blk = PairBlock::default();
+        blk.a.add(3);
+        blk.b.incr();
+        assert_eq!(blk.get("a"), Some(3));
+        let mut s = Pair::default();
+        s.add_backend(&blk);
+        assert_eq!(s, Pair { a: 3, b: 1 });
+        blk.reset();
+        assert_eq!((blk.a.get(), blk.b.get()), (0, 0));
     }
 
     #[test]

@@ -1,8 +1,15 @@
 //! Facts every report states next to its figures: the machine, the lock stack's counters over
 //! a measured phase, and their comparison with real PostgreSQL 15's lock traffic.
+//!
+//! Every counter is read by name through [`lockstack_common::Counters`]: each subsystem's stats
+//! struct names its counters after its fields, and [`StackCounters`] prefixes them with the
+//! subsystem's section (`lwlock.ProcArray.ex_acquire`, `lmgr.waits`, `wal.flushes`,
+//! `procarray.get_snapshot_data`). The text report ([`REPORT_SECTIONS`]), `--json` (a map from
+//! those paths to values), the experiments' counter columns and the fidelity table
+//! ([`FIDELITY`]) all use these paths.
 
-use lockstack_common::TrancheId;
-use serde::Serialize;
+use lockstack_common::{Counters, TrancheId};
+use serde::{Serialize, Serializer};
 
 /// The machine a run was measured on, and whether its thread count oversubscribes it.
 #[derive(Debug, Clone, Serialize)]
@@ -43,22 +50,29 @@ impl MachineNote {
 /// The lock stack's counters at one instant: every subsystem's sums over all backends, read
 /// while nothing runs (or at most a few increments behind while backends run). Two of them
 /// give a phase's counts with [`StackCounters::since`].
+///
+/// Read by name through [`Counters`]: the path of a counter is its section ([`SECTIONS`]), a
+/// dot and the subsystem's own name for it (`lwlock.WALInsert.block`, `buffers.hits`). JSON
+/// writes it as one object from path to value.
 #[derive(Clone, Debug, Default)]
 pub struct StackCounters {
     /// LWLock tranche counters (process-wide: every thread of this process that used an
-    /// LWLock counts, so measure one run at a time).
+    /// LWLock counts, so measure one run at a time). Section `lwlock`.
     pub lwlocks: lockstack_lwlock::stats::LwLockStatsSnapshot,
-    /// Heavyweight lock manager.
+    /// Heavyweight lock manager. Section `lmgr`.
     pub lmgr: lockstack_lmgr::LmgrStats,
-    /// Buffer pool.
+    /// Buffer pool. Section `buffers`.
     pub buffers: lockstack_bufmgr::BufferStats,
-    /// WAL.
+    /// WAL. Section `wal`.
     pub wal: lockstack_xlog::WalStats,
-    /// CLOG SLRU.
+    /// CLOG SLRU. Section `clog`.
     pub clog: lockstack_clog::SlruStats,
-    /// ProcArray (snapshots, xids, transaction ends).
+    /// ProcArray (snapshots, xids, transaction ends). Section `procarray`.
     pub procarray: lockstack_procarray::ProcArrayStats,
 }
+
+/// The sections of [`StackCounters`]' counter paths, in visiting order.
+pub const SECTIONS: [&str; 6] = ["lwlock", "lmgr", "buffers", "wal", "clog", "procarray"];
 
 impl StackCounters {
     /// Reads every counter of `engine`'s subsystems, and the process's LWLock counters.
@@ -75,216 +89,116 @@ impl StackCounters {
 
     /// `self - earlier`, counter by counter (saturating): the counts of the phase between the
     /// two readings.
+    #[must_use]
     pub fn since(&self, earlier: &StackCounters) -> StackCounters {
-        let (c, e) = (&self.clog, &earlier.clog);
         StackCounters {
             lwlocks: self.lwlocks.since(&earlier.lwlocks),
             lmgr: self.lmgr.since(&earlier.lmgr),
             buffers: self.buffers.since(&earlier.buffers),
             wal: self.wal.since(&earlier.wal),
-            clog: lockstack_clog::SlruStats {
-                hits: c.hits.saturating_sub(e.hits),
-                reads: c.reads.saturating_sub(e.reads),
-                writes: c.writes.saturating_sub(e.writes),
-                evictions: c.evictions.saturating_sub(e.evictions),
-                zeroed: c.zeroed.saturating_sub(e.zeroed),
-                flushes: c.flushes.saturating_sub(e.flushes),
-                truncates: c.truncates.saturating_sub(e.truncates),
-            },
+            clog: self.clog.since(&earlier.clog),
             procarray: self.procarray.since(&earlier.procarray),
         }
     }
 
-    /// Shared and exclusive acquisitions of `tranche` (zeros if it saw no traffic).
-    pub fn lwlock(&self, tranche: TrancheId) -> (u64, u64) {
-        let s = self.lwlocks.tranche(tranche);
-        (s.sh_acquire, s.ex_acquire)
+    /// The counters of section `name` ([`SECTIONS`]), `None` for another name.
+    pub fn section(&self, name: &str) -> Option<&dyn Counters> {
+        Some(match name {
+            "lwlock" => &self.lwlocks,
+            "lmgr" => &self.lmgr,
+            "buffers" => &self.buffers,
+            "wal" => &self.wal,
+            "clog" => &self.clog,
+            "procarray" => &self.procarray,
+            _ => return None,
+        })
     }
 
-    /// `GetSnapshotData` calls: snapshots computed plus snapshots reused (PostgreSQL 14+ reuses
-    /// inside `GetSnapshotData`, after taking ProcArrayLock, so both are calls).
-    pub fn get_snapshot_data(&self) -> u64 {
-        self.procarray.snapshots_taken + self.procarray.snapshots_reused
+    /// The counter at `path`, 0 when it has no value: an LWLock tranche that saw no traffic
+    /// is absent from the snapshot. [`StackCounters::is_counter`] tells a path that can never
+    /// have a value.
+    pub fn count(&self, path: &str) -> u64 {
+        self.get(path).unwrap_or(0)
     }
 
-    /// Heavyweight lock requests granted anew: fast-path grants plus main-table acquisitions.
-    /// PostgreSQL's `LockAcquireExtended` count also includes requests for a lock the
-    /// transaction already holds in that mode (answered from the local lock table); lockstack's
-    /// lock manager does not count those, and the built-in scripts make none.
-    pub fn lock_requests(&self) -> u64 {
-        self.lmgr.fast_path_grants + self.lmgr.main_acquisitions_total()
+    /// True when `path` names a counter a reading can have: a section of [`SECTIONS`] and a
+    /// counter of its struct; for `lwlock`, a named tranche ([`TrancheId::all_named`]) and a
+    /// counter of [`lockstack_lwlock::stats::TrancheStats`].
+    pub fn is_counter(path: &str) -> bool {
+        let Some((section, name)) = path.split_once('.') else { return false };
+        if section == "lwlock" {
+            let Some((tranche, counter)) = name.split_once('.') else { return false };
+            return TrancheId::all_named().iter().any(|t| t.name() == tranche)
+                && lockstack_lwlock::stats::TrancheStats::default().get(counter).is_some();
+        }
+        StackCounters::default().section(section).is_some_and(|s| s.get(name).is_some())
     }
 }
 
-/// Buffer pool counters of a run (a subset of [`lockstack_bufmgr::BufferStats`]; event counts).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct BufferCounters {
-    /// Look-ups that found the page in the pool (`shared_blks_hit`).
-    pub hits: u64,
-    /// Pages read from the storage manager (`shared_blks_read`).
-    pub reads: u64,
-    /// Pages added by extending a relation.
-    pub extends: u64,
-    /// Victim buffers that held another page.
-    pub evictions: u64,
-    /// Dirty pages written.
-    pub writes: u64,
-    /// Pins and unpins that did not get the buffer header at the first attempt.
-    pub pin_waits: u64,
-    /// Waits for another backend's I/O on the same buffer.
-    pub io_waits: u64,
-    /// Sleeps waiting for a cleanup lock (`BufferPin` waits).
-    pub cleanup_waits: u64,
-}
-
-impl From<&lockstack_bufmgr::BufferStats> for BufferCounters {
-    fn from(s: &lockstack_bufmgr::BufferStats) -> Self {
-        BufferCounters {
-            hits: s.hits,
-            reads: s.reads,
-            extends: s.extends,
-            evictions: s.evictions,
-            writes: s.writes,
-            pin_waits: s.pin_waits,
-            io_waits: s.io_waits,
-            cleanup_waits: s.cleanup_waits,
+impl Counters for StackCounters {
+    fn visit(&self, f: &mut dyn FnMut(&str, u64)) {
+        for name in SECTIONS {
+            if let Some(s) = self.section(name) {
+                s.visit(&mut |n, v| f(&format!("{name}.{n}"), v));
+            }
         }
     }
-}
 
-/// WAL counters of a run (from [`lockstack_xlog::WalStats`]; event counts except `bytes`), for
-/// `lockstack pgbench`'s report and `lockstack wal`.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct WalCounters {
-    /// Records inserted.
-    pub records: u64,
-    /// Bytes those records occupy (headers and alignment included, page headers not).
-    pub bytes: u64,
-    /// Insertions that had to wait for their insertion lock (or `WALInsertLock`).
-    pub insert_lock_waits: u64,
-    /// Flush requests that found their position not yet flushed.
-    pub flush_requests: u64,
-    /// Flushes issued (`fdatasync` calls, or modelled flush delays).
-    pub flushes: u64,
-    /// Flush requests another backend's flush covered (group commit followers).
-    pub flushed_by_others: u64,
-    /// Commits that did not flush (`synchronous_commit = off`).
-    pub async_commits: u64,
-    /// Write calls.
-    pub writes: u64,
-    /// Writes forced by a full WAL buffer ring.
-    pub buffers_full: u64,
-    /// commit_delay sleeps.
-    pub commit_delays: u64,
-}
-
-impl From<&lockstack_xlog::WalStats> for WalCounters {
-    fn from(s: &lockstack_xlog::WalStats) -> Self {
-        WalCounters {
-            records: s.records,
-            bytes: s.bytes,
-            insert_lock_waits: s.insert_lock_waits,
-            flush_requests: s.flush_requests,
-            flushes: s.flushes,
-            flushed_by_others: s.flushed_by_others,
-            async_commits: s.async_commits,
-            writes: s.writes,
-            buffers_full: s.buffers_full,
-            commit_delays: s.commit_delays,
-        }
+    fn get(&self, path: &str) -> Option<u64> {
+        let (section, name) = path.split_once('.')?;
+        self.section(section)?.get(name)
     }
 }
 
-/// CLOG SLRU counters of a run (`pg_stat_slru` for `Xact`; event counts).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ClogCounters {
-    /// Page look-ups satisfied by a buffer (`blks_hit`): status reads and updates.
-    pub hits: u64,
-    /// Page look-ups that had to read storage (`blks_read`).
-    pub reads: u64,
-    /// Pages written.
-    pub writes: u64,
-    /// Pages evicted from a buffer.
-    pub evictions: u64,
-    /// Pages created by zeroing (a new page of xids).
-    pub zeroed: u64,
-}
-
-impl From<&lockstack_clog::SlruStats> for ClogCounters {
-    fn from(s: &lockstack_clog::SlruStats) -> Self {
-        ClogCounters {
-            hits: s.hits,
-            reads: s.reads,
-            writes: s.writes,
-            evictions: s.evictions,
-            zeroed: s.zeroed,
-        }
+impl Serialize for StackCounters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        counters_map(self, s)
     }
 }
 
-/// ProcArray counters of a run (from [`lockstack_procarray::ProcArrayStats`]; event counts).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ProcArrayCounters {
-    /// `GetSnapshotData` calls (computed plus reused).
-    pub get_snapshot_data: u64,
-    /// Snapshots reused because no xid-bearing transaction ended (14+ `snapshot_reuse`).
-    pub snapshots_reused: u64,
-    /// Top-level xids assigned.
-    pub xids_assigned: u64,
-    /// Ends of transactions without an xid (no ProcArrayLock).
-    pub end_readonly: u64,
-    /// Ends of transactions with an xid, by any strategy.
-    pub end_with_xid: u64,
-    /// Ends performed by another backend's group clear (followers).
-    pub end_group_follower: u64,
+/// Serializes any [`Counters`] as one object from counter name to value, in visiting order
+/// (for `#[serde(serialize_with = "...")]` on a stats field).
+///
+/// # Errors
+/// Those of the serializer.
+pub fn counters_map<C: Counters + ?Sized, S: Serializer>(c: &C, s: S) -> Result<S::Ok, S::Error> {
+    let mut all: Vec<(String, u64)> = Vec::new();
+    c.visit(&mut |n, v| all.push((n.to_string(), v)));
+    s.collect_map(all)
 }
 
-impl From<&lockstack_procarray::ProcArrayStats> for ProcArrayCounters {
-    fn from(s: &lockstack_procarray::ProcArrayStats) -> Self {
-        ProcArrayCounters {
-            get_snapshot_data: s.snapshots_taken + s.snapshots_reused,
-            snapshots_reused: s.snapshots_reused,
-            xids_assigned: s.xids_assigned,
-            end_readonly: s.end_readonly,
-            end_with_xid: s.end_with_xid(),
-            end_group_follower: s.end_group_follower,
-        }
-    }
+/// Every counter of `c` by name, as a map (what the experiments keep per point).
+pub fn counters_by_name(c: &(impl Counters + ?Sized)) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    c.visit(&mut |n, v| {
+        out.insert(n.to_string(), v);
+    });
+    out
 }
 
 /// The lock stack's counters over a pgbench run's measured phase (after the load and the
-/// clients' connections, before their disconnections), besides the LWLock tranches and the
-/// wait-event profile, which `PgbenchResult` carries in their own fields.
+/// clients' connections, before their disconnections), besides the wait-event profile, which
+/// `PgbenchResult` carries in its own fields. JSON: `{"transactions": N, "counters": {PATH:
+/// VALUE, ...}}` with the paths of [`StackCounters`].
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LockStackReport {
     /// Transactions the figures are divided by for per-transaction values: committed plus
     /// failed (a failed transaction did its work up to the failure).
     pub transactions: u64,
-    /// Heavyweight lock manager: fast-path grants, main-table acquisitions per partition,
-    /// transfers, spills, waits, deadlocks.
-    pub heavyweight: crate::micro::locks::LockCounters,
-    /// Buffer pool.
-    pub buffers: BufferCounters,
-    /// WAL.
-    pub wal: WalCounters,
-    /// CLOG.
-    pub clog: ClogCounters,
-    /// ProcArray: snapshots, xids, transaction ends.
-    pub procarray: ProcArrayCounters,
+    /// Every counter of the phase.
+    pub counters: StackCounters,
 }
 
 impl LockStackReport {
     /// The report of a phase whose counts are `d` (a [`StackCounters::since`] difference) over
     /// `transactions` transactions.
-    pub fn new(d: &StackCounters, transactions: u64) -> LockStackReport {
-        LockStackReport {
-            transactions,
-            heavyweight: crate::micro::locks::LockCounters::from(&d.lmgr),
-            buffers: BufferCounters::from(&d.buffers),
-            wal: WalCounters::from(&d.wal),
-            clog: ClogCounters::from(&d.clog),
-            procarray: ProcArrayCounters::from(&d.procarray),
-        }
+    pub fn new(d: StackCounters, transactions: u64) -> LockStackReport {
+        LockStackReport { transactions, counters: d }
+    }
+
+    /// The counter at `path` (see [`StackCounters::count`]).
+    pub fn count(&self, path: &str) -> u64 {
+        self.counters.count(path)
     }
 
     /// `n` per transaction (0 when no transaction ran).
@@ -293,24 +207,88 @@ impl LockStackReport {
     }
 }
 
-/// One row of the fidelity reference (`docs/fidelity.md`): real PostgreSQL 15.18's calls per
-/// transaction for pgbench's built-ins (one backend, warm cache, scale 10, prepared statements
-/// sent as `EXECUTE` through psql, counted with gdb breakpoints over 400 transactions).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Pg15Row {
-    /// The call, as the reference names it (tranche and mode for LWLocks).
-    pub call: &'static str,
-    /// Per transaction of `-S` (select-only).
-    pub select_only: f64,
-    /// Per transaction of `-N` (simple-update).
-    pub simple_update: f64,
-    /// Per transaction of tpcb-like.
-    pub tpcb_like: f64,
+/// One titled block of the text report's counters: (label, counter path) per line.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportSection {
+    /// The block's title line.
+    pub title: &'static str,
+    /// (label, path) of each line, in order.
+    pub lines: &'static [(&'static str, &'static str)],
 }
 
-impl Pg15Row {
-    /// The value for built-in `name` (`select-only`, `simple-update`, `tpcb-like`), `None` for
-    /// anything else.
+/// The counters `lockstack pgbench` prints after its LWLock table, by path: the layout of the
+/// text report (total and per transaction on each line).
+pub const REPORT_SECTIONS: [ReportSection; 5] = [
+    ReportSection {
+        title: "heavyweight locks",
+        lines: &[
+            ("fast-path grants", "lmgr.fast_path_grants"),
+            ("main-table acquisitions", "lmgr.main_acquisitions_total"),
+            ("transfers", "lmgr.transfers"),
+            ("spills to the main table", "lmgr.spills"),
+            ("waits", "lmgr.waits"),
+            ("deadlocks", "lmgr.deadlocks"),
+        ],
+    },
+    ReportSection {
+        title: "buffers",
+        lines: &[
+            ("hits", "buffers.hits"),
+            ("reads", "buffers.reads"),
+            ("extends", "buffers.extends"),
+            ("evictions", "buffers.evictions"),
+            ("pin waits", "buffers.pin_waits"),
+            ("cleanup-lock waits", "buffers.cleanup_waits"),
+        ],
+    },
+    ReportSection {
+        title: "WAL",
+        lines: &[
+            ("records", "wal.records"),
+            ("bytes", "wal.bytes"),
+            ("insertion locks waited for", "wal.insert_lock_waits"),
+            ("flush requests", "wal.flush_requests"),
+            ("flushes (none in memory)", "wal.flushes"),
+            ("flushes covered by others", "wal.flushed_by_others"),
+            ("asynchronous commits", "wal.async_commits"),
+        ],
+    },
+    ReportSection { title: "CLOG", lines: &[("hits", "clog.hits"), ("reads", "clog.reads")] },
+    ReportSection {
+        title: "ProcArray",
+        lines: &[
+            ("GetSnapshotData", "procarray.get_snapshot_data"),
+            ("  of which reused", "procarray.snapshots_reused"),
+            ("xids assigned", "procarray.xids_assigned"),
+        ],
+    },
+];
+
+/// One row of the fidelity table (`docs/fidelity.md`): a call real PostgreSQL 15 makes, the
+/// counters that count it here, and PostgreSQL 15.18's calls per transaction for pgbench's
+/// built-ins (one backend, warm cache, scale 10, prepared statements sent as `EXECUTE` through
+/// psql, counted with gdb breakpoints over 400 transactions).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct FidelityRef {
+    /// The call, as the reference names it (tranche and mode for LWLocks).
+    pub call: &'static str,
+    /// The [`StackCounters`] paths whose sum is our count of the call.
+    pub paths: &'static [&'static str],
+    /// PostgreSQL 15 per transaction of `-S` (select-only).
+    pub select_only: f64,
+    /// PostgreSQL 15 per transaction of `-N` (simple-update).
+    pub simple_update: f64,
+    /// PostgreSQL 15 per transaction of tpcb-like.
+    pub tpcb_like: f64,
+    /// False when the engine does not model what the row counts (it then reports 0).
+    pub modelled: bool,
+    /// What our figure counts, where that is not obvious from the name.
+    pub note: &'static str,
+}
+
+impl FidelityRef {
+    /// The PostgreSQL 15 value for built-in `name` (`select-only`, `simple-update`,
+    /// `tpcb-like`), `None` for anything else.
     pub fn for_builtin(&self, name: &str) -> Option<f64> {
         match name {
             "select-only" => Some(self.select_only),
@@ -321,33 +299,81 @@ impl Pg15Row {
     }
 }
 
-const fn pg15(call: &'static str, select_only: f64, simple_update: f64, tpcb_like: f64) -> Pg15Row {
-    Pg15Row { call, select_only, simple_update, tpcb_like }
+const fn row(
+    call: &'static str,
+    paths: &'static [&'static str],
+    [select_only, simple_update, tpcb_like]: [f64; 3],
+    note: &'static str,
+) -> FidelityRef {
+    FidelityRef { call, paths, select_only, simple_update, tpcb_like, modelled: true, note }
 }
 
-/// The reference table, in its order (source: `docs/fidelity.md`, counted 2026-11-29).
-pub const PG15_LOCK_TRAFFIC: [Pg15Row; 14] = [
-    pg15("LockAcquireExtended", 4.00, 11.00, 19.15),
-    pg15("LockFastPath EXCL", 5.00, 8.01, 12.30),
-    pg15("LockManager EXCL", 0.0, 2.00, 2.00),
-    pg15("GetSnapshotData", 1.00, 5.00, 9.02),
-    pg15("ProcArray SHARED", 1.00, 5.01, 9.13),
-    pg15("ProcArray EXCL (cond.)", 0.0, 1.00, 1.00),
-    pg15("XidGen EXCL", 0.0, 1.00, 1.00),
-    pg15("XactSLRU EXCL (cond.)", 0.0, 1.00, 1.00),
-    pg15("XactSLRU SHARED", 0.0, 0.0, 2.97),
-    pg15("WALInsert EXCL", 0.0, 3.05, 5.09),
-    pg15("BufferMapping SHARED", 4.00, 12.22, 20.53),
-    pg15("BufferContent SHARED", 4.00, 9.09, 15.39),
-    pg15("BufferContent EXCL", 0.0, 3.19, 5.29),
-    pg15("MultiXactGen SHARED", 0.0, 1.00, 1.00),
+const XACT_NOTE: &str = "XactSLRU + XactSLRUBank (banks: pg17)";
+
+/// The fidelity table, in its order: (call, our counter paths, PostgreSQL 15's -S, -N and
+/// tpcb-like per transaction; source `docs/fidelity.md`, counted 2026-11-29).
+pub const FIDELITY: [FidelityRef; 14] = [
+    row(
+        "LockAcquireExtended",
+        &["lmgr.lock_requests"],
+        [4.00, 11.00, 19.15],
+        "new grants (fast path + main table); re-requests of a lock already held are not counted",
+    ),
+    row("LockFastPath EXCL", &["lwlock.LockFastPath.ex_acquire"], [5.00, 8.01, 12.30], ""),
+    row("LockManager EXCL", &["lwlock.LockManager.ex_acquire"], [0.0, 2.00, 2.00], ""),
+    row(
+        "GetSnapshotData",
+        &["procarray.get_snapshot_data"],
+        [1.00, 5.00, 9.02],
+        "snapshots computed + reused",
+    ),
+    row(
+        "ProcArray SHARED",
+        &["lwlock.ProcArray.sh_acquire"],
+        [1.00, 5.01, 9.13],
+        "snapshots and xmin-horizon scans",
+    ),
+    row(
+        "ProcArray EXCL (cond.)",
+        &["lwlock.ProcArray.ex_acquire"],
+        [0.0, 1.00, 1.00],
+        "conditional with group clear (pg96+)",
+    ),
+    row("XidGen EXCL", &["lwlock.XidGen.ex_acquire"], [0.0, 1.00, 1.00], ""),
+    row(
+        "XactSLRU EXCL (cond.)",
+        &["lwlock.XactSLRU.ex_acquire", "lwlock.XactSLRUBank.ex_acquire"],
+        [0.0, 1.00, 1.00],
+        XACT_NOTE,
+    ),
+    row(
+        "XactSLRU SHARED",
+        &["lwlock.XactSLRU.sh_acquire", "lwlock.XactSLRUBank.sh_acquire"],
+        [0.0, 0.0, 2.97],
+        XACT_NOTE,
+    ),
+    row("WALInsert EXCL", &["lwlock.WALInsert.ex_acquire"], [0.0, 3.05, 5.09], ""),
+    row(
+        "BufferMapping SHARED",
+        &["lwlock.BufferMapping.sh_acquire"],
+        [4.00, 12.22, 20.53],
+        "one per buffer look-up (ReadBuffer)",
+    ),
+    row("BufferContent SHARED", &["lwlock.BufferContent.sh_acquire"], [4.00, 9.09, 15.39], ""),
+    row("BufferContent EXCL", &["lwlock.BufferContent.ex_acquire"], [0.0, 3.19, 5.29], ""),
+    row(
+        "MultiXactGen SHARED",
+        &["lwlock.MultiXactGen.sh_acquire"],
+        [0.0, 1.00, 1.00],
+        "MultiXactIdSetOldestMember: a transaction's first row lock or update",
+    ),
 ];
 
 /// One row of the fidelity comparison: our count of the reference's call next to PostgreSQL
 /// 15's.
 #[derive(Clone, Debug, Serialize)]
 pub struct FidelityRow {
-    /// The call, as [`PG15_LOCK_TRAFFIC`] names it.
+    /// The call, as [`FIDELITY`] names it.
     pub call: &'static str,
     /// Our count over the measured phase.
     pub ours: u64,
@@ -369,49 +395,77 @@ impl FidelityRow {
     }
 }
 
-/// The fidelity rows of a phase: counts `d` over `transactions` transactions, compared with
-/// [`PG15_LOCK_TRAFFIC`]'s column for built-in `builtin` (`select-only`, `simple-update`,
-/// `tpcb-like`; `None` or another name: no reference column).
+/// The fidelity rows of a phase: counts `d` over `transactions` transactions, each [`FIDELITY`]
+/// row's paths summed, compared with its column for built-in `builtin` (`select-only`,
+/// `simple-update`, `tpcb-like`; `None` or another name: no reference column).
 pub fn fidelity(d: &StackCounters, transactions: u64, builtin: Option<&str>) -> Vec<FidelityRow> {
-    let lw = |t| d.lwlock(t);
-    let xact = {
-        let (a, b) = (lw(TrancheId::XACT_SLRU), lw(TrancheId::XACT_SLRU_BANK));
-        (a.0 + b.0, a.1 + b.1)
-    };
-    let ours: [(u64, bool, &'static str); 14] = [
-        (
-            d.lock_requests(),
-            true,
-            "new grants (fast path + main table); re-requests of a lock already held are not counted",
-        ),
-        (lw(TrancheId::LOCK_FAST_PATH).1, true, ""),
-        (lw(TrancheId::LOCK_MANAGER).1, true, ""),
-        (d.get_snapshot_data(), true, "snapshots computed + reused"),
-        (lw(TrancheId::PROC_ARRAY).0, true, "snapshots and xmin-horizon scans"),
-        (lw(TrancheId::PROC_ARRAY).1, true, "conditional with group clear (pg96+)"),
-        (lw(TrancheId::XID_GEN).1, true, ""),
-        (xact.1, true, "XactSLRU + XactSLRUBank (banks: pg17)"),
-        (xact.0, true, "XactSLRU + XactSLRUBank (banks: pg17)"),
-        (lw(TrancheId::WAL_INSERT).1, true, ""),
-        (lw(TrancheId::BUFFER_MAPPING).0, true, "one per buffer look-up (ReadBuffer)"),
-        (lw(TrancheId::BUFFER_CONTENT).0, true, ""),
-        (lw(TrancheId::BUFFER_CONTENT).1, true, ""),
-        (
-            lw(TrancheId::MULTI_XACT_GEN).0,
-            true,
-            "MultiXactIdSetOldestMember: a transaction's first row lock or update",
-        ),
-    ];
-    PG15_LOCK_TRAFFIC
+    FIDELITY
         .iter()
-        .zip(ours)
-        .map(|(pg, (n, modelled, note))| FidelityRow {
-            call: pg.call,
-            ours: n,
-            ours_per_txn: if transactions == 0 { 0.0 } else { n as f64 / transactions as f64 },
-            pg15_per_txn: builtin.and_then(|b| pg.for_builtin(b)),
-            modelled,
-            note,
+        .map(|r| {
+            let n: u64 = r.paths.iter().map(|p| d.count(p)).sum();
+            FidelityRow {
+                call: r.call,
+                ours: n,
+                ours_per_txn: if transactions == 0 { 0.0 } else { n as f64 / transactions as f64 },
+                pg15_per_txn: builtin.and_then(|b| r.for_builtin(b)),
+                modelled: r.modelled,
+                note: r.note,
+            }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every path the report, the fidelity table and the experiments' catalog read names a
+    /// counter (a typo would otherwise read as 0).
+    #[test]
+    fn every_path_read_names_a_counter() {
+        let report = REPORT_SECTIONS.iter().flat_map(|s| s.lines.iter().map(|l| l.1));
+        let fidelity = FIDELITY.iter().flat_map(|r| r.paths.iter().copied());
+        let experiments =
+            crate::experiments::catalog::EXPERIMENTS.iter().flat_map(|e| e.counters.iter().map(|c| c.key));
+        for p in report.chain(fidelity).chain(experiments) {
+            assert!(StackCounters::is_counter(p), "{p} names no counter");
+        }
+        assert!(!StackCounters::is_counter("wal.no_such"));
+        assert!(!StackCounters::is_counter("lwlock.NoSuchTranche.block"));
+        assert!(!StackCounters::is_counter("lwlock.ProcArray.no_such"));
+        assert!(!StackCounters::is_counter("nosection.hits"));
+    }
+
+    /// Paths read the subsystem's own counters: sections prefix the names, tranches are found
+    /// by name, derived counters are visited, and JSON is one object from path to value.
+    #[test]
+    fn paths_read_the_subsystem_counters() {
+        let mut c = StackCounters::default();
+        c.wal.flushes = 3;
+        c.procarray.snapshots_taken = 4;
+        c.procarray.snapshots_reused = 1;
+        c.lmgr.main_acquisitions = vec![2, 7];
+        c.lmgr.fast_path_grants = 5;
+        c.lwlocks.tranches.insert(
+            TrancheId::PROC_ARRAY,
+            lockstack_lwlock::stats::TrancheStats { ex_acquire: 9, ..Default::default() },
+        );
+        assert_eq!(c.count("wal.flushes"), 3);
+        assert_eq!(c.count("procarray.get_snapshot_data"), 5);
+        assert_eq!(c.count("lmgr.main_acquisitions_max"), 7);
+        assert_eq!(c.count("lmgr.lock_requests"), 14);
+        assert_eq!(c.count("lmgr.partitions"), 2);
+        assert_eq!(c.count("lwlock.ProcArray.ex_acquire"), 9);
+        assert_eq!(c.count("lwlock.ProcArray.acquisitions"), 9);
+        assert_eq!(c.get("lwlock.WALInsert.ex_acquire"), None, "no traffic: absent");
+        assert_eq!(c.count("lwlock.WALInsert.ex_acquire"), 0);
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["wal.flushes"], 3);
+        assert_eq!(json["lwlock.ProcArray.ex_acquire"], 9);
+        let by_name = counters_by_name(&c);
+        assert_eq!(by_name.len(), json.as_object().unwrap().len(), "every path once");
+        let f = fidelity(&c, 2, Some("simple-update"));
+        let pa = f.iter().find(|r| r.call == "ProcArray EXCL (cond.)").unwrap();
+        assert_eq!((pa.ours, pa.ours_per_txn, pa.pg15_per_txn), (9, 4.5, Some(1.0)));
+    }
 }

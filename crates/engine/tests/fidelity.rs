@@ -50,8 +50,8 @@ fn one_xid_per_transaction(r: &PgbenchResult, what: &str) {
     // The run's first xid is the first of a CLOG page, which it zeroes under the exclusive lock.
     let x = row(r, "XactSLRU EXCL (cond.)").ours;
     assert!((TXNS..=TXNS + 1).contains(&x), "{what}: XactSLRU EXCL {x}, want {TXNS} (+1 page zeroing)");
-    assert_eq!(r.lock_stack.heavyweight.main_acquisitions_total, TXNS, "{what}: only the xid lock");
-    assert_eq!(r.lock_stack.procarray.xids_assigned, TXNS, "{what}");
+    assert_eq!(r.lock_stack.count("lmgr.main_acquisitions_total"), TXNS, "{what}: only the xid lock");
+    assert_eq!(r.lock_stack.count("procarray.xids_assigned"), TXNS, "{what}");
 }
 
 /// Checks the rows common to every script: no failures, the transaction count, fast-path lock
@@ -63,9 +63,14 @@ fn common(r: &PgbenchResult, what: &str, grants_per_txn: u64, builtin: &str) {
     assert_eq!(r.lock_stack.transactions, TXNS, "{what}");
     assert_eq!(r.fidelity_builtin.as_deref(), Some(builtin), "{what}");
     assert!(r.fidelity.iter().all(|f| f.pg15_per_txn.is_some()), "{what}: every row has PG's value");
-    let hw = &r.lock_stack.heavyweight;
-    assert_eq!(hw.fast_path_grants, grants_per_txn * TXNS, "{what}: relation locks, all fast path");
-    assert_eq!(hw.spills + hw.transfers + hw.waits + hw.deadlocks, 0, "{what}: {hw:?}");
+    let c = |path: &str| r.lock_stack.count(path);
+    assert_eq!(c("lmgr.fast_path_grants"), grants_per_txn * TXNS, "{what}: relation locks, all fast path");
+    let hw = &r.lock_stack.counters.lmgr;
+    assert_eq!(
+        c("lmgr.spills") + c("lmgr.transfers") + c("lmgr.waits") + c("lmgr.deadlocks"),
+        0,
+        "{what}: {hw:?}"
+    );
     // Lock requests: one per relation (and index) a statement uses, plus the xid lock.
     let fp = row(r, "LockFastPath EXCL").ours;
     let (lo, hi) = ((grants_per_txn + 3) * TXNS, (2 * grants_per_txn + 2) * TXNS);
@@ -74,9 +79,8 @@ fn common(r: &PgbenchResult, what: &str, grants_per_txn: u64, builtin: &str) {
     assert!(row(r, "ProcArray SHARED").ours >= snaps, "{what}: a snapshot takes ProcArrayLock shared");
     assert!(row(r, "MultiXactGen SHARED").modelled);
     // No row is share-locked by two transactions: no multi is created (MultiXactGen EXCL).
-    let mx_excl = r.lwlocks.iter().find(|l| l.0 == "MultiXactGen").map_or(0, |l| l.2);
-    assert_eq!(mx_excl, 0, "{what}: MultiXactGen EXCL");
-    assert_eq!(r.lock_stack.buffers.reads + r.lock_stack.buffers.evictions, 0, "{what}: all in the pool");
+    assert_eq!(c("lwlock.MultiXactGen.ex_acquire"), 0, "{what}: MultiXactGen EXCL");
+    assert_eq!(c("buffers.reads") + c("buffers.evictions"), 0, "{what}: all in the pool");
     for c in &r.checks {
         assert!(c.ok, "{what}: {} ({})", c.name, c.detail);
     }
@@ -116,8 +120,8 @@ fn builtins_make_the_same_lock_stack_calls_per_transaction_every_time() {
         // share-locked once.
         exactly(&r, &what, "BufferMapping SHARED", height + 2);
         exactly(&r, &what, "BufferContent SHARED", height + 2);
-        assert_eq!(r.lock_stack.wal.records, 0, "{what}");
-        assert_eq!(r.lock_stack.procarray.end_readonly, TXNS, "{what}");
+        assert_eq!(r.lock_stack.count("wal.records"), 0, "{what}");
+        assert_eq!(r.lock_stack.count("procarray.end_readonly"), TXNS, "{what}");
 
         // simple-update: UPDATE accounts, SELECT accounts, INSERT history.
         let r = runner::run(&config("simple-update", preset), &|_| {}).unwrap();
@@ -131,7 +135,7 @@ fn builtins_make_the_same_lock_stack_calls_per_transaction_every_time() {
         exactly(&r, &what, "GetSnapshotData", 3);
         // Heap update, history insert, commit: one WAL record and one insertion lock each.
         exactly(&r, &what, "WALInsert EXCL", 3);
-        assert_eq!(r.lock_stack.wal.records, 3 * TXNS, "{what}");
+        assert_eq!(r.lock_stack.count("wal.records"), 3 * TXNS, "{what}");
 
         // tpcb-like: three updates, one select, one insert.
         let r = runner::run(&config("tpcb-like", preset), &|_| {}).unwrap();
@@ -141,6 +145,6 @@ fn builtins_make_the_same_lock_stack_calls_per_transaction_every_time() {
         exactly(&r, &what, "LockAcquireExtended", 10);
         exactly(&r, &what, "GetSnapshotData", 5);
         exactly(&r, &what, "WALInsert EXCL", 5);
-        assert_eq!(r.lock_stack.wal.records, 5 * TXNS, "{what}");
+        assert_eq!(r.lock_stack.count("wal.records"), 5 * TXNS, "{what}");
     }
 }

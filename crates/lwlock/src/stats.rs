@@ -14,24 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use lockstack_common::sync::host::Mutex;
-use lockstack_common::{LocalCounter, StatsRegistry, TrancheId};
-
-/// Counters of one backend for one tranche. Aligned (and so sized) to 128 bytes, so that a row
-/// is found with one shift and the counters of two tranches never share a cache line.
-#[derive(Default, Debug)]
-#[repr(align(128))]
-pub(crate) struct TrancheCounters {
-    pub(crate) sh_acquire: LocalCounter,
-    pub(crate) ex_acquire: LocalCounter,
-    pub(crate) cond_fail: LocalCounter,
-    pub(crate) block: LocalCounter,
-    pub(crate) spin_delay: LocalCounter,
-    pub(crate) wait_ns: LocalCounter,
-    pub(crate) dequeue_self: LocalCounter,
-    pub(crate) group_leader: LocalCounter,
-    pub(crate) group_follower: LocalCounter,
-    pub(crate) bias_revoke: LocalCounter,
-}
+use lockstack_common::{StatsRegistry, TrancheId};
 
 /// One backend's rows, one per tranche id.
 type TrancheRows = [TrancheCounters; TrancheId::MAX];
@@ -137,29 +120,36 @@ pub(crate) fn record_instance(tranche: TrancheId, instance: u32, blocks: u64, sp
     e.wait_ns += wait_ns;
 }
 
-/// Sums of one tranche's counters over every backend.
-#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TrancheStats {
-    /// Shared-mode acquisitions (successful, including conditional ones).
-    pub sh_acquire: u64,
-    /// Exclusive-mode acquisitions (successful, including conditional ones).
-    pub ex_acquire: u64,
-    /// Conditional acquisitions that failed because the lock was busy.
-    pub cond_fail: u64,
-    /// Times a backend had to sleep on the lock (PostgreSQL's `blk`).
-    pub block: u64,
-    /// Spin delays (yields or sleeps) while spinning on the lock's spinlock or wait-list bit.
-    pub spin_delay: u64,
-    /// Nanoseconds spent asleep waiting for the lock.
-    pub wait_ns: u64,
-    /// Times a backend queued itself, found the lock free, and took itself off the queue.
-    pub dequeue_self: u64,
-    /// Group-combining rounds led (one exclusive acquisition on behalf of several requests).
-    pub group_leader: u64,
-    /// Requests performed by another backend's group round or FlexLock release.
-    pub group_follower: u64,
-    /// ReadBiased: times an exclusive locker revoked the reader bias.
-    pub bias_revoke: u64,
+lockstack_common::counters! {
+    /// Sums of one tranche's counters over every backend, read by name through
+    /// [`lockstack_common::Counters`]: the fields, then the derived `acquisitions`.
+    #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct TrancheStats {
+        /// Shared-mode acquisitions (successful, including conditional ones).
+        pub sh_acquire: u64,
+        /// Exclusive-mode acquisitions (successful, including conditional ones).
+        pub ex_acquire: u64,
+        /// Conditional acquisitions that failed because the lock was busy.
+        pub cond_fail: u64,
+        /// Times a backend had to sleep on the lock (PostgreSQL's `blk`).
+        pub block: u64,
+        /// Spin delays (yields or sleeps) while spinning on the lock's spinlock or wait-list bit.
+        pub spin_delay: u64,
+        /// Nanoseconds spent asleep waiting for the lock.
+        pub wait_ns: u64,
+        /// Times a backend queued itself, found the lock free, and took itself off the queue.
+        pub dequeue_self: u64,
+        /// Group-combining rounds led (one exclusive acquisition on behalf of several requests).
+        pub group_leader: u64,
+        /// Requests performed by another backend's group round or FlexLock release.
+        pub group_follower: u64,
+        /// ReadBiased: times an exclusive locker revoked the reader bias.
+        pub bias_revoke: u64,
+    }
+    // Aligned (and so sized) to 128 bytes, so that a row is found with one shift and the
+    // counters of two tranches never share a cache line.
+    per_backend: #[derive(Default, Debug)] #[repr(align(128))] pub(crate) struct TrancheCounters(pub(crate));
+    derived: { acquisitions }
 }
 
 impl TrancheStats {
@@ -168,33 +158,22 @@ impl TrancheStats {
         self.sh_acquire + self.ex_acquire
     }
 
-    fn add(&mut self, c: &TrancheCounters) {
-        self.sh_acquire += c.sh_acquire.get();
-        self.ex_acquire += c.ex_acquire.get();
-        self.cond_fail += c.cond_fail.get();
-        self.block += c.block.get();
-        self.spin_delay += c.spin_delay.get();
-        self.wait_ns += c.wait_ns.get();
-        self.dequeue_self += c.dequeue_self.get();
-        self.group_leader += c.group_leader.get();
-        self.group_follower += c.group_follower.get();
-        self.bias_revoke += c.bias_revoke.get();
-    }
-
     fn is_zero(&self) -> bool {
         *self == TrancheStats::default()
     }
 }
 
-/// Slow-path sums for one lock instance.
-#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LockInstanceStats {
-    /// Sleeps on this lock.
-    pub block: u64,
-    /// Spin delays on this lock.
-    pub spin_delay: u64,
-    /// Nanoseconds asleep on this lock.
-    pub wait_ns: u64,
+lockstack_common::counters! {
+    /// Slow-path sums for one lock instance.
+    #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct LockInstanceStats {
+        /// Sleeps on this lock.
+        pub block: u64,
+        /// Spin delays on this lock.
+        pub spin_delay: u64,
+        /// Nanoseconds asleep on this lock.
+        pub wait_ns: u64,
+    }
 }
 
 /// A point-in-time sum of every backend's LWLock counters.
@@ -219,34 +198,37 @@ impl LwLockStatsSnapshot {
         let mut out = LwLockStatsSnapshot { backends: self.backends, ..Default::default() };
         for (t, s) in &self.tranches {
             let e = earlier.tranche(*t);
-            let d = TrancheStats {
-                sh_acquire: s.sh_acquire.saturating_sub(e.sh_acquire),
-                ex_acquire: s.ex_acquire.saturating_sub(e.ex_acquire),
-                cond_fail: s.cond_fail.saturating_sub(e.cond_fail),
-                block: s.block.saturating_sub(e.block),
-                spin_delay: s.spin_delay.saturating_sub(e.spin_delay),
-                wait_ns: s.wait_ns.saturating_sub(e.wait_ns),
-                dequeue_self: s.dequeue_self.saturating_sub(e.dequeue_self),
-                group_leader: s.group_leader.saturating_sub(e.group_leader),
-                group_follower: s.group_follower.saturating_sub(e.group_follower),
-                bias_revoke: s.bias_revoke.saturating_sub(e.bias_revoke),
-            };
+            let d = s.since(&e);
             if !d.is_zero() {
                 out.tranches.insert(*t, d);
             }
         }
         for (k, s) in &self.instances {
             let e = earlier.instances.get(k).copied().unwrap_or_default();
-            let d = LockInstanceStats {
-                block: s.block.saturating_sub(e.block),
-                spin_delay: s.spin_delay.saturating_sub(e.spin_delay),
-                wait_ns: s.wait_ns.saturating_sub(e.wait_ns),
-            };
+            let d = s.since(&e);
             if d != LockInstanceStats::default() {
                 out.instances.insert(*k, d);
             }
         }
         out
+    }
+}
+
+/// The tranche counters by name, `Tranche.counter` (`ProcArray.ex_acquire`,
+/// `LockManager.block`), for the tranches in [`LwLockStatsSnapshot::tranches`] in id order. The
+/// per-instance slow-path counters are read from [`LwLockStatsSnapshot::instances`].
+impl lockstack_common::Counters for LwLockStatsSnapshot {
+    fn visit(&self, f: &mut dyn FnMut(&str, u64)) {
+        for (t, s) in &self.tranches {
+            let tranche = t.name();
+            s.visit(&mut |n, v| f(&format!("{tranche}.{n}"), v));
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<u64> {
+        let (tranche, counter) = name.split_once('.')?;
+        let (_, s) = self.tranches.iter().find(|(t, _)| t.name() == tranche)?;
+        s.get(counter)
     }
 }
 
@@ -258,16 +240,14 @@ pub fn snapshot() -> LwLockStatsSnapshot {
         out.backends += 1;
         for (i, c) in b.tranches.iter().enumerate() {
             let mut s = out.tranches.get(&TrancheId(i as u16)).copied().unwrap_or_default();
-            s.add(c);
+            s.add_backend(c);
             if !s.is_zero() {
                 out.tranches.insert(TrancheId(i as u16), s);
             }
         }
         for (&(t, inst), s) in b.instances.lock().iter() {
             let e = out.instances.entry((TrancheId(t), inst)).or_default();
-            e.block += s.block;
-            e.spin_delay += s.spin_delay;
-            e.wait_ns += s.wait_ns;
+            e.add(s);
         }
     });
     out
@@ -278,20 +258,7 @@ pub fn snapshot() -> LwLockStatsSnapshot {
 pub fn reset() {
     registry().for_each(|b| {
         for c in b.tranches.iter() {
-            for x in [
-                &c.sh_acquire,
-                &c.ex_acquire,
-                &c.cond_fail,
-                &c.block,
-                &c.spin_delay,
-                &c.wait_ns,
-                &c.dequeue_self,
-                &c.group_leader,
-                &c.group_follower,
-                &c.bias_revoke,
-            ] {
-                x.reset();
-            }
+            c.reset();
         }
         b.instances.lock().clear();
     });

@@ -474,7 +474,7 @@ impl ProcArray {
     /// Sums every backend's counters (including backends that have detached).
     pub fn stats(&self) -> ProcArrayStats {
         let mut s = ProcArrayStats::default();
-        self.stats.for_each(|b| s.add(b));
+        self.stats.for_each(|b| s.add_backend(b));
         s
     }
 

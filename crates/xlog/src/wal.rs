@@ -300,7 +300,7 @@ impl Wal {
     /// run; then at most a few increments behind.
     pub fn stats(&self) -> WalStats {
         let mut s = WalStats::default();
-        self.stats.for_each(|c| s.add(c));
+        self.stats.for_each(|c| s.add_backend(c));
         s
     }
 
@@ -746,7 +746,7 @@ impl WalBackend {
     /// This backend's counters.
     pub fn stats(&self) -> WalStats {
         let mut s = WalStats::default();
-        s.add(&self.counters);
+        s.add_backend(&self.counters);
         s
     }
 

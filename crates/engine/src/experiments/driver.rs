@@ -18,6 +18,7 @@ use crate::pgbench::runner::{self, PgbenchConfig};
 use crate::pgbench::script::Builtin;
 use crate::report::MachineNote;
 use crate::settings;
+use lockstack_common::Counters;
 
 /// Largest client count accepted (pgbench's own limit on `-c` in our CLI).
 pub const MAX_CLIENTS: usize = 1000;
@@ -301,13 +302,12 @@ pub struct Point {
     pub load_s: f64,
     /// Operations per second.
     pub throughput: f64,
-    /// Raw counters of the measured phase: `<Tranche>.sh`, `.ex`, `.acq` (sh + ex), `.blk`
-    /// (sleeps) and `.wait_us` for every LWLock tranche used; for pgbench workloads
-    /// `lmgr.partitions` and every number of the run's lock-stack report
-    /// ([`crate::report::LockStackReport`]) by its path (`heavyweight.waits`, `wal.flushes`,
-    /// `procarray.get_snapshot_data`, `heavyweight.main_acquisitions.max` for the busiest
-    /// partition); for `vm-pin`, `buffers.<field>` of the pool's statistics.
-    pub counters: BTreeMap<String, f64>,
+    /// Raw counters of the measured phase by path, as [`crate::report::StackCounters`] names
+    /// them (`lwlock.ProcArray.ex_acquire`, `lmgr.waits`, `wal.flushes`,
+    /// `procarray.get_snapshot_data`, `lmgr.main_acquisitions_max` for the busiest partition,
+    /// `lmgr.partitions`): every counter of a pgbench workload's run; for `vm-pin`, `buffers.*`
+    /// of the pool's statistics and the acquisitions and blocks of the buffer tranches.
+    pub counters: BTreeMap<String, u64>,
     /// True when every consistency check after the run held (pgbench's balance invariants, the
     /// buffer pool's invariants and contents).
     pub ok: bool,
@@ -318,14 +318,15 @@ pub struct Point {
 impl Point {
     /// `counter` normalised as it says (missing raw counters read as 0).
     pub fn normalised(&self, counter: &Counter) -> f64 {
-        let raw = self.counters.get(counter.key).copied().unwrap_or(0.0);
+        let raw = self.counters.get(counter.key).copied().unwrap_or(0) as f64;
         let ops = self.ops.max(1) as f64;
         match counter.per {
             Per::Op => raw / ops,
             Per::KiloOp => 1000.0 * raw / ops,
+            Per::UsPerOp => raw / 1000.0 / ops,
             Per::Per5Min => raw / self.elapsed_s.max(1e-9) * 300.0,
             Per::PartitionPer5Min => {
-                let parts = self.counters.get("lmgr.partitions").copied().unwrap_or(1.0).max(1.0);
+                let parts = self.counters.get("lmgr.partitions").copied().unwrap_or(1).max(1) as f64;
                 raw / parts / self.elapsed_s.max(1e-9) * 300.0
             }
         }
@@ -415,42 +416,6 @@ pub fn op_name(w: &Workload) -> &'static str {
     }
 }
 
-fn lwlock_counters(out: &mut BTreeMap<String, f64>, name: &str, sh: u64, ex: u64, blk: u64, wait_ns: u64) {
-    if sh + ex + blk == 0 {
-        return;
-    }
-    out.insert(format!("{name}.sh"), sh as f64);
-    out.insert(format!("{name}.ex"), ex as f64);
-    out.insert(format!("{name}.acq"), (sh + ex) as f64);
-    out.insert(format!("{name}.blk"), blk as f64);
-    out.insert(format!("{name}.wait_us"), wait_ns as f64 / 1000.0);
-}
-
-/// Adds every number under `v` as `path.to.field`; an array of numbers adds `path.max` and
-/// `path.sum` (per-partition counts).
-fn flatten(path: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                flatten(&format!("{path}.{k}"), x, out);
-            }
-        }
-        serde_json::Value::Array(a) => {
-            let nums: Vec<f64> = a.iter().filter_map(serde_json::Value::as_f64).collect();
-            if !nums.is_empty() {
-                out.insert(format!("{path}.max"), nums.iter().copied().fold(0.0, f64::max));
-                out.insert(format!("{path}.sum"), nums.iter().sum());
-            }
-        }
-        serde_json::Value::Number(n) => {
-            if let Some(f) = n.as_f64() {
-                out.insert(path.to_string(), f);
-            }
-        }
-        _ => {}
-    }
-}
-
 fn run_pgbench(
     plan: &Plan,
     builtin: &str,
@@ -459,7 +424,6 @@ fn run_pgbench(
     run: usize,
 ) -> Result<Point, String> {
     let (engine, _) = plan.config(variant, clients)?;
-    let partitions = engine.lmgr.partitions;
     let cfg = PgbenchConfig {
         scale: plan.scale,
         fillfactor: 100,
@@ -474,17 +438,7 @@ fn run_pgbench(
         engine,
     };
     let r = runner::run(&cfg, &|_| {}).map_err(|e| e.to_string())?;
-    let mut counters = BTreeMap::new();
-    for (name, sh, ex, blk, ns) in &r.lwlocks {
-        lwlock_counters(&mut counters, name, *sh, *ex, *blk, *ns);
-    }
-    counters.insert("lmgr.partitions".into(), partitions as f64);
-    let stack = serde_json::to_value(&r.lock_stack).map_err(|e| format!("lock-stack counters: {e}"))?;
-    if let serde_json::Value::Object(m) = stack {
-        for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "transactions") {
-            flatten(k, v, &mut counters);
-        }
-    }
+    let counters = crate::report::counters_by_name(&r.lock_stack.counters);
     let bad = r.checks.iter().find(|c| !c.ok);
     Ok(Point {
         workload: String::new(),
@@ -514,26 +468,18 @@ fn run_buffers(
     let row = rep.rows.into_iter().next().ok_or("the buffer experiment returned no row")?;
     let b = &row.buffers;
     let mut counters = BTreeMap::new();
-    for (k, v) in [
-        ("hits", b.hits),
-        ("reads", b.reads),
-        ("evictions", b.evictions),
-        ("pin_waits", b.pin_waits),
-        ("pin_spin_delays", b.pin_spin_delays),
-        ("vm_pins", b.vm_pins),
-        ("vm_pin_waits", b.vm_pin_waits),
-    ] {
-        counters.insert(format!("buffers.{k}"), v as f64);
-    }
+    b.visit(&mut |n, v| {
+        counters.insert(format!("buffers.{n}"), v);
+    });
     let l = &row.lwlocks;
     for (k, v) in [
-        ("BufferMapping.acq", l.mapping_acquire),
-        ("BufferMapping.blk", l.mapping_block),
-        ("BufferContent.acq", l.content_acquire),
-        ("BufferContent.blk", l.content_block),
-        ("BufFreelist.acq", l.freelist_acquire),
+        ("lwlock.BufferMapping.acquisitions", l.mapping_acquire),
+        ("lwlock.BufferMapping.block", l.mapping_block),
+        ("lwlock.BufferContent.acquisitions", l.content_acquire),
+        ("lwlock.BufferContent.block", l.content_block),
+        ("lwlock.BufFreelist.acquisitions", l.freelist_acquire),
     ] {
-        counters.insert(k.into(), v as f64);
+        counters.insert(k.into(), v);
     }
     let elapsed_s =
         if row.ops > 0 && row.ops_per_sec > 0.0 { row.ops as f64 / row.ops_per_sec } else { plan.duration_s };
@@ -735,7 +681,7 @@ mod tests {
             elapsed_s: 1.0,
             load_s: 0.0,
             throughput: t,
-            counters: BTreeMap::from([("buffers.vm_pins".to_string(), 50.0 * (run + 1) as f64)]),
+            counters: BTreeMap::from([("buffers.vm_pins".to_string(), 50 * (run as u64 + 1))]),
             ok: true,
             error: None,
         };
@@ -784,9 +730,9 @@ mod tests {
             assert_eq!(r.summary.len(), plan.workloads.len() * e.variants.len());
             assert!(r.all_ok(), "{}: {:?}", e.name, r.points.iter().find(|p| !p.ok));
             // Every counter the catalog names is one the runs produce (LWLock tranches appear
-            // only once used, so only their name's form is checked).
+            // only once used; `report`'s tests check that their paths name counters).
             for c in e.counters {
-                let tranche = c.key.starts_with(|ch: char| ch.is_ascii_uppercase());
+                let tranche = c.key.starts_with("lwlock.");
                 assert!(
                     tranche || r.points.iter().all(|p| p.counters.contains_key(c.key)),
                     "{}: no raw counter {}",

@@ -84,6 +84,8 @@ pub enum Per {
     Op,
     /// Divided by the operations, times 1000 (for rare events such as sleeps).
     KiloOp,
+    /// A nanosecond counter (`wait_ns`) in microseconds, divided by the operations.
+    UsPerOp,
     /// Per 300 s of run time (raw / elapsed s * 300), as seed 003 counts lock traffic.
     Per5Min,
     /// Per lock-manager partition and per 300 s of run time: seed 003 counts partition-lock
@@ -97,7 +99,7 @@ impl Per {
     /// `/5min`, `/partition/5min`.
     pub fn suffix(self, op: &str) -> String {
         match self {
-            Per::Op => format!("/{op}"),
+            Per::Op | Per::UsPerOp => format!("/{op}"),
             Per::KiloOp => format!("/k{op}"),
             Per::Per5Min => "/5min".into(),
             Per::PartitionPer5Min => "/partition/5min".into(),
@@ -110,8 +112,9 @@ impl Per {
 pub struct Counter {
     /// Column label (`ProcArray ex`).
     pub label: &'static str,
-    /// The raw counter it reads (see [`driver::Point::counters`]: `ProcArray.ex`,
-    /// `LockManager.acq`, `buffers.vm_pins`, ...). Missing raw counters read as 0.
+    /// The path of the raw counter it reads (see [`driver::Point::counters`]:
+    /// `lwlock.ProcArray.ex_acquire`, `lwlock.LockManager.acquisitions`, `buffers.vm_pins`,
+    /// ...). Missing raw counters read as 0; a test checks that every key names a counter.
     pub key: &'static str,
     /// Normalisation.
     pub per: Per,

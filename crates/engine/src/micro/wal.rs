@@ -15,7 +15,7 @@ use lockstack_common::sync::Instant;
 use lockstack_common::{BackendId, TrancheId, TransactionId};
 use lockstack_lwlock::stats;
 use lockstack_xlog::ptr::{maxalign, recptr_to_bytepos};
-use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink};
+use lockstack_xlog::{InsertMode, Record, Wal, WalConfig, WalSink, WalStats};
 use serde::Serialize;
 
 use crate::report::MachineNote;
@@ -154,8 +154,6 @@ impl TrancheCounters {
     }
 }
 
-pub use crate::report::WalCounters;
-
 /// Result of a `lockstack wal` run.
 #[derive(Clone, Debug, Serialize)]
 pub struct WalBenchReport {
@@ -173,8 +171,9 @@ pub struct WalBenchReport {
     pub mb_per_sec: f64,
     /// Commits made.
     pub commits: u64,
-    /// Per-backend WAL counters, summed.
-    pub wal: WalCounters,
+    /// Per-backend WAL counters, summed (JSON: an object from counter name to value).
+    #[serde(serialize_with = "crate::report::counters_map")]
+    pub wal: WalStats,
     /// `WALInsert` tranche (the single WALInsertLock or the insertion locks).
     pub wal_insert: TrancheCounters,
     /// `WALWrite` tranche.
@@ -257,7 +256,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
         records_per_sec: records as f64 / secs,
         mb_per_sec: (records * rec_bytes) as f64 / secs / 1e6,
         commits,
-        wal: WalCounters::from(&ws),
+        wal: ws,
         wal_insert: TrancheCounters::of(&lw, TrancheId::WAL_INSERT),
         wal_write: TrancheCounters::of(&lw, TrancheId::WAL_WRITE),
         wal_buf_mapping: TrancheCounters::of(&lw, TrancheId::WAL_BUF_MAPPING),

@@ -128,14 +128,12 @@ pub struct PgbenchResult {
     /// Balance sums over the live rows before and after the run: (table, before, after), for
     /// pgbench_accounts, pgbench_tellers, pgbench_branches and pgbench_history (its delta sum).
     pub balance_sums: Vec<(String, i64, i64)>,
-    /// LWLock tranche counters of the measured phase: (tranche, shared, exclusive, blocks,
-    /// wait ns).
-    pub lwlocks: Vec<(String, u64, u64, u64, u64)>,
     /// Sampled wait events (event, samples) and total backend-samples.
     pub wait_events: Vec<(String, u64)>,
     /// Total backend-samples.
     pub wait_samples: u64,
-    /// Heavyweight locks, buffers, WAL, CLOG and ProcArray counters of the measured phase.
+    /// Every counter of the measured phase (LWLock tranches, heavyweight locks, buffers, WAL,
+    /// CLOG, ProcArray), by path (`lwlock.ProcArray.ex_acquire`, `wal.flushes`).
     pub lock_stack: LockStackReport,
     /// The built-in whose PostgreSQL 15 column [`PgbenchResult::fidelity`] compares with
     /// (`select-only`, `simple-update`, `tpcb-like`), when the run's scripts are one built-in.
@@ -884,17 +882,11 @@ pub fn run_on_with(
             .enumerate()
             .map(|(i, t)| (t.name().to_string(), before[i].1, after[i].1))
             .collect(),
-        lwlocks: delta
-            .lwlocks
-            .tranches
-            .iter()
-            .map(|(t, s)| (t.name().to_string(), s.sh_acquire, s.ex_acquire, s.block, s.wait_ns))
-            .collect(),
         wait_events: profile.sorted().into_iter().map(|(e, n)| (e.to_string(), n)).collect(),
         wait_samples: profile.total(),
-        lock_stack: LockStackReport::new(&delta, transactions + failed),
-        fidelity_builtin: builtin.map(str::to_string),
         fidelity: report::fidelity(&delta, transactions + failed, builtin),
+        fidelity_builtin: builtin.map(str::to_string),
+        lock_stack: LockStackReport::new(delta, transactions + failed),
     })
 }
 
