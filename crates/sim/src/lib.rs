@@ -26,6 +26,8 @@
 
 pub mod calibrate;
 mod exec;
+#[cfg(feature = "facade")]
+pub mod facade;
 pub mod machine;
 pub mod profile;
 pub mod stats;
