@@ -96,6 +96,12 @@ pub struct EngineConfig {
     /// How B-tree pages are searched for a key (`--set engine.btree_search`); not part of any
     /// preset, since it changes no lock traffic, only the probes within a locked page.
     pub btree_search: crate::btree::Search,
+    /// Under `--machine` only: a pgbench client's own work per statement (`--set
+    /// sim.client_cpu_us`; default: the machine profile's), charged on its simulated core.
+    pub sim_client_cpu: Option<std::time::Duration>,
+    /// Under `--machine` only: the client-server round trip per statement (`--set
+    /// sim.client_rtt_us`; default: the profile's), slept in virtual time.
+    pub sim_client_rtt: Option<std::time::Duration>,
 }
 
 /// Errors a statement or transaction can end with.
@@ -234,6 +240,8 @@ impl EngineConfig {
             wal: WalConfig::default(),
             lwlock_kind,
             btree_search: crate::btree::Search::default(),
+            sim_client_cpu: None,
+            sim_client_rtt: None,
         }
     }
 }

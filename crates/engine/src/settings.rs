@@ -172,6 +172,16 @@ pub const KNOBS: &[Knob] = &[
         values: "interpolation|binary",
         about: "B-tree page search: interpolation from the parent's key range, or _bt_binsrch's bisection",
     },
+    Knob {
+        key: "sim.client_cpu_us",
+        values: "0..=1000000 (us)",
+        about: "--machine: client work per statement",
+    },
+    Knob {
+        key: "sim.client_rtt_us",
+        values: "0..=1000000 (us)",
+        about: "--machine: round trip per statement",
+    },
 ];
 
 fn valid_keys() -> String {
@@ -305,6 +315,12 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
             c.wal.write_limit = (n > 0).then_some(n);
         }
         "engine.btree_search" => c.btree_search = parsed::<crate::btree::Search>(key, v)?,
+        "sim.client_cpu_us" => {
+            c.sim_client_cpu = Some(Duration::from_micros(number(key, v, 0u64, 1_000_000)?))
+        }
+        "sim.client_rtt_us" => {
+            c.sim_client_rtt = Some(Duration::from_micros(number(key, v, 0u64, 1_000_000)?))
+        }
         _ => return Err(format!("unknown --set key \"{key}\" (valid: {})", valid_keys())),
     }
     *cfg = c;

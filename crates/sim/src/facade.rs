@@ -121,6 +121,10 @@ impl hook::SimBackend for FacadeBackend {
     fn wait_event(&self, event: u32) {
         task::set_wait_class(class_name(event));
     }
+
+    fn compute(&self, d: Duration, site: Site) {
+        task::compute(d, site);
+    }
 }
 
 /// Runs `main` on `sim` with the facade's backend installed on this host thread, so that

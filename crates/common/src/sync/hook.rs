@@ -100,6 +100,9 @@ pub trait SimBackend: Send + Sync {
     /// as [`WaitEventScope`](crate::backend::WaitEventScope) publishes it: a backend may book
     /// the task's waits under it. No cost; the default ignores it.
     fn wait_event(&self, _event: u32) {}
+    /// `d` of modelled local work (not host code) on the running task's core: see [`compute`].
+    /// The default does nothing.
+    fn compute(&self, _d: Duration, _site: Site) {}
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -148,6 +151,9 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn wait_event(&self, event: u32) {
         (**self).wait_event(event)
+    }
+    fn compute(&self, d: Duration, site: Site) {
+        (**self).compute(d, site)
     }
 }
 
@@ -336,6 +342,22 @@ pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
     if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
         with_current_slow(|s| s.backend.name_line(addr as usize, &name()));
     }
+}
+
+/// True while a simulation is installed on this host thread (the running code is a simulated
+/// task). Constant `false` without the `sim-hook` feature.
+#[inline]
+pub fn simulated() -> bool {
+    installed_here()
+}
+
+/// Charges `d` of modelled local work (a pgbench client's own CPU per statement) on the
+/// simulated core of the running task; nothing at all outside a simulation (it does not spin).
+#[inline]
+#[track_caller]
+pub fn compute(d: Duration) {
+    let site = Location::caller();
+    with_current(|s| s.backend.compute(d, site));
 }
 
 /// Reports that the running task starts waiting on the raw wait event `event` (0: it stops),
