@@ -8,7 +8,6 @@ use lockstack_engine::engine::{EngineConfig, EngineError};
 use lockstack_engine::input::{one_line, read_limited};
 use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
-use lockstack_engine::report::MachineNote;
 use lockstack_engine::settings;
 
 use crate::Failure;
@@ -569,7 +568,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         "-- lock stack ({preset}; {place}; counters over the {} transactions of the run) --",
         ls.transactions
     );
-    outln!("{}", MachineNote::for_threads(cfg.clients).line());
+    outln!("{}", crate::sim_cmd::machine_note(cfg.clients).line());
     outln!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
     let tx = ls.transactions.max(1) as f64;
     for (name, sh, ex, blk, ns) in &r.lwlocks {

@@ -108,6 +108,16 @@ pub(crate) fn reexec() -> Failure {
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{finish, pgbench_defaults, refuse_invisible, setup};
 
+/// The note on busy threads against cores: the simulated machine's hardware threads under
+/// `--machine`, this host's otherwise.
+pub(crate) fn machine_note(threads: usize) -> lockstack_engine::report::MachineNote {
+    #[cfg(feature = "sim")]
+    if let Some(hw) = simulating::hw_threads() {
+        return lockstack_engine::report::MachineNote { cores: hw, threads, oversubscribed: threads > hw };
+    }
+    lockstack_engine::report::MachineNote::for_threads(threads)
+}
+
 /// Without the simulator there is nothing to default (see the simulating build's version).
 #[cfg(not(feature = "sim"))]
 pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineConfig) {}
@@ -170,6 +180,11 @@ mod simulating {
             return Err(Failure::run("the simulation was set up twice"));
         }
         Ok(())
+    }
+
+    /// The simulated machine's hardware threads, under `--machine`.
+    pub(super) fn hw_threads() -> Option<usize> {
+        SIM.get().map(|s| s.profile().hw_threads() as usize)
     }
 
     /// Under `--machine`: the pgbench client's per-statement work and round trip default to
