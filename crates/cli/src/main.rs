@@ -37,6 +37,7 @@ mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;
 mod pgbench_cmd;
+mod sim_cmd;
 mod snapshot_cmd;
 mod wal_cmd;
 
@@ -84,6 +85,8 @@ fn note_stdout_error(e: &std::io::Error) {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    sim: sim_cmd::SimArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -251,6 +254,39 @@ fn clap_error_line(text: &str) -> String {
     first.to_string()
 }
 
+/// `--machine`: the ordinary binary re-runs the simulating one (and returns only on failure);
+/// the simulating one sets the simulation up. Returns whether the command runs simulated.
+fn start_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Result<bool, Failure> {
+    sim_cmd::check_flags(sim, name)?;
+    if sim.machine.is_none() {
+        return Ok(false);
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let _ = args;
+        Err(sim_cmd::reexec())
+    }
+    #[cfg(feature = "sim")]
+    {
+        sim_cmd::refuse_invisible(name, args)?;
+        sim_cmd::setup(sim)?;
+        Ok(true)
+    }
+}
+
+/// The simulated machine's section after a simulated command's report.
+fn finish_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Result<(), Failure> {
+    #[cfg(feature = "sim")]
+    {
+        sim_cmd::finish(sim, name, args)
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let _ = (sim, name, args);
+        Ok(())
+    }
+}
+
 fn main() -> ExitCode {
     use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
@@ -300,16 +336,42 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let name = match &cli.command {
+        Command::Lwlock(_) => "lwlock",
+        Command::Snapshot(_) => "snapshot",
+        Command::Wal(_) => "wal",
+        Command::Buffers(_) => "buffers",
+        Command::Locks(_) => "locks",
+        Command::Isolation(_) => "isolation",
+        Command::Pgbench(_) => "pgbench",
+        Command::Experiment(_) => "experiment",
+        Command::Machine(_) => "machine",
+    };
+    let raw_args: Vec<String> = std::env::args().skip(1).collect();
+    let simulated = match start_simulation(&cli.sim, name, &raw_args) {
+        Ok(s) => s,
+        Err(f) => {
+            errln!("lockstack: {}", lockstack_engine::input::one_line(&f.message));
+            return ExitCode::from(f.code);
+        }
+    };
+    // pgbench, buffers and experiment hand their measured phases over themselves (after
+    // loading); the others are one measured phase from the start.
+    use lockstack_common::sync::hook::measured_phase as phase;
     let result = match cli.command {
-        Command::Lwlock(args) => lwlock_cmd::run(args),
-        Command::Snapshot(args) => snapshot_cmd::run(args),
-        Command::Wal(args) => wal_cmd::run(args),
+        Command::Lwlock(args) => phase(|| lwlock_cmd::run(args)),
+        Command::Snapshot(args) => phase(|| snapshot_cmd::run(args)),
+        Command::Wal(args) => phase(|| wal_cmd::run(args)),
         Command::Buffers(args) => buffers_cmd::run(args),
-        Command::Locks(args) => locks_cmd::run(args),
-        Command::Isolation(args) => isolation_cmd::run(args),
+        Command::Locks(args) => phase(|| locks_cmd::run(args)),
+        Command::Isolation(args) => phase(|| isolation_cmd::run(args)),
         Command::Pgbench(args) => pgbench_cmd::run(args),
         Command::Experiment(args) => experiment_cmd::run(args),
         Command::Machine(args) => machine_cmd::run(args),
+    };
+    let result = match result {
+        Ok(()) if simulated => finish_simulation(&cli.sim, name, &raw_args),
+        r => r,
     };
     if !STDOUT_CLOSED.load(Ordering::Relaxed)
         && let Err(e) = std::io::stdout().flush()

@@ -8,7 +8,7 @@ use lockstack_engine::engine::{EngineConfig, EngineError};
 use lockstack_engine::input::{one_line, read_limited};
 use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
-use lockstack_engine::report::{MachineNote, REPORT_SECTIONS};
+use lockstack_engine::report::REPORT_SECTIONS;
 use lockstack_engine::settings;
 
 use crate::Failure;
@@ -334,6 +334,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     settings::check_memory(scale).map_err(Failure::input)?;
     let mut engine = EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?;
     settings::apply_all(&mut engine, &args.set).map_err(Failure::input)?;
+    crate::sim_cmd::pgbench_defaults(&mut engine);
     if let (Some(dir), true) = (&args.data_dir, args.initialize)
         && dir.exists()
         && !dir.is_dir()
@@ -570,7 +571,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         "-- lock stack ({preset}; {place}; counters over the {} transactions of the run) --",
         ls.transactions
     );
-    outln!("{}", MachineNote::for_threads(cfg.clients).line());
+    outln!("{}", crate::sim_cmd::machine_note(cfg.clients).line());
     outln!("LWLock tranche       shared acq  exclusive acq     sleeps   wait ms   per txn (sh/ex)");
     let tx = ls.transactions.max(1) as f64;
     for (t, s) in &ls.counters.lwlocks.tranches {

@@ -158,7 +158,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
         results.push(run_snapshot_workload(c).map_err(|e| Failure::input(e.to_string()))?);
     }
     let threads = if args.fixed.is_some() { 1 } else { args.threads + args.committers };
-    let machine = MachineNote::for_threads(threads);
+    let machine = crate::sim_cmd::machine_note(threads);
     print(&args, end_xact.name(), &results, &machine);
     if args.json.is_some() {
         let rows: Vec<_> = results.iter().map(row_json).collect();

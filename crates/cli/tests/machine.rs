@@ -1,6 +1,10 @@
 //! `lockstack machine list|show`: the built-in profiles are listed and shown, and a bad name
 //! is one line on stderr with exit code 1. (`calibrate` runs real threads for seconds and is
 //! exercised by hand; its output format is checked by `lockstack-sim`'s profile parser.)
+//!
+//! `--machine` (issue 17): every workload command runs its measured phase on a simulated
+//! machine and prints the "simulated machine" section; a simulated pgbench run repeats line
+//! for line; a bad profile and a variant the model cannot see are one line and exit code 1.
 
 use std::process::{Command, Output};
 
@@ -45,4 +49,100 @@ fn an_unknown_profile_is_one_line_and_exit_code_1() {
     let err = String::from_utf8(o.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cray-1") && err.contains("xeon-32"), "{err}");
+}
+
+/// Runs `lockstack args`, expecting success, and returns stdout.
+fn ok(args: &[&str]) -> String {
+    let o = lockstack(args);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "lockstack {args:?}: {:?}\n{err}\n{out}", o.status);
+    out.into_owned()
+}
+
+/// The lines that do not depend on the host's speed (host seconds, events per host second,
+/// the native load time).
+fn stable_lines(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| !l.contains("host second") && !l.contains("load") && !l.contains("initial connection"))
+        .collect()
+}
+
+#[test]
+fn simulated_pgbench_repeats_line_for_line() {
+    let args = ["pgbench", "-S", "-c", "8", "-t", "100", "--machine", "xeon-32"];
+    let (a, b) = (ok(&args), ok(&args));
+    assert!(
+        a.contains("simulated machine: xeon-32 (32 cores, 32 hardware threads), deterministic clock"),
+        "{a}"
+    );
+    assert!(a.contains("per virtual second"), "{a}");
+    assert!(a.contains("hottest cache lines"), "{a}");
+    assert_eq!(stable_lines(&a), stable_lines(&b), "two simulated runs differ");
+}
+
+#[test]
+fn machine_works_on_every_workload_command() {
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/isolation/specs/simple-deadlock.spec");
+    let json = std::env::temp_dir().join(format!("lockstack-sim-{}.json", std::process::id()));
+    let runs: [&[&str]; 8] = [
+        &["pgbench", "-c", "2", "-t", "20", "--machine", "opteron-24"],
+        &["lwlock", "--impl", "atomic,pg92", "--threads", "4", "--duration", "0.002", "--machine", "xeon-32"],
+        &["locks", "--threads", "4", "--duration", "0.002", "--machine", "xeon-32"],
+        &[
+            "buffers",
+            "--scenario",
+            "hot-pin",
+            "--threads",
+            "4",
+            "--duration",
+            "0.002",
+            "--machine",
+            "xeon-12",
+        ],
+        &["snapshot", "--backends", "50", "--running", "4", "--duration", "0.002", "--machine", "xeon-32"],
+        &["wal", "--threads", "4", "--duration", "0.002", "--machine", "xeon-32"],
+        &["isolation", spec, "--machine", "xeon-32"],
+        &["experiment", "vm-pin", "--smoke", "--out", json.to_str().unwrap(), "--machine", "xeon-12"],
+    ];
+    for args in runs {
+        let out = ok(args);
+        assert!(out.contains("\nsimulated machine: "), "lockstack {args:?} printed no section:\n{out}");
+        assert!(out.contains("virtual seconds: "), "{out}");
+    }
+    let _ = std::fs::remove_dir_all(&json);
+    let out = ok(&[
+        "lwlock",
+        "--impl",
+        "atomic",
+        "--threads",
+        "2",
+        "--duration",
+        "0.001",
+        "--machine",
+        "xeon-32",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.contains("simulated machine"));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["simulated_machine"]["profile"], "xeon-32", "{doc}");
+    let _ = std::fs::remove_file(&json);
+}
+
+#[test]
+fn bad_machine_input_is_one_line_and_exit_code_1() {
+    for args in [
+        &["pgbench", "-S", "-t", "5", "--machine", "cray-1"][..],
+        &["lwlock", "--impl", "parking_lot", "--machine", "xeon-32"],
+        &["lwlock", "--machine", "xeon-32"],
+        &["buffers", "--mapping", "dashmap", "--machine", "xeon-32"],
+        &["pgbench", "-S", "-t", "5", "--set", "bufmgr.mapping=dashmap", "--machine", "xeon-32"],
+        &["machine", "list", "--machine", "xeon-32"],
+        &["lwlock", "--sim-clock", "measured"],
+    ] {
+        let o = lockstack(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
+    }
 }

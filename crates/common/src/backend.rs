@@ -236,6 +236,7 @@ impl WaitEventScope {
     /// Starts waiting on `event`.
     #[inline]
     pub fn new(event: WaitEvent) -> WaitEventScope {
+        crate::sync::hook::wait_event(event.to_raw());
         WaitEventScope { prev: publish(event) }
     }
 }
@@ -243,6 +244,7 @@ impl WaitEventScope {
 impl Drop for WaitEventScope {
     #[inline]
     fn drop(&mut self) {
+        crate::sync::hook::wait_event(self.prev.to_raw());
         publish(self.prev);
     }
 }

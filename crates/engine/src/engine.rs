@@ -100,6 +100,12 @@ pub struct EngineConfig {
     /// all-visible bit (`--set vm.check`; seed 004's three patches). The engine's own
     /// transactions do not consult the visibility map, so it changes nothing in pgbench runs.
     pub vm_check: lockstack_bufmgr::vm::VmCheck,
+    /// Under `--machine` only: a pgbench client's own work per statement (`--set
+    /// sim.client_cpu_us`; default: the machine profile's), charged on its simulated core.
+    pub sim_client_cpu: Option<std::time::Duration>,
+    /// Under `--machine` only: the client-server round trip per statement (`--set
+    /// sim.client_rtt_us`; default: the profile's), slept in virtual time.
+    pub sim_client_rtt: Option<std::time::Duration>,
 }
 
 /// Errors a statement or transaction can end with.
@@ -239,6 +245,8 @@ impl EngineConfig {
             lwlock_kind,
             btree_search: crate::btree::Search::default(),
             vm_check: lockstack_bufmgr::vm::VmCheck::PageFlagFirst,
+            sim_client_cpu: None,
+            sim_client_rtt: None,
         }
     }
 

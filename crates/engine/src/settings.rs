@@ -78,6 +78,26 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
             Some(())
         },
     },
+    Knob {
+        key: "sim.client_cpu_us",
+        values: "profile or 0..=1000000 (us)",
+        doc: "--machine only: a pgbench client's own work per statement, charged on its simulated core (default: the profile's [pgbench] figure)",
+        default: "profile",
+        apply: |c, v| {
+            c.sim_client_cpu = sim_us(v)?;
+            Some(())
+        },
+    },
+    Knob {
+        key: "sim.client_rtt_us",
+        values: "profile or 0..=1000000 (us)",
+        doc: "--machine only: the client-server round trip per statement, slept in virtual time (default: the profile's [pgbench] figure)",
+        default: "profile",
+        apply: |c, v| {
+            c.sim_client_rtt = sim_us(v)?;
+            Some(())
+        },
+    },
 ];
 
 /// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
@@ -101,6 +121,14 @@ pub fn knobs() -> Vec<KnobInfo> {
 /// the value is not one the knob accepts (listing those). `cfg` is unchanged on error.
 pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String> {
     KNOBS.assign(cfg, assignment).map_err(|e| e.to_string())
+}
+
+/// A `sim.*` microsecond value: `profile` (the machine profile's figure) or `0..=1000000`.
+fn sim_us(v: &str) -> Option<Option<std::time::Duration>> {
+    if v.eq_ignore_ascii_case("profile") {
+        return Some(None);
+    }
+    Some(Some(std::time::Duration::from_micros(lockstack_common::knob::in_range(v, 0u64, 1_000_000)?)))
 }
 
 /// Markdown-table cell text: `|` escaped.
@@ -449,7 +477,7 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 33, "the knob count quoted in docs/engine.md");
+        assert_eq!(keys.len(), 35, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {

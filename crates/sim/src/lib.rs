@@ -26,6 +26,8 @@
 
 pub mod calibrate;
 mod exec;
+#[cfg(feature = "facade")]
+pub mod facade;
 pub mod machine;
 pub mod profile;
 pub mod stats;
@@ -33,5 +35,5 @@ pub mod task;
 
 pub use exec::{BlockedTask, ClockMode, SegmentCost, SegmentTable, SimConfig, SimError, Simulation, TaskId};
 pub use machine::Access;
-pub use profile::{Costs, MachineProfile, ProfileError, RemoteCost, Topology};
+pub use profile::{ClientCosts, Costs, MachineProfile, ProfileError, RemoteCost, Topology};
 pub use stats::{HostStats, LineStats, SimReport, SimStats, TaskStats};

@@ -28,6 +28,33 @@ pub struct MachineProfile {
     pub topology: Topology,
     /// Latencies and rates, in nanoseconds of the simulated machine.
     pub costs: Costs,
+    /// pgbench's client side and the WAL device (`[pgbench]`, optional: the defaults are
+    /// assumed figures).
+    #[serde(default)]
+    pub pgbench: ClientCosts,
+}
+
+/// What `lockstack pgbench --machine` charges outside the lock stack: the client's own work
+/// and its round trip per statement, and a WAL flush on the machine's storage, in
+/// microseconds (`--set sim.client_cpu_us`, `sim.client_rtt_us` override the first two).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCosts {
+    /// The pgbench client's own CPU per statement (building it, libpq), charged on the
+    /// simulated core (default 10 us: assumed).
+    pub client_cpu_us: f64,
+    /// The client-backend round trip per statement over a local socket, slept (default 20 us:
+    /// assumed).
+    pub client_rtt_us: f64,
+    /// One WAL flush (`fdatasync`) on the machine's storage, slept by the flushing backend
+    /// (default 200 us: assumed, a battery-backed RAID cache).
+    pub wal_flush_us: f64,
+}
+
+impl Default for ClientCosts {
+    fn default() -> Self {
+        ClientCosts { client_cpu_us: 10.0, client_rtt_us: 20.0, wal_flush_us: 200.0 }
+    }
 }
 
 /// The shape of the machine. Cores are numbered socket-major (core `c` is on socket
@@ -311,6 +338,16 @@ impl MachineProfile {
         for (what, v) in [("time_slice_ns", c.time_slice_ns), ("speed_factor", c.speed_factor)] {
             if !v.is_finite() || v <= 0.0 || v > 1e10 {
                 return Err(format!("costs.{what} is {v}; it must be a finite positive number"));
+            }
+        }
+        let p = &self.pgbench;
+        for (what, v) in [
+            ("client_cpu_us", p.client_cpu_us),
+            ("client_rtt_us", p.client_rtt_us),
+            ("wal_flush_us", p.wal_flush_us),
+        ] {
+            if !v.is_finite() || !(0.0..=1e6).contains(&v) {
+                return Err(format!("pgbench.{what} is {v}; it must be a finite number of us in 0..1e6"));
             }
         }
         Ok(())

@@ -440,3 +440,19 @@ impl Drop for WaitClassGuard {
         }
     }
 }
+
+/// The running task's virtual clock, without charging a clock read (for a backend that turns
+/// an absolute deadline into a relative one).
+pub fn clock() -> Duration {
+    let ex = exec().borrow();
+    duration_ps(ex.tasks[ex.current as usize].clock)
+}
+
+/// Sets the class the running task's waits and spins are booked under (`None`: none), and
+/// returns the previous one: [`wait_class`] without a guard, for a backend whose callers
+/// report the start and end of a wait separately (the facade's wait events).
+pub fn set_wait_class(class: Option<&'static str>) -> Option<&'static str> {
+    let mut ex = exec().borrow_mut();
+    let cur = ex.current as usize;
+    std::mem::replace(&mut ex.tasks[cur].wait_class, class)
+}

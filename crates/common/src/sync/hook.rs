@@ -95,6 +95,14 @@ pub trait SimBackend: Send + Sync {
     /// word", "buffer 17 state"), as `perf c2c` would name a data address. No cost; the default
     /// ignores it.
     fn name_line(&self, _addr: usize, _name: &str) {}
+    /// The running task starts (or, with [`WaitEvent::NONE`](crate::WaitEvent::NONE)'s 0, ends)
+    /// waiting on wait event `event` (a [`WaitEvent::to_raw`](crate::WaitEvent::to_raw) value),
+    /// as [`WaitEventScope`](crate::backend::WaitEventScope) publishes it: a backend may book
+    /// the task's waits under it. No cost; the default ignores it.
+    fn wait_event(&self, _event: u32) {}
+    /// `d` of modelled local work (not host code) on the running task's core: see [`compute`].
+    /// The default does nothing.
+    fn compute(&self, _d: Duration, _site: Site) {}
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -140,6 +148,12 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn name_line(&self, addr: usize, name: &str) {
         (**self).name_line(addr, name)
+    }
+    fn wait_event(&self, event: u32) {
+        (**self).wait_event(event)
+    }
+    fn compute(&self, d: Duration, site: Site) {
+        (**self).compute(d, site)
     }
 }
 
@@ -473,6 +487,67 @@ pub fn line_names_dropped() -> u64 {
     {
         0
     }
+}
+
+/// True while a simulation is installed on this host thread (the running code is a simulated
+/// task). Constant `false` without the `sim-hook` feature.
+#[inline]
+pub fn simulated() -> bool {
+    installed_here()
+}
+
+/// Charges `d` of modelled local work (a pgbench client's own CPU per statement) on the
+/// simulated core of the running task; nothing at all outside a simulation (it does not spin).
+#[inline]
+#[track_caller]
+pub fn compute(d: Duration) {
+    let site = Location::caller();
+    with_current(|s| s.backend.compute(d, site));
+}
+
+/// Reports that the running task starts waiting on the raw wait event `event` (0: it stops),
+/// for [`SimBackend::wait_event`]. One predicted branch in production.
+#[inline(always)]
+pub(crate) fn wait_event(event: u32) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.wait_event(event));
+    }
+}
+
+/// Runs a workload's measured phase (a closure) in a simulation: what a simulating binary
+/// registers with [`set_phase_runner`]. It must call the closure exactly once, on the calling
+/// host thread, and return only after the closure returned (or was unwound).
+pub type PhaseRunner = fn(&mut dyn FnMut());
+
+/// The registered phase runner (set once per process, by a simulating binary's `--machine`).
+static PHASE_RUNNER: std::sync::OnceLock<PhaseRunner> = std::sync::OnceLock::new();
+
+/// Registers the runner that [`measured_phase`] hands workloads' measured phases to (issue 17's
+/// `--machine`: the phase runs on the simulated machine while set-up ran natively). Exists
+/// only with the `sim-hook` feature.
+///
+/// # Errors
+/// A runner was registered before (the one that is kept).
+#[cfg(feature = "sim-hook")]
+pub fn set_phase_runner(runner: PhaseRunner) -> Result<(), PhaseRunner> {
+    PHASE_RUNNER.set(runner)
+}
+
+/// Runs `f`, a workload's measured phase (its clients, workers or sessions, its timer and
+/// progress reports): on the simulated machine when a simulating binary registered a runner
+/// ([`set_phase_runner`]) and no simulation runs on this thread yet, else directly. Without
+/// the `sim-hook` feature it is `f()`.
+pub fn measured_phase<R>(f: impl FnOnce() -> R) -> R {
+    if !ENABLED || installed_here() {
+        return f();
+    }
+    let Some(run) = PHASE_RUNNER.get() else {
+        return f();
+    };
+    let mut f = Some(f);
+    let mut out = None;
+    run(&mut || out = Some((f.take().expect("the phase runs once"))()));
+    out.expect("the phase runner ran the phase")
 }
 
 /// Parks the running task on `key` while `still_waiting()` holds (checked with the key's queue

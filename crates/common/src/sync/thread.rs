@@ -303,6 +303,16 @@ where
     }
 }
 
+/// [`scope`] as a workload's measured phase ([`hook::measured_phase`]): on the simulated
+/// machine when a simulating binary runs with `--machine`, else exactly [`scope`].
+#[cfg(not(loom))]
+pub fn measured_scope<'env, F, T>(f: F) -> T
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+{
+    hook::measured_phase(|| scope(f))
+}
+
 #[cfg(not(loom))]
 impl<'scope> Scope<'scope, '_> {
     /// Spawns a thread (or task) that may borrow for `'scope`. Panics if the OS cannot create

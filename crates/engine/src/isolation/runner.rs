@@ -7,7 +7,6 @@
 
 use lockstack_common::sync::thread::JoinHandle;
 use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel};
 use std::time::Duration;
 
 use lockstack_common::sync::Instant;
@@ -26,10 +25,35 @@ struct Shared {
     cv: Condvar,
 }
 
+/// A session thread's queue of work (`None`: exit), through the facade (a host channel would
+/// block the one host thread of a simulated machine).
+#[derive(Default)]
+struct Mailbox {
+    q: Mutex<std::collections::VecDeque<Option<Vec<Statement>>>>,
+    cv: Condvar,
+}
+
+impl Mailbox {
+    fn send(&self, m: Option<Vec<Statement>>) {
+        self.q.lock().push_back(m);
+        self.cv.notify_one();
+    }
+
+    fn recv(&self) -> Option<Vec<Statement>> {
+        let mut q = self.q.lock();
+        loop {
+            if let Some(m) = q.pop_front() {
+                return m;
+            }
+            self.cv.wait(&mut q);
+        }
+    }
+}
+
 struct SessionThread {
     name: String,
     backend: BackendId,
-    tx: Sender<Option<Vec<Statement>>>,
+    tx: Arc<Mailbox>,
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
 }
@@ -38,14 +62,15 @@ impl SessionThread {
     fn spawn(name: &str, conn: Conn) -> SessionThread {
         let shared =
             Arc::new(Shared { state: Mutex::new(None), busy: Mutex::new(false), cv: Condvar::new() });
-        let (tx, rx) = channel::<Option<Vec<Statement>>>();
+        let tx = Arc::new(Mailbox::default());
+        let rx = Arc::clone(&tx);
         let backend = conn.backend_id();
         let sh = Arc::clone(&shared);
         let handle = lockstack_common::sync::thread::Builder::new()
             .name(format!("isolation-{name}"))
             .spawn(move || {
                 let mut conn = conn;
-                while let Ok(Some(stmts)) = rx.recv() {
+                while let Some(stmts) = rx.recv() {
                     let r = conn.exec(&stmts);
                     *sh.state.lock() = Some(r);
                     let mut busy = sh.busy.lock();
@@ -59,8 +84,7 @@ impl SessionThread {
 
     fn launch(&self, stmts: Vec<Statement>) {
         *self.shared.busy.lock() = true;
-        // The thread only exits when told to, so the send cannot fail while we hold `self`.
-        let _ = self.tx.send(Some(stmts));
+        self.tx.send(Some(stmts));
     }
 
     fn done(&self) -> bool {
@@ -86,7 +110,7 @@ impl Drop for SessionThread {
     /// teardown that timed out, stuck on a lock): that thread is left to end on its own when
     /// its query does, rather than hanging the caller.
     fn drop(&mut self) {
-        let _ = self.tx.send(None);
+        self.tx.send(None);
         if let Some(h) = self.handle.take()
             && self.done()
         {

@@ -407,7 +407,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
-    let results: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::scope(|s| {
+    let results: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::measured_scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (pool, stop, gate) = (Arc::clone(&pool), &stop, &gate);

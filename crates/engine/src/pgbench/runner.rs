@@ -449,6 +449,20 @@ fn run_command(
     }
 }
 
+/// Under `--machine` only: the client's own work and its round trip to the backend for one
+/// statement (`--set sim.client_cpu_us`, `sim.client_rtt_us`), in virtual time.
+#[inline]
+fn sim_statement(c: &EngineConfig) {
+    if lockstack_common::sync::hook::simulated() {
+        if let Some(cpu) = c.sim_client_cpu {
+            lockstack_common::sync::hook::compute(cpu);
+        }
+        if let Some(rtt) = c.sim_client_rtt.filter(|d| !d.is_zero()) {
+            lockstack_common::sync::sleep(rtt);
+        }
+    }
+}
+
 /// The order of [`sums`]'s entries: the three balance tables as the checks name them, then history.
 const SUM_ORDER: [Table; 4] = [Table::Accounts, Table::Tellers, Table::Branches, Table::History];
 
@@ -569,6 +583,9 @@ fn client_loop(
         let script = &cfg.scripts[si];
         let mut ok = true;
         for (ci, op) in prog.scripts[si].iter().enumerate() {
+            if !matches!(op, Op::Set { .. } | Op::Sleep { .. }) {
+                sim_statement(&cfg.engine);
+            }
             let r = if opts.per_command_latencies {
                 let c0 = Instant::now();
                 let r = run_command(s, op, &mut vars, &mut rng, &shared.stop)
@@ -707,7 +724,7 @@ pub fn run_on_with(
     let start_cell: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let progress: Vec<ClientProgress> = (0..cfg.clients).map(|_| ClientProgress::default()).collect();
     let (prog, progress) = (&prog, &progress);
-    let outs: Vec<Result<ClientOut, EngineError>> = lockstack_common::sync::thread::scope(|sc| {
+    let outs: Vec<Result<ClientOut, EngineError>> = lockstack_common::sync::thread::measured_scope(|sc| {
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
                 let (engine, shared, start_cell) = (Arc::clone(engine), Arc::clone(&shared), &start_cell);
