@@ -2,7 +2,7 @@
 //! experiments (seed 004).
 
 use clap::Args;
-use lockstack_engine::micro::buffers::{
+use lockstack_workloads::micro::buffers::{
     self, BufferScenario, BuffersConfig, BuffersReport, Check, Header, Mapping, Victim,
 };
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_engine::micro::locks::{self, LocksConfig, LocksReport, VxidLocks};
+use lockstack_workloads::micro::locks::{self, LocksConfig, LocksReport, VxidLocks};
 
 use crate::Failure;
 

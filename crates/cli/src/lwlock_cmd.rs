@@ -2,7 +2,7 @@
 //! contention workload.
 
 use clap::Args;
-use lockstack_engine::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
+use lockstack_workloads::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
 
 use crate::Failure;
 

@@ -5,11 +5,11 @@ use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::{EngineConfig, EngineError};
-use lockstack_engine::input::{one_line, read_limited};
-use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
-use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
-use lockstack_engine::report::MachineNote;
 use lockstack_engine::settings;
+use lockstack_workloads::input::{one_line, read_limited};
+use lockstack_workloads::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
+use lockstack_workloads::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
+use lockstack_workloads::report::MachineNote;
 
 use crate::Failure;
 
@@ -285,7 +285,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::input(format!("could not open file \"{}\": {e}", one_line(&path))))?;
             read_limited(f, MAX_SCRIPT_BYTES, &path).map_err(Failure::input)?
         };
-        let text = lockstack_engine::input::text(bytes, &path).map_err(Failure::input)?;
+        let text = lockstack_workloads::input::text(bytes, &path).map_err(Failure::input)?;
         let mut s = parse_script(&path, &text).map_err(|e| Failure::input(e.to_string()))?;
         s.weight = w;
         scripts.push(s);

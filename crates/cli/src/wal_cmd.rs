@@ -2,7 +2,7 @@
 //! workload.
 
 use clap::Args;
-use lockstack_engine::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
+use lockstack_workloads::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
 
 use crate::Failure;
 

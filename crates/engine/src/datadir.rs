@@ -49,7 +49,7 @@ use lockstack_xlog::{Wal, WalSink};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Engine, EngineConfig, EngineError, TableSource};
-use crate::pgbench::script::Table;
+use crate::tables::TableId;
 
 /// The control file's name inside a data directory.
 pub const CONTROL_FILE: &str = "lockstack.control";
@@ -152,12 +152,12 @@ pub struct Balances {
 }
 
 impl Balances {
-    fn entries(&self) -> [(Table, TableTotals); 4] {
+    fn entries(&self) -> [(TableId, TableTotals); 4] {
         [
-            (Table::Accounts, self.accounts),
-            (Table::Tellers, self.tellers),
-            (Table::Branches, self.branches),
-            (Table::History, self.history),
+            (TableId::Accounts, self.accounts),
+            (TableId::Tellers, self.tellers),
+            (TableId::Branches, self.branches),
+            (TableId::History, self.history),
         ]
     }
 }
@@ -746,15 +746,15 @@ fn free_session(engine: &Arc<Engine>) -> Result<crate::engine::Session, EngineEr
 /// Buffer, storage and engine errors of the scans.
 fn table_totals(engine: &Arc<Engine>) -> Result<Balances, EngineError> {
     let mut s = free_session(engine)?;
-    let mut get = |t: Table| -> Result<TableTotals, EngineError> {
+    let mut get = |t: TableId| -> Result<TableTotals, EngineError> {
         let x = s.table_sums(t)?;
         Ok(TableTotals { rows: x.rows, balance: x.balance })
     };
     Ok(Balances {
-        accounts: get(Table::Accounts)?,
-        tellers: get(Table::Tellers)?,
-        branches: get(Table::Branches)?,
-        history: get(Table::History)?,
+        accounts: get(TableId::Accounts)?,
+        tellers: get(TableId::Tellers)?,
+        branches: get(TableId::Branches)?,
+        history: get(TableId::History)?,
     })
 }
 
@@ -818,7 +818,7 @@ fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<
         |what: String| usage(format!("control file \"{}\": {what}", dir.join(CONTROL_FILE).display()));
     let bb = engine.pool.backend();
     let next = TransactionId(c.next_xid);
-    for t in [Table::Branches, Table::Tellers] {
+    for t in [TableId::Branches, TableId::Tellers] {
         let (max_key, future) = crate::tables::max_key_and_future_xid(&bb, t, next)?;
         if max_key != t.rows(c.scale) {
             return Err(field(format!(
@@ -837,10 +837,10 @@ fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile) -> Result<
             )));
         }
     }
-    let accounts = bb.pool().nblocks(Table::Accounts.heap_oid(), ForkNumber::Main)?;
+    let accounts = bb.pool().nblocks(TableId::Accounts.heap_oid(), ForkNumber::Main)?;
     let rows_per_page = ((lockstack_bufmgr::page::BLCKSZ - lockstack_bufmgr::page::SIZE_OF_PAGE_HEADER)
         / (128 + lockstack_bufmgr::page::SIZE_OF_ITEM_ID)) as i64;
-    let need = (Table::Accounts.rows(c.scale) + rows_per_page - 1) / rows_per_page;
+    let need = (TableId::Accounts.rows(c.scale) + rows_per_page - 1) / rows_per_page;
     if i64::from(accounts) < need {
         return Err(field(format!(
             "scale {} does not match the data: pgbench_accounts has {accounts} pages, scale {} needs at least {need}",
@@ -893,7 +893,7 @@ fn shutdown_with(
     let balances = table_totals(engine)?;
     let end = engine.wal.backend().flush_all()?;
     engine.pool.flush_all()?;
-    for t in Table::ALL {
+    for t in TableId::ALL {
         for rel in std::iter::once(t.heap_oid()).chain(t.index_oid()) {
             for fork in [ForkNumber::Main, ForkNumber::VisibilityMap] {
                 engine.pool.smgr().sync(rel, fork).map_err(lockstack_bufmgr::BufferError::from)?;

@@ -61,8 +61,7 @@ use crate::btree::Tid;
 use crate::heap::tuple::{self, HEAP_ONLY_TUPLE, PruneOracle, Row};
 use crate::heap::visibility::{self, TupleXactInfo, VisibilityContext, XidState};
 use crate::multixact::{MultiXactId, MultiXactMember, MultiXactStatus, MultiXactStore};
-use crate::pgbench::script::{RowLockClause, Table};
-use crate::tables::{self, TableError, TableRel};
+use crate::tables::{self, TableError, TableId, TableRel};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
@@ -188,7 +187,7 @@ pub struct Engine {
     tables: Vec<TableRel>,
     /// History's insertion target block (PostgreSQL's relcache `rd_targblock`, shared here).
     history_target: AtomicU32,
-    /// Per table (in `Table::ALL` order): pages whose dead versions were cut off from the
+    /// Per table (in `TableId::ALL` order): pages whose dead versions were cut off from the
     /// index, most recent last, at most [`FREE_PAGES_MAX`]; non-HOT updates prune and fill them
     /// before extending the relation. It stands in for PostgreSQL's free space map plus the
     /// pages autovacuum would visit: without it such pages were never visited again.
@@ -390,7 +389,7 @@ impl Engine {
         let backends = BackendStatusArray::new(cfg.max_backends);
         let bb = pool.backend();
         let mut tables = Vec::new();
-        for t in Table::ALL {
+        for t in TableId::ALL {
             let mut rel = match source {
                 TableSource::Load { scale, fillfactor } => {
                     tables::load_table(&bb, t, scale, fillfactor, cfg.lwlock_kind)?
@@ -451,12 +450,12 @@ impl Engine {
         self.data_dir.as_ref().map(|l| l.path())
     }
 
-    fn free_pages(&self, t: Table) -> &lockstack_common::sync::Mutex<Vec<u32>> {
-        &self.free_pages[Table::ALL.iter().position(|x| *x == t).expect("known table")]
+    fn free_pages(&self, t: TableId) -> &lockstack_common::sync::Mutex<Vec<u32>> {
+        &self.free_pages[TableId::ALL.iter().position(|x| *x == t).expect("known table")]
     }
 
     /// Remembers `block` of `t` as worth revisiting (dead versions, or room after a prune).
-    fn note_free_page(&self, t: Table, block: u32) {
+    fn note_free_page(&self, t: TableId, block: u32) {
         let mut l = self.free_pages(t).lock();
         if !l.contains(&block) {
             if l.len() == FREE_PAGES_MAX {
@@ -467,7 +466,7 @@ impl Engine {
     }
 
     /// The table's relation data.
-    pub fn table(&self, t: Table) -> &TableRel {
+    pub fn table(&self, t: TableId) -> &TableRel {
         self.tables.iter().find(|r| r.table == t).expect("all four tables are loaded")
     }
 
@@ -589,6 +588,21 @@ enum UpdateCheck {
     /// This committed transaction replaced it after our snapshot; retry on the newest version
     /// (`TM_Updated`), once the replacing transaction has left the ProcArray.
     Retry(TransactionId),
+}
+
+/// The row-locking clause of a `SELECT` (`LockClauseStrength`, `src/include/nodes/lockoptions.h`,
+/// PostgreSQL 9.3+), as far as the engine runs them: `LCS_FORKEYSHARE` (`FOR KEY SHARE`) and
+/// `LCS_FORNOKEYUPDATE` (`FOR NO KEY UPDATE`) are not supported (a workload's parser rejects
+/// them). A plain read takes AccessShareLock on the table; a locking one RowShareLock and a row
+/// lock in the tuple's xmax.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LockClauseStrength {
+    /// `LCS_NONE`: a plain read, no row lock.
+    None,
+    /// `LCS_FORSHARE`: `FOR SHARE` (a shared row lock, a MultiXact when several hold it).
+    ForShare,
+    /// `LCS_FORUPDATE`: `FOR UPDATE` (an exclusive row lock).
+    ForUpdate,
 }
 
 /// The strength of a row lock (`LockTupleMode`, `src/include/nodes/lockoptions.h`, 9.3+), as
@@ -723,7 +737,7 @@ impl Session {
         Ok(self.xid)
     }
 
-    fn lock_table(&mut self, t: Table, mode: LockMode) -> Result<(), EngineError> {
+    fn lock_table(&mut self, t: TableId, mode: LockMode) -> Result<(), EngineError> {
         self.lm.lock_relation(t.heap_oid(), mode)?;
         if let Some(i) = t.index_oid() {
             self.lm.lock_relation(i, mode)?;
@@ -743,7 +757,7 @@ impl Session {
     /// out, `heapam_index_fetch_tuple` and `heap_hot_search_buffer` for each), it visits every
     /// index entry of the key, also after the visible version, and removes the entries whose
     /// whole HOT chain is dead to every snapshot (`kill_prior_tuple`, `_bt_killitems`).
-    fn fetch_visible(&mut self, t: Table, key: i64) -> Result<Option<(Tid, Row, bool)>, EngineError> {
+    fn fetch_visible(&mut self, t: TableId, key: i64) -> Result<Option<(Tid, Row, bool)>, EngineError> {
         let index = self
             .engine
             .table(t)
@@ -817,14 +831,20 @@ impl Session {
     ///
     /// # Errors
     /// Lock errors (deadlock, timeout) while waiting for a row lock; buffer errors.
-    pub fn select(&mut self, t: Table, key: i64, lock: RowLockClause) -> Result<Option<Row>, EngineError> {
+    pub fn select(
+        &mut self,
+        t: TableId,
+        key: i64,
+        lock: LockClauseStrength,
+    ) -> Result<Option<Row>, EngineError> {
         self.statement(|s| {
-            let mode = if lock == RowLockClause::None { LockMode::AccessShare } else { LockMode::RowShare };
+            let mode =
+                if lock == LockClauseStrength::None { LockMode::AccessShare } else { LockMode::RowShare };
             s.lock_table(t, mode)?;
-            if lock == RowLockClause::None {
+            if lock == LockClauseStrength::None {
                 return Ok(s.fetch_visible(t, key)?.map(|(_, cols, _)| cols));
             }
-            let bits = if lock == RowLockClause::ForUpdate {
+            let bits = if lock == LockClauseStrength::ForUpdate {
                 visibility::XMAX_EXCL_LOCK
             } else {
                 visibility::XMAX_SHR_LOCK
@@ -841,7 +861,7 @@ impl Session {
     /// # Errors
     /// [`EngineError::Usage`] "integer out of range" for such a sum; lock errors while waiting
     /// for the row; buffer, WAL and CLOG errors.
-    pub fn update_add(&mut self, t: Table, key: i64, col: usize, delta: i64) -> Result<bool, EngineError> {
+    pub fn update_add(&mut self, t: TableId, key: i64, col: usize, delta: i64) -> Result<bool, EngineError> {
         self.statement(|s| {
             s.lock_table(t, LockMode::RowExclusive)?;
             let r = s.modify_row(
@@ -874,7 +894,7 @@ impl Session {
     /// on every path, errors included (`UnlockTupleTuplock`).
     fn modify_row(
         &mut self,
-        t: Table,
+        t: TableId,
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
@@ -901,7 +921,7 @@ impl Session {
     /// lock, then waits for every running member but itself (`MultiXactIdWait`) and tries again.
     fn modify_row_locked(
         &mut self,
-        t: Table,
+        t: TableId,
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
@@ -1202,7 +1222,7 @@ impl Session {
 
     /// Puts `tup` on a page of `t` other than `avoid` (the relation's last page, or a new one)
     /// and returns its TID.
-    fn heap_insert_elsewhere(&mut self, t: Table, tup: &mut [u8], avoid: u32) -> Result<Tid, EngineError> {
+    fn heap_insert_elsewhere(&mut self, t: TableId, tup: &mut [u8], avoid: u32) -> Result<Tid, EngineError> {
         let rel = t.heap_oid();
         // Up to a few remembered pages, newest first: prune (if the cleanup lock is free), then
         // use the page if the version fits. Pages that still hold dead versions go back.
@@ -1290,10 +1310,10 @@ impl Session {
     /// Buffer, WAL and CLOG errors.
     pub fn insert_history(&mut self, values: [i64; 5]) -> Result<(), EngineError> {
         self.statement(|s| {
-            s.lock_table(Table::History, LockMode::RowExclusive)?;
+            s.lock_table(TableId::History, LockMode::RowExclusive)?;
             let xid = s.ensure_xid()?;
-            let rel = Table::History.heap_oid();
-            let mut tup = tuple::form_tuple(xid, s.cid, &values, Table::History.filler(), 0);
+            let rel = TableId::History.heap_oid();
+            let mut tup = tuple::form_tuple(xid, s.cid, &values, TableId::History.filler(), 0);
             loop {
                 let target = s.engine.history_target.load(Ordering::Relaxed);
                 if target == u32::MAX {
@@ -1467,7 +1487,7 @@ impl Session {
     ///
     /// # Errors
     /// Buffer errors.
-    pub fn table_sums(&mut self, t: Table) -> Result<tables::TableSums, EngineError> {
+    pub fn table_sums(&mut self, t: TableId) -> Result<tables::TableSums, EngineError> {
         self.statement(|s| {
             s.lock_table(t, LockMode::AccessShare)?;
             let snap = s.snapshot.clone();
@@ -1525,20 +1545,20 @@ mod tests {
         let e = engine(1, 1);
         let mut a = e.session(BackendId(0)).unwrap();
         a.begin();
-        assert!(a.update_add(Table::Branches, 1, 1, i64::from(i32::MAX)).unwrap());
+        assert!(a.update_add(TableId::Branches, 1, 1, i64::from(i32::MAX)).unwrap());
         a.commit().unwrap();
         a.begin();
-        let err = a.update_add(Table::Branches, 1, 1, 1).unwrap_err();
+        let err = a.update_add(TableId::Branches, 1, 1, 1).unwrap_err();
         assert_eq!(err.to_string(), "integer out of range");
         a.rollback().unwrap();
         a.begin();
-        assert!(matches!(a.update_add(Table::Branches, 1, 1, i64::MAX), Err(EngineError::Usage(_))));
+        assert!(matches!(a.update_add(TableId::Branches, 1, 1, i64::MAX), Err(EngineError::Usage(_))));
         a.rollback().unwrap();
-        let row = a.select(Table::Branches, 1, RowLockClause::None).unwrap().map(|r| r.to_vec());
+        let row = a.select(TableId::Branches, 1, LockClauseStrength::None).unwrap().map(|r| r.to_vec());
         assert_eq!(row.map(|r| r[1]), Some(i64::from(i32::MAX)), "the failed updates changed nothing");
         // The row is still updatable: no pin or page lock was left behind.
         a.begin();
-        assert!(a.update_add(Table::Branches, 1, 1, -1).unwrap());
+        assert!(a.update_add(TableId::Branches, 1, 1, -1).unwrap());
         a.commit().unwrap();
     }
 
@@ -1548,35 +1568,35 @@ mod tests {
         let mut a = e.session(BackendId(0)).unwrap();
         let mut b = e.session(BackendId(1)).unwrap();
         a.begin();
-        assert!(a.update_add(Table::Accounts, 42, 2, 100).unwrap());
+        assert!(a.update_add(TableId::Accounts, 42, 2, 100).unwrap());
         assert_eq!(
-            a.select(Table::Accounts, 42, RowLockClause::None).unwrap().map(|r| r.to_vec()),
+            a.select(TableId::Accounts, 42, LockClauseStrength::None).unwrap().map(|r| r.to_vec()),
             Some(vec![42, 1, 100]),
             "own update visible"
         );
         assert_eq!(
-            b.select(Table::Accounts, 42, RowLockClause::None).unwrap().map(|r| r.to_vec()),
+            b.select(TableId::Accounts, 42, LockClauseStrength::None).unwrap().map(|r| r.to_vec()),
             Some(vec![42, 1, 0]),
             "not yet committed"
         );
         a.commit().unwrap();
         assert_eq!(
-            b.select(Table::Accounts, 42, RowLockClause::None).unwrap().map(|r| r.to_vec()),
+            b.select(TableId::Accounts, 42, LockClauseStrength::None).unwrap().map(|r| r.to_vec()),
             Some(vec![42, 1, 100])
         );
         a.begin();
-        a.update_add(Table::Accounts, 42, 2, 5).unwrap();
+        a.update_add(TableId::Accounts, 42, 2, 5).unwrap();
         a.rollback().unwrap();
         assert_eq!(
-            b.select(Table::Accounts, 42, RowLockClause::None).unwrap().map(|r| r.to_vec()),
+            b.select(TableId::Accounts, 42, LockClauseStrength::None).unwrap().map(|r| r.to_vec()),
             Some(vec![42, 1, 100]),
             "rolled back"
         );
-        assert_eq!(b.select(Table::Accounts, 100_001, RowLockClause::None).unwrap(), None);
+        assert_eq!(b.select(TableId::Accounts, 100_001, LockClauseStrength::None).unwrap(), None);
         a.insert_history([1, 1, 42, 100, 0]).unwrap();
-        let h = b.table_sums(Table::History).unwrap();
+        let h = b.table_sums(TableId::History).unwrap();
         assert_eq!((h.rows, h.balance), (1, 100));
-        let s = b.table_sums(Table::Accounts).unwrap();
+        let s = b.table_sums(TableId::Accounts).unwrap();
         assert_eq!((s.rows, s.balance), (100_000, 100));
         assert!(s.duplicate_keys.is_empty());
         e.lmgr.check_invariants().unwrap();
@@ -1597,33 +1617,36 @@ mod tests {
                     let mut se = e.session(BackendId(c)).unwrap();
                     for _ in 0..per {
                         se.begin();
-                        se.update_add(Table::Branches, 1, 1, 1).unwrap();
-                        se.update_add(Table::Tellers, 1 + i64::from(c), 2, 1).unwrap();
+                        se.update_add(TableId::Branches, 1, 1, 1).unwrap();
+                        se.update_add(TableId::Tellers, 1 + i64::from(c), 2, 1).unwrap();
                         se.commit().unwrap();
                     }
                 });
             }
         });
         let mut r = e.session(BackendId(3)).unwrap();
-        assert_eq!(r.select(Table::Branches, 1, RowLockClause::None).unwrap().unwrap(), vec![1, 3 * per]);
-        let t = r.table_sums(Table::Tellers).unwrap();
+        assert_eq!(
+            r.select(TableId::Branches, 1, LockClauseStrength::None).unwrap().unwrap(),
+            vec![1, 3 * per]
+        );
+        let t = r.table_sums(TableId::Tellers).unwrap();
         assert_eq!(t.balance, 3 * per);
         assert!(t.duplicate_keys.is_empty(), "exactly one live version per key");
-        let b = r.table_sums(Table::Branches).unwrap();
+        let b = r.table_sums(TableId::Branches).unwrap();
         assert_eq!((b.rows, b.balance), (1, 3 * per));
         // With nobody running, every old version is dead to all: one more look-up kills every
         // index entry of the key whose chain is all dead (heap_hot_search_buffer's all_dead),
         // before and after the live version, as PostgreSQL's scan goes on to the key's end.
         let mut before = Vec::new();
-        e.table(Table::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut before).unwrap();
-        let live = r.statement(|s| s.fetch_visible(Table::Branches, 1)).unwrap().unwrap().0;
+        e.table(TableId::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut before).unwrap();
+        let live = r.statement(|s| s.fetch_visible(TableId::Branches, 1)).unwrap().unwrap().0;
         let mut left = Vec::new();
-        e.table(Table::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut left).unwrap();
+        e.table(TableId::Branches).index.as_ref().unwrap().lookup(&r.bb, 1, &mut left).unwrap();
         // Index entries point at HOT chain roots, which share the live version's page: only the
         // live chain's entry is left.
         assert_eq!(left.len(), 1, "dead entries were killed: {before:?} -> {left:?}, live {live:?}");
         assert_eq!(left[0].block, live.block, "the live chain keeps its entry");
-        let pages = e.pool.nblocks(Table::Branches.heap_oid(), ForkNumber::Main).unwrap();
+        let pages = e.pool.nblocks(TableId::Branches.heap_oid(), ForkNumber::Main).unwrap();
         assert!(
             pages < 3 * per as u32 * 128 / 8192,
             "pruning and page reuse kept the heap below its unpruned size ({pages} pages)"
@@ -1641,10 +1664,10 @@ mod tests {
     #[test]
     fn the_index_scan_kills_dead_entries_after_the_visible_version() {
         let e = engine(4, 1);
-        let rel = Table::Branches.heap_oid();
+        let rel = TableId::Branches.heap_oid();
         let entries = |s: &Session| {
             let mut v = Vec::new();
-            e.table(Table::Branches).index.as_ref().unwrap().lookup(&s.bb, 1, &mut v).unwrap();
+            e.table(TableId::Branches).index.as_ref().unwrap().lookup(&s.bb, 1, &mut v).unwrap();
             v
         };
         let mut u = e.session(BackendId(0)).unwrap();
@@ -1654,12 +1677,12 @@ mod tests {
         let mut total = 0;
         let update = |u: &mut Session| {
             u.begin();
-            assert!(u.update_add(Table::Branches, 1, 1, 1).unwrap());
+            assert!(u.update_add(TableId::Branches, 1, 1, 1).unwrap());
             u.commit().unwrap();
         };
         // 1. An old snapshot keeps every version; the page fills and the row moves to block 1.
         holder.begin();
-        holder.select(Table::Accounts, 1, RowLockClause::None).unwrap();
+        holder.select(TableId::Accounts, 1, LockClauseStrength::None).unwrap();
         while !entries(&u).iter().any(|t| t.block == 1) {
             update(&mut u);
             total += 1;
@@ -1682,7 +1705,7 @@ mod tests {
         assert_eq!(before.len(), 2, "the live entry on block 0 and the old one on block 1: {before:?}");
         // 3. Nobody else runs: the look-up finds the live version at the first entry and goes
         // on to kill the second.
-        let live = r.statement(|s| s.fetch_visible(Table::Branches, 1)).unwrap().unwrap();
+        let live = r.statement(|s| s.fetch_visible(TableId::Branches, 1)).unwrap().unwrap();
         assert_eq!((live.0.block, live.1.to_vec()), (0, vec![1, total]));
         let after = entries(&r);
         assert_eq!(after, vec![before[0]], "the dead entry after the visible one was killed");
@@ -1698,7 +1721,7 @@ mod tests {
     #[test]
     fn a_new_history_page_is_initialised_once_by_whoever_locks_it_first() {
         let e = engine(3, 1);
-        let rel = Table::History.heap_oid();
+        let rel = TableId::History.heap_oid();
         let mut x = e.session(BackendId(0)).unwrap();
         let mut y = e.session(BackendId(1)).unwrap();
         // x extends the relation; before it locks the new page, y finds and fills that page.
@@ -1708,7 +1731,8 @@ mod tests {
             s.begin();
             s.statement(|s| {
                 let xid = s.ensure_xid()?;
-                let mut tup = tuple::form_tuple(xid, s.cid, &[1, 1, 1, delta, 0], Table::History.filler(), 0);
+                let mut tup =
+                    tuple::form_tuple(xid, s.cid, &[1, 1, 1, delta, 0], TableId::History.filler(), 0);
                 assert!(s.history_add(buf, xid, &mut tup)?, "an empty page has room");
                 s.bb.release(buf);
                 Ok(())
@@ -1717,13 +1741,13 @@ mod tests {
             s.commit().unwrap();
         }
         let mut r = e.session(BackendId(2)).unwrap();
-        let h = r.table_sums(Table::History).unwrap();
+        let h = r.table_sums(TableId::History).unwrap();
         assert_eq!((h.rows, h.balance), (2, 12), "both committed rows are on the page");
         // And the ordinary path: more inserts go to the published target, none is lost.
         for d in 0..300 {
             r.insert_history([1, 1, 1, d, 0]).unwrap();
         }
-        let h = r.table_sums(Table::History).unwrap();
+        let h = r.table_sums(TableId::History).unwrap();
         assert_eq!((h.rows, h.balance), (302, 12 + (0..300).sum::<i64>()));
         e.pool.check_invariants().unwrap();
     }
@@ -1744,7 +1768,7 @@ mod tests {
         let mut xids = Vec::new();
         for _ in 0..5_000 {
             a.begin();
-            assert!(a.update_add(Table::Branches, 1, 1, 1).unwrap());
+            assert!(a.update_add(TableId::Branches, 1, 1, 1).unwrap());
             xids.push(a.xid);
             a.commit().unwrap();
         }
@@ -1753,7 +1777,7 @@ mod tests {
             assert!(matches!(e.clog.get_status(*x), Ok((XidStatus::Committed, _))), "{x:?} committed");
         }
         let mut r = e.session(BackendId(1)).unwrap();
-        let b = r.table_sums(Table::Branches).unwrap();
+        let b = r.table_sums(TableId::Branches).unwrap();
         assert_eq!((b.rows, b.balance, b.duplicate_keys.len()), (1, 5_000, 0));
     }
 
@@ -1770,7 +1794,7 @@ mod tests {
             let e = Engine::new(EngineConfig::preset(preset, 2, 8192).unwrap(), 1, 100).unwrap();
             let mut a = e.session(BackendId(0)).unwrap();
             a.begin();
-            assert!(a.update_add(Table::Branches, 1, 1, 5).unwrap());
+            assert!(a.update_add(TableId::Branches, 1, 1, 5).unwrap());
             let ax = a.xid;
             // CommitTransaction as far as CLOG; A stops before ProcArrayEndTransaction.
             let rec = Record { rmid: RM_XACT, info: XLOG_XACT_COMMIT, xid: ax, data: &[0; 8] };
@@ -1786,7 +1810,7 @@ mod tests {
                 let b = sc.spawn(|| {
                     let mut b = e.session(BackendId(1)).unwrap();
                     b.begin();
-                    let r = b.update_add(Table::Branches, 1, 1, 7).unwrap();
+                    let r = b.update_add(TableId::Branches, 1, 1, 7).unwrap();
                     b.commit().unwrap();
                     r
                 });
@@ -1812,7 +1836,7 @@ mod tests {
             // The statement's snapshot, the retry's; then the wait.
             assert!(spent <= 2, "{preset}: {spent} snapshots before the wait");
             assert!(updated, "{preset}");
-            let row = a.select(Table::Branches, 1, RowLockClause::None).unwrap().unwrap();
+            let row = a.select(TableId::Branches, 1, LockClauseStrength::None).unwrap().unwrap();
             assert_eq!(row[1], 12, "{preset}: B's update applied on A's committed version");
             e.lmgr.check_invariants().unwrap();
         }
@@ -1833,20 +1857,20 @@ mod tests {
         assert_eq!(x.pa.assign_xid(), boundary);
         // y gets the next xid, updates a row and commits.
         y.begin();
-        assert!(y.update_add(Table::Branches, 1, 1, 5).unwrap());
+        assert!(y.update_add(TableId::Branches, 1, 1, 5).unwrap());
         let yxid = y.xid;
         assert_eq!(yxid, boundary.next());
         y.commit().unwrap();
         // x resumes: the rest of its xid assignment, then an update of its own.
         assert_eq!(x.ensure_xid().unwrap(), boundary);
-        assert!(x.update_add(Table::Tellers, 1, 2, 7).unwrap());
+        assert!(x.update_add(TableId::Tellers, 1, 2, 7).unwrap());
         x.commit().unwrap();
         assert!(matches!(e.clog.get_status(yxid), Ok((XidStatus::Committed, _))), "y's commit kept");
         assert!(matches!(e.clog.get_status(boundary), Ok((XidStatus::Committed, _))), "x's commit kept");
         let mut r = e.session(BackendId(2)).unwrap();
-        let b = r.table_sums(Table::Branches).unwrap();
+        let b = r.table_sums(TableId::Branches).unwrap();
         assert_eq!((b.rows, b.balance, b.duplicate_keys.len()), (1, 5, 0));
-        let t = r.table_sums(Table::Tellers).unwrap();
+        let t = r.table_sums(TableId::Tellers).unwrap();
         assert_eq!((t.rows, t.balance, t.duplicate_keys.len()), (10, 7, 0));
     }
 }

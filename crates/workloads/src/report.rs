@@ -62,7 +62,7 @@ pub struct StackCounters {
 
 impl StackCounters {
     /// Reads every counter of `engine`'s subsystems, and the process's LWLock counters.
-    pub fn take(engine: &crate::engine::Engine) -> StackCounters {
+    pub fn take(engine: &lockstack_engine::engine::Engine) -> StackCounters {
         StackCounters {
             lwlocks: lockstack_lwlock::stats::snapshot(),
             lmgr: engine.lmgr.stats(),

@@ -5,8 +5,9 @@ use std::fs;
 
 use lockstack_engine::datadir::{self, CONTROL_FILE, ClusterState};
 use lockstack_engine::engine::EngineConfig;
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
-use lockstack_engine::pgbench::script::{Builtin, Table};
+use lockstack_engine::tables::TableId;
+use lockstack_workloads::pgbench::runner::{self, PgbenchConfig};
+use lockstack_workloads::pgbench::script::Builtin;
 
 fn engine_cfg() -> EngineConfig {
     EngineConfig::preset("pg17", 3, 4096).unwrap()
@@ -51,7 +52,7 @@ fn initialize_run_shutdown_reopen_keeps_every_change() {
         }
         {
             let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
-            let h = s.table_sums(Table::History).unwrap();
+            let h = s.table_sums(TableId::History).unwrap();
             assert_eq!(h.rows, history_rows + 80, "round {round}");
             history_rows = h.rows;
         }
@@ -65,9 +66,9 @@ fn initialize_run_shutdown_reopen_keeps_every_change() {
     // the history they wrote.
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
     let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
-    let hist = s.table_sums(Table::History).unwrap();
+    let hist = s.table_sums(TableId::History).unwrap();
     assert_eq!(hist.rows, 160);
-    for t in [Table::Accounts, Table::Tellers, Table::Branches] {
+    for t in [TableId::Accounts, TableId::Tellers, TableId::Branches] {
         let sums = s.table_sums(t).unwrap();
         assert_eq!(sums.balance, hist.balance, "{t:?} balance = history delta sum after reopen");
         assert!(sums.duplicate_keys.is_empty());
@@ -180,7 +181,7 @@ fn a_directory_in_use_is_refused_naming_the_holder() {
     drop(engine);
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
     let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
-    assert_eq!(s.table_sums(Table::History).unwrap().rows, 20);
+    assert_eq!(s.table_sums(TableId::History).unwrap().rows, 20);
     drop(s);
     datadir::shutdown(&engine, &control).unwrap();
     drop(engine);
@@ -217,12 +218,12 @@ fn xorshift(seed: u64) -> impl FnMut() -> u8 {
 fn read_everything(dir: &std::path::Path, keys: std::ops::Range<i64>) -> Result<(), String> {
     let (engine, _) = datadir::open(engine_cfg(), dir).map_err(|e| e.to_string())?;
     let mut s = engine.session(lockstack_common::BackendId(0)).unwrap();
-    for t in [Table::Branches, Table::Tellers, Table::History, Table::Accounts] {
+    for t in [TableId::Branches, TableId::Tellers, TableId::History, TableId::Accounts] {
         s.table_sums(t).map_err(|e| e.to_string())?;
     }
     for k in keys {
         s.begin();
-        let r = s.select(Table::Accounts, k, lockstack_engine::pgbench::script::RowLockClause::None);
+        let r = s.select(TableId::Accounts, k, lockstack_engine::engine::LockClauseStrength::None);
         s.rollback().map_err(|e| e.to_string())?;
         r.map_err(|e| e.to_string())?;
     }
@@ -233,8 +234,8 @@ fn read_everything(dir: &std::path::Path, keys: std::ops::Range<i64>) -> Result<
 fn a_corrupted_page_is_an_error_naming_block_and_relation_never_a_panic() {
     let (_tmp, dir) = loaded();
     let control = fs::read(dir.join(CONTROL_FILE)).unwrap();
-    let heap = dir.join("base").join(Table::Accounts.heap_oid().0.to_string());
-    let index = dir.join("base").join(Table::Accounts.index_oid().unwrap().0.to_string());
+    let heap = dir.join("base").join(TableId::Accounts.heap_oid().0.to_string());
+    let index = dir.join("base").join(TableId::Accounts.index_oid().unwrap().0.to_string());
     let heap_clean = fs::read(&heap).unwrap();
     let index_clean = fs::read(&index).unwrap();
     // Block 5 holds aids 306..=366 (61 rows per page).
@@ -297,7 +298,7 @@ fn a_corrupted_page_is_an_error_naming_block_and_relation_never_a_panic() {
 #[test]
 fn a_truncated_relation_file_says_so() {
     let (_tmp, dir) = loaded();
-    let heap = dir.join("base").join(Table::Accounts.heap_oid().0.to_string());
+    let heap = dir.join("base").join(TableId::Accounts.heap_oid().0.to_string());
     fs::OpenOptions::new().write(true).open(&heap).unwrap().set_len(8000).unwrap();
     let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
     assert!(e.contains("16384") && e.contains("truncated"), "{e}");
@@ -418,7 +419,7 @@ fn an_interrupted_reinitialisation_leaves_no_control_file() {
 /// reopened directory hands out no id a row's xmax may still carry.
 #[test]
 fn multixact_ids_continue_across_a_restart() {
-    use lockstack_engine::pgbench::script::RowLockClause;
+    use lockstack_engine::engine::LockClauseStrength;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cluster");
     let c0 = datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
@@ -430,8 +431,8 @@ fn multixact_ids_continue_across_a_restart() {
         for key in 1..=3 {
             a.begin();
             b.begin();
-            a.select(Table::Tellers, key, RowLockClause::ForShare).unwrap().unwrap();
-            b.select(Table::Tellers, key, RowLockClause::ForShare).unwrap().unwrap();
+            a.select(TableId::Tellers, key, LockClauseStrength::ForShare).unwrap().unwrap();
+            b.select(TableId::Tellers, key, LockClauseStrength::ForShare).unwrap().unwrap();
             a.commit().unwrap();
             b.commit().unwrap();
         }

@@ -14,8 +14,9 @@ use lockstack_bufmgr::{FileSmgr, ForkNumber, Smgr, SmgrError};
 use lockstack_common::{BlockNumber, Oid};
 use lockstack_engine::datadir::{self, CONTROL_FILE, ClusterState};
 use lockstack_engine::engine::EngineConfig;
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
-use lockstack_engine::pgbench::script::{Builtin, Table};
+use lockstack_engine::tables::TableId;
+use lockstack_workloads::pgbench::runner::{self, PgbenchConfig};
+use lockstack_workloads::pgbench::script::Builtin;
 
 fn engine_cfg(nbuffers: usize) -> EngineConfig {
     EngineConfig::preset("pg17", 3, nbuffers).unwrap()
@@ -50,7 +51,7 @@ fn used() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-fn heap_file(dir: &Path, t: Table) -> PathBuf {
+fn heap_file(dir: &Path, t: TableId) -> PathBuf {
     dir.join("base").join(t.heap_oid().0.to_string())
 }
 
@@ -79,7 +80,7 @@ fn usable(dir: &Path) {
 #[test]
 fn a_truncated_or_removed_history_file_is_refused() {
     let (_tmp, dir) = used();
-    let hist = heap_file(&dir, Table::History);
+    let hist = heap_file(&dir, TableId::History);
     let clean = fs::read(&hist).unwrap();
     fs::OpenOptions::new().write(true).open(&hist).unwrap().set_len(0).unwrap();
     let e = open_err(&dir);
@@ -101,10 +102,10 @@ fn a_truncated_or_removed_history_file_is_refused() {
 fn a_flipped_bit_in_a_relation_page_names_file_and_block() {
     let (_tmp, dir) = used();
     for (t, block, byte) in [
-        (Table::Accounts, 7usize, 3000usize),
-        (Table::Tellers, 0, 8100),
-        (Table::History, 0, 30),
-        (Table::Branches, 0, 100),
+        (TableId::Accounts, 7usize, 3000usize),
+        (TableId::Tellers, 0, 8100),
+        (TableId::History, 0, 30),
+        (TableId::Branches, 0, 100),
     ] {
         let f = heap_file(&dir, t);
         let clean = fs::read(&f).unwrap();
@@ -119,7 +120,7 @@ fn a_flipped_bit_in_a_relation_page_names_file_and_block() {
     }
     // An index page is read during the run: the run fails naming it, and writes nothing
     // over it.
-    let index = dir.join("base").join(Table::Accounts.index_oid().unwrap().0.to_string());
+    let index = dir.join("base").join(TableId::Accounts.index_oid().unwrap().0.to_string());
     let clean = fs::read(&index).unwrap();
     let mut bytes = clean.clone();
     let nblocks = bytes.len() / 8192;
@@ -168,7 +169,7 @@ fn clog_bit_flips_are_refused_naming_the_page() {
 fn unwritable_and_non_regular_files_are_refused_at_open() {
     use std::os::unix::fs::PermissionsExt;
     let (_tmp, dir) = used();
-    let vm = dir.join("base").join(format!("{}_vm", Table::Accounts.heap_oid().0));
+    let vm = dir.join("base").join(format!("{}_vm", TableId::Accounts.heap_oid().0));
     assert!(vm.exists());
     for (path, mode) in [
         (vm.clone(), 0o444),
@@ -307,7 +308,7 @@ fn a_write_failing_mid_run_leaves_a_directory_that_opens() {
 #[test]
 fn a_write_failing_at_shutdown_is_reported_by_the_next_open() {
     let (_tmp, dir) = used();
-    let accounts = Table::Accounts.heap_oid();
+    let accounts = TableId::Accounts.heap_oid();
     let (engine, control, faulty) = open_faulty(&dir, 4096, Some(accounts), u64::MAX);
     let r = runner::run_on(&engine, 0.0, &pgbench(2, 20, 4096), &|_| {}).unwrap();
     assert!(r.checks.iter().all(|c| c.ok));

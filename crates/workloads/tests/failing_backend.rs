@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use lockstack_common::BackendId;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError, Session};
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
-use lockstack_engine::pgbench::script::{Builtin, Table};
+use lockstack_engine::tables::TableId;
 use lockstack_lmgr::LockTagKind;
+use lockstack_workloads::pgbench::runner::{self, PgbenchConfig};
+use lockstack_workloads::pgbench::script::Builtin;
 use lockstack_xlog::WalError;
 
 /// How long anything may take before the test calls it a hang (a bound, not a timing).
@@ -87,14 +88,14 @@ fn a_failed_commit_or_rollback_ends_the_transaction_and_wakes_its_waiter() {
         let e = open_full_disk(tmp.path(), 3, preset);
         let mut holder = e.session(BackendId(0)).unwrap();
         holder.begin();
-        assert!(holder.update_add(Table::Branches, 1, 1, 5).unwrap());
+        assert!(holder.update_add(TableId::Branches, 1, 1, 5).unwrap());
         // The waiter, on its own thread: it queues behind the holder's xid.
         let (tx, rx) = channel();
         let ew = Arc::clone(&e);
         std::thread::spawn(move || {
             let mut w = ew.session(BackendId(1)).unwrap();
             w.begin();
-            let r = w.update_add(Table::Branches, 1, 1, 7);
+            let r = w.update_add(TableId::Branches, 1, 1, 7);
             let ended = w.rollback();
             let _ = tx.send((r, ended, w.in_transaction()));
         });

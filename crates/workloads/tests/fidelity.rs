@@ -6,9 +6,10 @@
 //! else may run LWLocks while a run is measured.
 
 use lockstack_engine::engine::{Engine, EngineConfig};
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig, PgbenchResult};
-use lockstack_engine::pgbench::script::{Builtin, Table};
-use lockstack_engine::report::FidelityRow;
+use lockstack_engine::tables::TableId;
+use lockstack_workloads::pgbench::runner::{self, PgbenchConfig, PgbenchResult};
+use lockstack_workloads::pgbench::script::Builtin;
+use lockstack_workloads::report::FidelityRow;
 
 const TXNS: u64 = 60;
 
@@ -90,7 +91,7 @@ fn builtins_make_the_same_lock_stack_calls_per_transaction_every_time() {
         let engine = Engine::new(cfg.engine.clone(), cfg.scale, cfg.fillfactor).unwrap();
         let height = {
             let bb = engine.pool.backend();
-            u64::from(engine.table(Table::Accounts).index.as_ref().unwrap().height(&bb).unwrap())
+            u64::from(engine.table(TableId::Accounts).index.as_ref().unwrap().height(&bb).unwrap())
         };
         let r = runner::run_on(&engine, 0.0, &cfg, &|_| {}).unwrap();
         let what = format!("select-only --preset {preset}");

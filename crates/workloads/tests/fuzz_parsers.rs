@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use lockstack_engine::isolation::{self, sql};
-use lockstack_engine::pgbench::expr::{self, Value};
-use lockstack_engine::pgbench::script::{BUILTINS, parse_script};
+use lockstack_workloads::isolation::{self, sql};
+use lockstack_workloads::pgbench::expr::{self, Value};
+use lockstack_workloads::pgbench::script::{BUILTINS, parse_script};
 use proptest::prelude::*;
 
 /// One mutation: (kind, position as a fraction of the length, byte).

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstack_engine::isolation::{self, Comparison, IsolationConfig};
+use lockstack_workloads::isolation::{self, Comparison, IsolationConfig};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/isolation")

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lockstack_engine::micro::wal::{WalBenchConfig, run};
+use lockstack_workloads::micro::wal::{WalBenchConfig, run};
 use lockstack_xlog::InsertMode;
 
 #[test]

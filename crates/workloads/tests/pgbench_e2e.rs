@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError, PRESETS};
-use lockstack_engine::pgbench::runner::{self, PgbenchConfig};
-use lockstack_engine::pgbench::script::{Builtin, Table, parse_script};
+use lockstack_engine::tables::TableId;
+use lockstack_workloads::pgbench::runner::{self, PgbenchConfig};
+use lockstack_workloads::pgbench::script::{Builtin, parse_script};
 
 fn config(script: &str, clients: usize, preset: &str, transactions: u64) -> PgbenchConfig {
     PgbenchConfig {
@@ -83,7 +84,7 @@ fn a_reader_summing_in_one_snapshot_never_sees_a_transfer_half_done() {
             let mut s = engine.session(BackendId(3)).unwrap();
             // At least a few sums, and keep going until the writers stop.
             while !done.load(Ordering::Acquire) || sums_seen.load(Ordering::Relaxed) < 3 {
-                let sums = s.table_sums(Table::Accounts).unwrap();
+                let sums = s.table_sums(TableId::Accounts).unwrap();
                 assert_eq!(sums.rows, 100_000);
                 assert_eq!(sums.balance, 0, "a snapshot saw half of a transfer");
                 sums_seen.fetch_add(1, Ordering::Relaxed);
@@ -104,8 +105,8 @@ fn a_reader_summing_in_one_snapshot_never_sees_a_transfer_half_done() {
                     let delta = 1 + i % 97;
                     retry(&mut s, |s| {
                         s.begin();
-                        s.update_add(Table::Accounts, from, 2, -delta)?;
-                        s.update_add(Table::Accounts, to, 2, delta)?;
+                        s.update_add(TableId::Accounts, from, 2, -delta)?;
+                        s.update_add(TableId::Accounts, to, 2, delta)?;
                         s.commit()
                     });
                 }
@@ -119,7 +120,7 @@ fn a_reader_summing_in_one_snapshot_never_sees_a_transfer_half_done() {
     reader.join().unwrap();
     assert!(sums_seen.load(Ordering::Relaxed) >= 3);
     let mut s = engine.session(BackendId(0)).unwrap();
-    let sums = s.table_sums(Table::Accounts).unwrap();
+    let sums = s.table_sums(TableId::Accounts).unwrap();
     assert_eq!((sums.rows, sums.balance), (100_000, 0));
     assert!(sums.duplicate_keys.is_empty());
 }
@@ -139,7 +140,7 @@ fn concurrent_updates_of_one_row_lose_no_update() {
                     for _ in 0..per_thread {
                         retry(&mut s, |s| {
                             s.begin();
-                            assert!(s.update_add(Table::Branches, 1, 1, 1)?, "branch 1 exists");
+                            assert!(s.update_add(TableId::Branches, 1, 1, 1)?, "branch 1 exists");
                             s.commit()
                         });
                     }
@@ -150,7 +151,7 @@ fn concurrent_updates_of_one_row_lose_no_update() {
             t.join().unwrap();
         }
         let mut s = engine.session(BackendId(0)).unwrap();
-        let sums = s.table_sums(Table::Branches).unwrap();
+        let sums = s.table_sums(TableId::Branches).unwrap();
         assert_eq!(sums.balance, 4 * per_thread, "{preset}");
         assert_eq!(sums.rows, 1);
         assert!(sums.duplicate_keys.is_empty());
@@ -163,13 +164,13 @@ fn concurrent_updates_of_one_row_lose_no_update() {
 #[test]
 fn a_long_scale_1_run_keeps_the_updated_tables_bounded() {
     let engine = Engine::new(EngineConfig::preset("pg17", 3, 8192).unwrap(), 1, 100).unwrap();
-    let blocks = |t: Table| engine.pool.nblocks(t.heap_oid(), lockstack_bufmgr::ForkNumber::Main).unwrap();
-    let before: Vec<u32> = [Table::Branches, Table::Tellers, Table::Accounts].map(blocks).to_vec();
+    let blocks = |t: TableId| engine.pool.nblocks(t.heap_oid(), lockstack_bufmgr::ForkNumber::Main).unwrap();
+    let before: Vec<u32> = [TableId::Branches, TableId::Tellers, TableId::Accounts].map(blocks).to_vec();
     let mut cfg = config("tpcb-like", 2, "pg17", 40_000);
     cfg.engine = engine.cfg.clone();
     let r = runner::run_on(&engine, 0.0, &cfg, &|_| {}).unwrap();
     assert_eq!(r.transactions, 80_000);
-    let after: Vec<u32> = [Table::Branches, Table::Tellers, Table::Accounts].map(blocks).to_vec();
+    let after: Vec<u32> = [TableId::Branches, TableId::Tellers, TableId::Accounts].map(blocks).to_vec();
     // 80 000 updates of the one branch row fill ~1 300 pages of 61 versions without reuse (and
     // ~480 with the earlier one-page hint); the page count now levels off near 10 on an idle
     // machine, set by how far the oldest snapshot lags.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use lockstack_common::TrancheId;
 use lockstack_common::sync::hook::{self, Counting, Op, Simulation};
-use lockstack_engine::micro::lwlock::{LockUnderTest, LwLockBenchConfig, run};
 use lockstack_lwlock::{LwLock, LwLockKind};
+use lockstack_workloads::micro::lwlock::{LockUnderTest, LwLockBenchConfig, run};
 
 fn install() -> (hook::InstallGuard, Arc<Counting>) {
     let c = Arc::new(Counting::new());

@@ -440,9 +440,9 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[PGXACT, OLD_SNAPSHOT, FLEXLOCK, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineConfig;
     use crate::experiments::VM_CHECK_KEY;
-    use crate::settings;
+    use lockstack_engine::engine::EngineConfig;
+    use lockstack_engine::settings;
 
     #[test]
     fn every_definition_is_consistent() {

@@ -12,12 +12,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Counter, Experiment, Per, VM_CHECK_KEY, Variant, Workload, WorkloadKind};
-use crate::engine::EngineConfig;
 use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
 use crate::pgbench::runner::{self, PgbenchConfig};
 use crate::pgbench::script::Builtin;
 use crate::report::MachineNote;
-use crate::settings;
+use lockstack_engine::engine::EngineConfig;
+use lockstack_engine::settings;
 
 /// Largest client count accepted (pgbench's own limit on `-c` in our CLI).
 pub const MAX_CLIENTS: usize = 1000;

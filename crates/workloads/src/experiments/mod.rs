@@ -64,7 +64,7 @@ pub struct Variant {
     /// What it stands for in the seed thread (patch, release).
     pub about: &'static str,
     /// `crate.knob=value` assignments applied after the preset, the experiment's common
-    /// assignments and the caller's `--set` list. The keys are [`crate::settings::KNOBS`], plus
+    /// assignments and the caller's `--set` list. The keys are [`lockstack_engine::settings::KNOBS`], plus
     /// the experiment-level key [`VM_CHECK_KEY`] for `vm-pin`.
     pub set: &'static [&'static str],
 }

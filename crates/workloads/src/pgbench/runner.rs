@@ -19,9 +19,9 @@ use rand::RngExt;
 use serde::Serialize;
 
 use super::expr::{self, ClientRng, Expr, Value, Vars};
-use super::script::{BUILTINS, Command, RowLockClause, Script, SleepArg, SqlCommand, SqlValue, Table};
-use crate::engine::{Engine, EngineConfig, EngineError, Session};
+use super::script::{BUILTINS, Command, Script, SleepArg, SqlCommand, SqlValue, Table};
 use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
+use lockstack_engine::engine::{Engine, EngineConfig, EngineError, LockClauseStrength, Session};
 
 /// Parameters of a run.
 #[derive(Clone, Debug)]
@@ -223,7 +223,7 @@ enum Op {
     Begin,
     Commit,
     Rollback,
-    Select { table: Table, key: Val, lock: RowLockClause },
+    Select { table: Table, key: Val, lock: LockClauseStrength },
     Update { table: Table, column: usize, delta: Val, key: Val },
     InsertHistory { values: [Option<Val>; 5] },
 }
@@ -424,11 +424,11 @@ fn run_command(
         Op::Commit => s.commit(),
         Op::Rollback => s.rollback(),
         Op::Select { table, key, lock } => match sql_key(key, vars)? {
-            Some(k) => s.select(*table, k, *lock).map(|_| ()),
+            Some(k) => s.select(table.rel(), k, *lock).map(|_| ()),
             None => Ok(()),
         },
         Op::Update { table, column, delta, key } => match sql_key(key, vars)? {
-            Some(k) => s.update_add(*table, k, *column, sql_value(delta, vars)?).map(|_| ()),
+            Some(k) => s.update_add(table.rel(), k, *column, sql_value(delta, vars)?).map(|_| ()),
             None => Ok(()),
         },
         Op::InsertHistory { values } => {
@@ -457,7 +457,7 @@ const SUM_ORDER: [Table; 4] = [Table::Accounts, Table::Tellers, Table::Branches,
 fn sums(s: &mut Session) -> Result<[(u64, i64, usize); 4], EngineError> {
     let mut out = [(0, 0, 0); 4];
     for (i, t) in SUM_ORDER.into_iter().enumerate() {
-        let x = s.table_sums(t)?;
+        let x = s.table_sums(t.rel())?;
         out[i] = (x.rows, x.balance, x.duplicate_keys.len());
     }
     Ok(out)
@@ -1021,8 +1021,9 @@ mod tests {
         let engine = Engine::new(cfg("select-only", 1, "pg17").engine, 1, 100).unwrap();
         let r = run_on(&engine, 0.0, &custom(text, 1, 4), &|_| {}).unwrap();
         let mut s = engine.session(BackendId(0)).unwrap();
-        let row =
-            |s: &mut Session, aid| s.select(Table::Accounts, aid, RowLockClause::None).unwrap().unwrap();
+        let row = |s: &mut Session, aid| {
+            s.select(Table::Accounts.rel(), aid, LockClauseStrength::None).unwrap().unwrap()
+        };
         assert_eq!(row(&mut s, 6)[2], 4 * 30, "{:?}", r.checks);
         assert_eq!(row(&mut s, 7)[2], 0);
     }

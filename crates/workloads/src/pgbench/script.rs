@@ -20,9 +20,13 @@ use sqlparser::ast::{self, SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
+use lockstack_engine::engine::LockClauseStrength;
+use lockstack_engine::tables::TableId;
+
 use super::expr::{self, Expr};
 
-/// pgbench's four tables.
+/// pgbench's four tables, as its scripts name them; each maps onto a relation of the
+/// engine's catalog ([`Table::rel`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
     /// `pgbench_accounts` (aid, bid, abalance, filler).
@@ -39,14 +43,19 @@ impl Table {
     /// Every table.
     pub const ALL: [Table; 4] = [Table::Branches, Table::Tellers, Table::Accounts, Table::History];
 
-    /// The SQL name.
-    pub fn name(self) -> &'static str {
+    /// The engine relation this table is stored as.
+    pub fn rel(self) -> TableId {
         match self {
-            Table::Accounts => "pgbench_accounts",
-            Table::Tellers => "pgbench_tellers",
-            Table::Branches => "pgbench_branches",
-            Table::History => "pgbench_history",
+            Table::Accounts => TableId::Accounts,
+            Table::Tellers => TableId::Tellers,
+            Table::Branches => TableId::Branches,
+            Table::History => TableId::History,
         }
+    }
+
+    /// The SQL name (the relation's name).
+    pub fn name(self) -> &'static str {
+        self.rel().name()
     }
 
     /// Looks a table up by SQL name (case-insensitive).
@@ -56,22 +65,12 @@ impl Table {
 
     /// The key column (`None` for history, which has no key).
     pub fn key_column(self) -> Option<&'static str> {
-        match self {
-            Table::Accounts => Some("aid"),
-            Table::Tellers => Some("tid"),
-            Table::Branches => Some("bid"),
-            Table::History => None,
-        }
+        self.rel().key_column()
     }
 
     /// Integer columns, in storage order.
     pub fn int_columns(self) -> &'static [&'static str] {
-        match self {
-            Table::Accounts => &["aid", "bid", "abalance"],
-            Table::Tellers => &["tid", "bid", "tbalance"],
-            Table::Branches => &["bid", "bbalance"],
-            Table::History => &["tid", "bid", "aid", "delta", "mtime"],
-        }
+        self.rel().int_columns()
     }
 
     /// Index of an integer column, if it exists.
@@ -96,17 +95,6 @@ pub enum SqlValue {
     Arith(char, Box<SqlValue>, Box<SqlValue>),
 }
 
-/// Row-lock clause of a `SELECT`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum RowLockClause {
-    /// A plain read.
-    None,
-    /// `FOR UPDATE`.
-    ForUpdate,
-    /// `FOR SHARE`.
-    ForShare,
-}
-
 /// One SQL command the engine can run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SqlCommand {
@@ -125,7 +113,7 @@ pub enum SqlCommand {
         /// The key looked up.
         key: SqlValue,
         /// `FOR UPDATE` / `FOR SHARE`.
-        lock: RowLockClause,
+        lock: LockClauseStrength,
     },
     /// `UPDATE table SET column = column + delta WHERE key = key_value`.
     Update {
@@ -617,10 +605,10 @@ fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
             }
             let key = key_predicate(sel.selection.as_ref(), table, names)?;
             let lock = match q.locks.as_slice() {
-                [] => RowLockClause::None,
+                [] => LockClauseStrength::None,
                 [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
-                    ast::LockType::Update => RowLockClause::ForUpdate,
-                    ast::LockType::Share => RowLockClause::ForShare,
+                    ast::LockType::Update => LockClauseStrength::ForUpdate,
+                    ast::LockType::Share => LockClauseStrength::ForShare,
                 },
                 _ => return None,
             };
@@ -633,9 +621,9 @@ fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
                 sel.selection.as_ref()?,
             );
             match lock {
-                RowLockClause::None => {}
-                RowLockClause::ForUpdate => canon.push_str(" for update"),
-                RowLockClause::ForShare => canon.push_str(" for share"),
+                LockClauseStrength::None => {}
+                LockClauseStrength::ForUpdate => canon.push_str(" for update"),
+                LockClauseStrength::ForShare => canon.push_str(" for share"),
             }
             (normalize(&canon) == normalize(&q.to_string())).then_some(SqlCommand::Select {
                 table,
@@ -749,7 +737,7 @@ mod tests {
                 table: Table::Accounts,
                 columns: vec![2],
                 key: SqlValue::Var("aid".into()),
-                lock: RowLockClause::None
+                lock: LockClauseStrength::None
             }
         );
         assert!(matches!(sql[5], SqlCommand::InsertHistory { values } if values[4] == Some(SqlValue::Now)));
@@ -792,7 +780,7 @@ mod tests {
         assert_eq!(s.commands.len(), 6);
         assert_eq!(s.commands[2].0, 4, "a statement reports the line it starts on");
         assert!(
-            matches!(&s.commands[2].1, Command::Sql { cmd: SqlCommand::Select { columns, lock: RowLockClause::ForUpdate, .. }, .. } if columns == &vec![2, 1])
+            matches!(&s.commands[2].1, Command::Sql { cmd: SqlCommand::Select { columns, lock: LockClauseStrength::ForUpdate, .. }, .. } if columns == &vec![2, 1])
         );
         assert!(matches!(
             &s.commands[3].1,
