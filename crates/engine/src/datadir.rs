@@ -729,7 +729,7 @@ pub fn check_pg_xact_checksums(dir: &Path, c: &ControlFile) -> Result<(), Engine
 
 /// A session on the highest backend id nobody uses (every client has ended when the
 /// directory's totals are taken).
-fn free_session(engine: &Arc<Engine>) -> Result<crate::engine::Session, EngineError> {
+fn free_session(engine: &Arc<Engine>) -> Result<crate::session::Session, EngineError> {
     let mut last = None;
     for id in (0..engine.cfg.max_backends).rev() {
         match engine.session(lockstack_common::BackendId(id as u32)) {

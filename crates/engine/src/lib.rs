@@ -1,7 +1,7 @@
 //! The lockstack engine: the access layer that wires the subsystem crates into a small
 //! transaction engine. Heap tuples and their visibility ([`heap`]), the B-tree ([`btree`]),
 //! MultiXacts ([`multixact`]), the tables in the buffer pool ([`tables`]), the engine with its
-//! sessions and statements ([`engine`]), the data directory ([`datadir`]) and the
+//! sessions and statements ([`engine`], [`session`], [`error`]), the data directory ([`datadir`]) and the
 //! settings ([`settings`]).
 //!
 //! It knows no workload: pgbench, the isolation runner and the experiments live in
@@ -10,7 +10,9 @@
 pub mod btree;
 pub mod datadir;
 pub mod engine;
+pub mod error;
 pub mod heap;
 pub mod multixact;
+pub mod session;
 pub mod settings;
 pub mod tables;

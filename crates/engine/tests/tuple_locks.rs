@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use common::{Step, poll, session_threads};
 use lockstack_common::BackendId;
-use lockstack_engine::engine::LockClauseStrength;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
+use lockstack_engine::session::LockClauseStrength;
 use lockstack_engine::tables::TableId;
 use lockstack_lmgr::{Lmgr, LockError, LockMode, LockTag, LockTagKind};
 

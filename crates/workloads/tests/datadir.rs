@@ -223,7 +223,7 @@ fn read_everything(dir: &std::path::Path, keys: std::ops::Range<i64>) -> Result<
     }
     for k in keys {
         s.begin();
-        let r = s.select(TableId::Accounts, k, lockstack_engine::engine::LockClauseStrength::None);
+        let r = s.select(TableId::Accounts, k, lockstack_engine::session::LockClauseStrength::None);
         s.rollback().map_err(|e| e.to_string())?;
         r.map_err(|e| e.to_string())?;
     }
@@ -419,7 +419,7 @@ fn an_interrupted_reinitialisation_leaves_no_control_file() {
 /// reopened directory hands out no id a row's xmax may still carry.
 #[test]
 fn multixact_ids_continue_across_a_restart() {
-    use lockstack_engine::engine::LockClauseStrength;
+    use lockstack_engine::session::LockClauseStrength;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cluster");
     let c0 = datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use lockstack_common::BackendId;
 use lockstack_engine::datadir;
-use lockstack_engine::engine::{Engine, EngineConfig, EngineError, Session};
+use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
+use lockstack_engine::session::Session;
 use lockstack_engine::tables::TableId;
 use lockstack_lmgr::LockTagKind;
 use lockstack_workloads::pgbench::runner::{self, PgbenchConfig};

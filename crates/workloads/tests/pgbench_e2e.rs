@@ -55,8 +55,8 @@ fn every_builtin_at_1_2_8_32_clients_under_every_preset() {
 /// Runs `f` until it succeeds, rolling back after lock errors (deadlocks between transfers that
 /// touch the same two accounts in opposite orders).
 fn retry(
-    s: &mut lockstack_engine::engine::Session,
-    mut f: impl FnMut(&mut lockstack_engine::engine::Session) -> Result<(), EngineError>,
+    s: &mut lockstack_engine::session::Session,
+    mut f: impl FnMut(&mut lockstack_engine::session::Session) -> Result<(), EngineError>,
 ) -> u64 {
     let mut retries = 0;
     loop {

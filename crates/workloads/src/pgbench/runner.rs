@@ -21,7 +21,8 @@ use serde::Serialize;
 use super::expr::{self, ClientRng, Expr, Value, Vars};
 use super::script::{BUILTINS, Command, Script, SleepArg, SqlCommand, SqlValue, Table};
 use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
-use lockstack_engine::engine::{Engine, EngineConfig, EngineError, LockClauseStrength, Session};
+use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
+use lockstack_engine::session::{LockClauseStrength, Session};
 
 /// Parameters of a run.
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ use sqlparser::ast::{self, SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use lockstack_engine::engine::LockClauseStrength;
+use lockstack_engine::session::LockClauseStrength;
 use lockstack_engine::tables::TableId;
 
 use super::expr::{self, Expr};
