@@ -76,7 +76,7 @@ pub struct Engine {
     pub(crate) free_pages: [lockstack_common::sync::Mutex<Vec<u32>>; 4],
     /// Where relations, CLOG and WAL live (`None`: in memory), with the directory's lock,
     /// held as long as the engine lives.
-    pub(crate) data_dir: Option<crate::datadir::DirLock>,
+    pub(crate) data_dir: Option<crate::datadir::files::DirLock>,
 }
 
 /// Where [`Engine::build`] gets the tables from.
@@ -240,7 +240,7 @@ impl Engine {
         cfg: EngineConfig,
         smgr: Arc<dyn Smgr>,
         source: TableSource,
-        data_dir: Option<crate::datadir::DirLock>,
+        data_dir: Option<crate::datadir::files::DirLock>,
     ) -> Result<Arc<Engine>, EngineError> {
         let procarray = ProcArray::new(cfg.procarray).map_err(|e| EngineError::Usage(e.to_string()))?;
         let clog = Arc::new(Clog::new(cfg.clog.clone())?);
