@@ -252,6 +252,39 @@ impl From<&lockstack_procarray::ProcArrayStats> for ProcArrayCounters {
     }
 }
 
+/// The lock manager's counters of a run (see `lockstack_lmgr::LmgrStats`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LockCounters {
+    /// Relation locks granted in fast-path slots.
+    pub fast_path_grants: u64,
+    /// Main-table acquisitions per partition.
+    pub main_acquisitions: Vec<u64>,
+    /// Main-table acquisitions, total.
+    pub main_acquisitions_total: u64,
+    /// Fast-path entries transferred by strong lockers (plus VXID locks materialised).
+    pub transfers: u64,
+    /// Weak locks that fell back to the main table (strong counter set or slots full).
+    pub spills: u64,
+    /// Heavyweight lock waits.
+    pub waits: u64,
+    /// Deadlocks reported.
+    pub deadlocks: u64,
+}
+
+impl From<&lockstack_lmgr::LmgrStats> for LockCounters {
+    fn from(s: &lockstack_lmgr::LmgrStats) -> Self {
+        LockCounters {
+            fast_path_grants: s.fast_path_grants,
+            main_acquisitions: s.main_acquisitions.clone(),
+            main_acquisitions_total: s.main_acquisitions_total(),
+            transfers: s.transfers,
+            spills: s.spills(),
+            waits: s.waits,
+            deadlocks: s.deadlocks,
+        }
+    }
+}
+
 /// The lock stack's counters over a pgbench run's measured phase (after the load and the
 /// clients' connections, before their disconnections), besides the LWLock tranches and the
 /// wait-event profile, which `PgbenchResult` carries in their own fields.
@@ -262,7 +295,7 @@ pub struct LockStackReport {
     pub transactions: u64,
     /// Heavyweight lock manager: fast-path grants, main-table acquisitions per partition,
     /// transfers, spills, waits, deadlocks.
-    pub heavyweight: crate::micro::locks::LockCounters,
+    pub heavyweight: LockCounters,
     /// Buffer pool.
     pub buffers: BufferCounters,
     /// WAL.
@@ -279,7 +312,7 @@ impl LockStackReport {
     pub fn new(d: &StackCounters, transactions: u64) -> LockStackReport {
         LockStackReport {
             transactions,
-            heavyweight: crate::micro::locks::LockCounters::from(&d.lmgr),
+            heavyweight: LockCounters::from(&d.lmgr),
             buffers: BufferCounters::from(&d.buffers),
             wal: WalCounters::from(&d.wal),
             clog: ClogCounters::from(&d.clog),

@@ -14,10 +14,11 @@ use lockstack_common::sync::Instant;
 
 use lockstack_common::{BackendId, Oid, TrancheId};
 pub use lockstack_lmgr::VxidLocks;
-use lockstack_lmgr::{FastPath, Lmgr, LmgrConfig, LmgrStats, LockMode};
+use lockstack_lmgr::{FastPath, Lmgr, LmgrConfig, LockMode};
 use lockstack_lwlock::stats;
 use serde::Serialize;
 
+pub use crate::report::LockCounters;
 use crate::report::MachineNote;
 
 /// What to run.
@@ -62,39 +63,6 @@ impl LocksConfig {
             return Err("--duration must be above 0".into());
         }
         Ok(())
-    }
-}
-
-/// The lock manager's counters of a run (see `lockstack_lmgr::LmgrStats`).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LockCounters {
-    /// Relation locks granted in fast-path slots.
-    pub fast_path_grants: u64,
-    /// Main-table acquisitions per partition.
-    pub main_acquisitions: Vec<u64>,
-    /// Main-table acquisitions, total.
-    pub main_acquisitions_total: u64,
-    /// Fast-path entries transferred by strong lockers (plus VXID locks materialised).
-    pub transfers: u64,
-    /// Weak locks that fell back to the main table (strong counter set or slots full).
-    pub spills: u64,
-    /// Heavyweight lock waits.
-    pub waits: u64,
-    /// Deadlocks reported.
-    pub deadlocks: u64,
-}
-
-impl From<&LmgrStats> for LockCounters {
-    fn from(s: &LmgrStats) -> Self {
-        LockCounters {
-            fast_path_grants: s.fast_path_grants,
-            main_acquisitions: s.main_acquisitions.clone(),
-            main_acquisitions_total: s.main_acquisitions_total(),
-            transfers: s.transfers,
-            spills: s.spills(),
-            waits: s.waits,
-            deadlocks: s.deadlocks,
-        }
     }
 }
 
