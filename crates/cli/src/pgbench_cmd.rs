@@ -496,7 +496,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("query mode: {}", protocol(args));
     outln!("number of clients: {}", cfg.clients);
     // pgbench multiplexes clients over -j threads; here every client is a thread of its own
-    // (docs/engine.md), so say both.
+    // (docs/workloads.md), so say both.
     outln!(
         "number of threads: {} (each client runs on its own thread here: {} busy)",
         cfg.threads,
@@ -662,7 +662,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         outln!("  {:<26} {:>9.2} {pg:>9} {diff:>8}{flag}{note}", f.call, f.ours_per_txn);
     }
     if r.fidelity.iter().any(|f| f.diff().is_some_and(|d| d.abs() > 1.0)) {
-        outln!("  * differs by more than 1 per transaction: docs/engine.md explains why");
+        outln!("  * differs by more than 1 per transaction: docs/fidelity.md explains why");
     }
     outln!("consistency checks:");
     for c in &r.checks {
