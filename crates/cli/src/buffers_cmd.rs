@@ -2,8 +2,10 @@
 //! experiments (seed 004).
 
 use clap::Args;
-use lockstack_engine::micro::buffers::{self, BufferScenario, BuffersConfig, BuffersReport, Check, Header};
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_workloads::micro::buffers::{
+    self, BufferScenario, BuffersConfig, BuffersReport, Check, Header,
+};
 
 use crate::Failure;
 

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lockstack_engine::experiments::driver::{self, ExperimentResult, Options, Plan};
-use lockstack_engine::experiments::{self, Experiment, VM_CHECK_KEY, output};
 use lockstack_engine::settings;
+use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
+use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output};
 
 use crate::Failure;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_engine::isolation::{self, Comparison, FastPath, IsolationConfig, LmgrConfig, VxidLocks};
+use lockstack_workloads::isolation::{self, Comparison, FastPath, IsolationConfig, LmgrConfig, VxidLocks};
 
 use crate::Failure;
 
@@ -77,7 +77,7 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         }
         .map_err(|e| Failure { message: e.0, code: 2 })?;
         for w in &r.warnings {
-            errln!("{}", lockstack_engine::input::one_line(w));
+            errln!("{}", lockstack_workloads::input::one_line(w));
         }
         if let Some(e) = r.aborted {
             // Show what ran before the stuck step (already shown without --expected), then

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_engine::micro::locks::{self, LocksConfig, LocksReport};
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_workloads::micro::locks::{self, LocksConfig, LocksReport};
 
 use crate::Failure;
 

@@ -2,8 +2,8 @@
 //! contention workload.
 
 use clap::Args;
-use lockstack_engine::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_workloads::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
 
 use crate::Failure;
 

@@ -331,7 +331,7 @@ fn main() -> ExitCode {
                 .unwrap_or_default();
             errln!(
                 "lockstack: {} (see 'lockstack{sub} --help')",
-                lockstack_engine::input::one_line(&clap_error_line(&e.to_string()))
+                lockstack_workloads::input::one_line(&clap_error_line(&e.to_string()))
             );
             return ExitCode::from(1);
         }
@@ -351,7 +351,7 @@ fn main() -> ExitCode {
     let simulated = match start_simulation(&cli.sim, name, &raw_args) {
         Ok(s) => s,
         Err(f) => {
-            errln!("lockstack: {}", lockstack_engine::input::one_line(&f.message));
+            errln!("lockstack: {}", lockstack_workloads::input::one_line(&f.message));
             return ExitCode::from(f.code);
         }
     };
@@ -386,7 +386,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             // One line whatever the message quotes (a flag value or file name with a newline).
-            errln!("lockstack: {}", lockstack_engine::input::one_line(&f.message));
+            errln!("lockstack: {}", lockstack_workloads::input::one_line(&f.message));
             ExitCode::from(f.code)
         }
     }
@@ -465,7 +465,7 @@ mod tests {
                 }
             }
             if let Err(e) = parse(&args) {
-                let line = lockstack_engine::input::one_line(&clap_error_line(&e.to_string()));
+                let line = lockstack_workloads::input::one_line(&clap_error_line(&e.to_string()));
                 prop_assert!(!line.contains('\n') && !line.contains('\r'), "{line:?}");
             }
         });

@@ -5,11 +5,11 @@ use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::{EngineConfig, EngineError};
-use lockstack_engine::input::{one_line, read_limited};
-use lockstack_engine::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
-use lockstack_engine::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
-use lockstack_engine::report::REPORT_SECTIONS;
 use lockstack_engine::settings;
+use lockstack_workloads::input::{one_line, read_limited};
+use lockstack_workloads::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
+use lockstack_workloads::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
+use lockstack_workloads::report::REPORT_SECTIONS;
 
 use crate::Failure;
 
@@ -287,7 +287,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::input(format!("could not open file \"{}\": {e}", one_line(&path))))?;
             read_limited(f, MAX_SCRIPT_BYTES, &path).map_err(Failure::input)?
         };
-        let text = lockstack_engine::input::text(bytes, &path).map_err(Failure::input)?;
+        let text = lockstack_workloads::input::text(bytes, &path).map_err(Failure::input)?;
         let mut s = parse_script(&path, &text).map_err(|e| Failure::input(e.to_string()))?;
         s.weight = w;
         scripts.push(s);
@@ -499,7 +499,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("query mode: {}", protocol(args));
     outln!("number of clients: {}", cfg.clients);
     // pgbench multiplexes clients over -j threads; here every client is a thread of its own
-    // (docs/engine.md), so say both.
+    // (docs/workloads.md), so say both.
     outln!(
         "number of threads: {} (each client runs on its own thread here: {} busy)",
         cfg.threads,
@@ -635,7 +635,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         outln!("  {:<26} {:>9.2} {pg:>9} {diff:>8}{flag}{note}", f.call, f.ours_per_txn);
     }
     if r.fidelity.iter().any(|f| f.diff().is_some_and(|d| d.abs() > 1.0)) {
-        outln!("  * differs by more than 1 per transaction: docs/engine.md explains why");
+        outln!("  * differs by more than 1 per transaction: docs/fidelity.md explains why");
     }
     outln!("consistency checks:");
     for c in &r.checks {

@@ -110,12 +110,12 @@ pub(crate) use simulating::{finish, pgbench_defaults, refuse_invisible, setup};
 
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
-pub(crate) fn machine_note(threads: usize) -> lockstack_engine::report::MachineNote {
+pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::MachineNote {
     #[cfg(feature = "sim")]
     if let Some(hw) = simulating::hw_threads() {
-        return lockstack_engine::report::MachineNote { cores: hw, threads, oversubscribed: threads > hw };
+        return lockstack_workloads::report::MachineNote { cores: hw, threads, oversubscribed: threads > hw };
     }
-    lockstack_engine::report::MachineNote::for_threads(threads)
+    lockstack_workloads::report::MachineNote::for_threads(threads)
 }
 
 /// Without the simulator there is nothing to default (see the simulating build's version).

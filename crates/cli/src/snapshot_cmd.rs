@@ -2,12 +2,12 @@
 //! ProcArrayLock counters (seed 000's experiment at the level of one crate).
 
 use clap::Args;
-use lockstack_engine::micro::snapshot::{
-    SnapshotWorkloadConfig, SnapshotWorkloadResult, run_snapshot_workload,
-};
-use lockstack_engine::report::MachineNote;
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 use lockstack_procarray::Layout;
+use lockstack_workloads::micro::snapshot::{
+    SnapshotWorkloadConfig, SnapshotWorkloadResult, run_snapshot_workload,
+};
+use lockstack_workloads::report::MachineNote;
 use serde_json::json;
 
 use crate::Failure;

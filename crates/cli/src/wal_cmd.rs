@@ -2,8 +2,8 @@
 //! workload.
 
 use clap::Args;
-use lockstack_engine::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_workloads::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
 
 use crate::Failure;
 

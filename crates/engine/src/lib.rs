@@ -1,21 +1,19 @@
-//! The lockstack integration crate: it wires the subsystem crates into workloads and
-//! experiments, and is what the `lockstack` command calls.
+//! The lockstack engine: the access layer that wires the subsystem crates into a small
+//! transaction engine. Heap tuples and their visibility ([`heap`]), the B-tree ([`btree`]),
+//! MultiXacts ([`multixact`]), the tables in the buffer pool ([`tables`]), the engine with its
+//! sessions and statements ([`engine`], [`session`], [`error`]), the data directory ([`datadir`]) and the
+//! settings ([`settings`]).
 //!
-//! Today it hosts the per-crate micro-experiments ([`micro`]); the transaction engine, the
-//! pgbench runner and the seed experiments build on the same pattern: a plain config struct in,
-//! a serialisable result out, no printing (the CLI formats).
+//! It knows no workload: pgbench, the isolation runner and the experiments live in
+//! `lockstack-workloads` on top of it.
 
 pub mod btree;
 pub mod datadir;
 pub mod engine;
-pub mod experiments;
+pub mod error;
 pub mod heap;
-pub mod input;
-pub mod isolation;
-pub mod micro;
 pub mod multixact;
-pub mod pgbench;
-pub mod report;
+pub mod session;
 pub mod settings;
 pub mod simcheck;
 pub mod tables;

@@ -319,7 +319,7 @@ pub const BUFFERS_PER_SCALE: usize = 2200;
 
 /// Buffers `lockstack pgbench` adds beyond the loaded tables (128 MiB) for the rows a run adds
 /// (history rows, new versions). The experiments use a smaller headroom
-/// ([`crate::experiments::driver::BUFFER_HEADROOM`], 8192): their points are short and load a
+/// (`lockstack_workloads::experiments::driver::BUFFER_HEADROOM`, 8192): their points are short and load a
 /// fresh engine each, so the load time of a smaller pool matters more than eviction-free long
 /// runs.
 pub const PGBENCH_BUFFER_HEADROOM: usize = 16_384;

@@ -7,15 +7,14 @@
 //! Found by searching the workspace for synchronization outside `lockstack_common::sync`
 //! (`dashmap`, `parking_lot`, `crossbeam` channels and queues, `std::sync`):
 //! * `bufmgr.mapping=dashmap`: `dashmap::DashMap`'s shard `RwLock`s (its own, not the facade's).
-//! * the LWLock micro-benchmark's `parking_lot` and `std` baselines (`lockstack lwlock --locks`):
-//!   the real `parking_lot::RwLock` and `std::sync::RwLock`, kept real on purpose.
+//! * the LWLock micro-benchmark's `parking_lot` and `std` baselines, refused by
+//!   `lockstack_workloads::micro::lwlock::unsupported_locks_under_simulation`.
 //!
 //! Everything else (crossbeam is used only for `CachePadded`, a layout) goes through the facade.
 
 use lockstack_bufmgr::{BufferPoolConfig, MappingKind};
 
 use crate::engine::EngineConfig;
-use crate::micro::lwlock::LockUnderTest;
 
 /// Why the engine configuration `cfg` cannot be simulated, in one line naming the knob and its
 /// value (`bufmgr.mapping=dashmap: ...`), or `None` when every lock it uses reports to the
@@ -36,20 +35,6 @@ pub fn unsupported_pool_under_simulation(cfg: &BufferPoolConfig) -> Option<Strin
     }
 }
 
-/// Why the LWLock micro-benchmark's lock list cannot be simulated (its `parking_lot` and `std`
-/// baselines are the real dependencies' locks), in one line naming the first such lock, or
-/// `None`.
-pub fn unsupported_locks_under_simulation(locks: &[LockUnderTest]) -> Option<String> {
-    locks.iter().find(|l| matches!(l, LockUnderTest::ParkingLot | LockUnderTest::Std)).map(|l| {
-        format!(
-            "locks={}: the baseline is the real {} RwLock, invisible to the simulated machine \
-             (use pg92, atomic or read-biased)",
-            l.name(),
-            l.name()
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,21 +53,5 @@ mod tests {
         assert!(!why.contains('\n'));
         cfg.bufmgr.mapping = MappingKind::PARTITIONS_16;
         assert_eq!(unsupported_under_simulation(&cfg), None);
-    }
-
-    #[test]
-    fn the_lwlock_baselines_are_refused() {
-        assert_eq!(
-            unsupported_locks_under_simulation(&[
-                LockUnderTest::Pg92,
-                LockUnderTest::Atomic,
-                LockUnderTest::ReadBiased
-            ]),
-            None
-        );
-        let why = unsupported_locks_under_simulation(&LockUnderTest::ALL).expect("baselines refused");
-        assert!(why.starts_with("locks=parking_lot: "), "{why}");
-        let why = unsupported_locks_under_simulation(&[LockUnderTest::Std]).expect("std refused");
-        assert!(why.starts_with("locks=std: "), "{why}");
     }
 }

@@ -1,5 +1,11 @@
-//! pgbench's four tables in the buffer pool: sizes per scale factor, the load (`pgbench -i`),
-//! and full scans for the consistency checks.
+//! The engine's catalog and its tables in the buffer pool: the four relations ([`TableId`]),
+//! their sizes per scale factor, the load (`pgbench -i`), and full scans for the consistency
+//! checks.
+//!
+//! The catalog is fixed: the relations are laid out as pgbench's tables (the workload the
+//! engine is built to measure), with fixed OIDs, and the data directory stores them. A workload
+//! names its tables in its own terms and maps them onto a [`TableId`] (pgbench's `Table` in
+//! `lockstack-workloads` does); the engine's statements take the [`TableId`].
 //!
 //! Sizes follow `src/bin/pgbench/pgbench.c` (PostgreSQL 15): per unit of scale, 1 branch,
 //! 10 tellers and 100 000 accounts; history starts empty. Rows are loaded frozen and every
@@ -16,7 +22,6 @@ use lockstack_lwlock::LwLockKind;
 use crate::btree::{BTree, BTreeError, Tid};
 use crate::heap::tuple::{self, HEAP_TUPLE_HEADER_SIZE};
 use crate::heap::visibility::{XMAX_INVALID, XMIN_FROZEN};
-use crate::pgbench::script::Table;
 
 /// Accounts per unit of scale (`naccounts`).
 pub const ACCOUNTS_PER_SCALE: i64 = 100_000;
@@ -27,7 +32,57 @@ pub const BRANCHES_PER_SCALE: i64 = 1;
 /// B-tree fillfactor at build (`BTREE_DEFAULT_FILLFACTOR`).
 pub const INDEX_FILLFACTOR: u8 = 90;
 
-impl Table {
+/// A relation of the engine's catalog, by which every statement, load and scan addresses it.
+///
+/// The declaration order fixes the OIDs ([`TableId::heap_oid`]), which the data directory's
+/// relation files are named by: never reorder.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TableId {
+    /// `pgbench_accounts` (aid, bid, abalance, filler).
+    Accounts,
+    /// `pgbench_tellers` (tid, bid, tbalance, filler).
+    Tellers,
+    /// `pgbench_branches` (bid, bbalance, filler).
+    Branches,
+    /// `pgbench_history` (tid, bid, aid, delta, mtime, filler).
+    History,
+}
+
+impl TableId {
+    /// Every relation, in the order the engine creates, checks and reports them.
+    pub const ALL: [TableId; 4] = [TableId::Branches, TableId::Tellers, TableId::Accounts, TableId::History];
+
+    /// The relation's name (`relname`), as error messages and the data directory's checks
+    /// print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableId::Accounts => "pgbench_accounts",
+            TableId::Tellers => "pgbench_tellers",
+            TableId::Branches => "pgbench_branches",
+            TableId::History => "pgbench_history",
+        }
+    }
+
+    /// The key column, always column 0 (`None` for history, which has no key).
+    pub fn key_column(self) -> Option<&'static str> {
+        match self {
+            TableId::Accounts => Some("aid"),
+            TableId::Tellers => Some("tid"),
+            TableId::Branches => Some("bid"),
+            TableId::History => None,
+        }
+    }
+
+    /// Integer columns, in storage order (the filler follows them).
+    pub fn int_columns(self) -> &'static [&'static str] {
+        match self {
+            TableId::Accounts => &["aid", "bid", "abalance"],
+            TableId::Tellers => &["tid", "bid", "tbalance"],
+            TableId::Branches => &["bid", "bbalance"],
+            TableId::History => &["tid", "bid", "aid", "delta", "mtime"],
+        }
+    }
+
     /// The heap relation's OID (fixed: the catalog is these four tables).
     pub fn heap_oid(self) -> Oid {
         Oid(16384 + 2 * self as u32)
@@ -43,7 +98,7 @@ impl Table {
     pub fn filler(self) -> usize {
         let used = HEAP_TUPLE_HEADER_SIZE + 8 * self.int_columns().len();
         match self {
-            Table::History => 72 - used,
+            TableId::History => 72 - used,
             _ => 128 - used,
         }
     }
@@ -51,29 +106,29 @@ impl Table {
     /// Rows at scale `s` right after the load.
     pub fn rows(self, scale: i64) -> i64 {
         match self {
-            Table::Accounts => ACCOUNTS_PER_SCALE * scale,
-            Table::Tellers => TELLERS_PER_SCALE * scale,
-            Table::Branches => BRANCHES_PER_SCALE * scale,
-            Table::History => 0,
+            TableId::Accounts => ACCOUNTS_PER_SCALE * scale,
+            TableId::Tellers => TELLERS_PER_SCALE * scale,
+            TableId::Branches => BRANCHES_PER_SCALE * scale,
+            TableId::History => 0,
         }
     }
 
     /// The loaded row with key `k` (1-based): key, branch, balance 0.
     fn initial_row(self, k: i64) -> Vec<i64> {
         match self {
-            Table::Accounts => vec![k, (k - 1) / ACCOUNTS_PER_SCALE + 1, 0],
-            Table::Tellers => vec![k, (k - 1) / TELLERS_PER_SCALE + 1, 0],
-            Table::Branches => vec![k, 0],
-            Table::History => unreachable!("history is not loaded"),
+            TableId::Accounts => vec![k, (k - 1) / ACCOUNTS_PER_SCALE + 1, 0],
+            TableId::Tellers => vec![k, (k - 1) / TELLERS_PER_SCALE + 1, 0],
+            TableId::Branches => vec![k, 0],
+            TableId::History => unreachable!("history is not loaded"),
         }
     }
 
     /// Index of the balance column (`abalance`, `tbalance`, `bbalance`; `delta` for history).
     pub fn balance_column(self) -> usize {
         match self {
-            Table::Accounts | Table::Tellers => 2,
-            Table::Branches => 1,
-            Table::History => 3,
+            TableId::Accounts | TableId::Tellers => 2,
+            TableId::Branches => 1,
+            TableId::History => 3,
         }
     }
 }
@@ -81,8 +136,8 @@ impl Table {
 /// A table in the pool: its heap relation and, except for history, its primary key.
 #[derive(Debug)]
 pub struct TableRel {
-    /// Which pgbench table.
-    pub table: Table,
+    /// Which relation of the catalog.
+    pub table: TableId,
     /// The primary key (`None` for history).
     pub index: Option<BTree>,
     /// Its visibility map.
@@ -97,7 +152,7 @@ pub enum TableError {
     /// Index failure.
     Index(BTreeError),
     /// A table to open has no relation file (the data directory was not initialised with -i).
-    Missing(Table),
+    Missing(TableId),
     /// A row's contents are impossible (a damaged page that still passed verification).
     Corrupt(String),
 }
@@ -139,7 +194,7 @@ impl From<BTreeError> for TableError {
 /// If `fillfactor` is outside 10..=100 or `scale` < 1.
 pub fn load_table(
     bb: &BackendBuffers,
-    table: Table,
+    table: TableId,
     scale: i64,
     fillfactor: u8,
     lwlock_kind: LwLockKind,
@@ -201,11 +256,11 @@ pub fn load_table(
 /// is checked: [`TableError::Missing`] when it has no pages).
 pub fn open_table(
     bb: &BackendBuffers,
-    table: Table,
+    table: TableId,
     lwlock_kind: LwLockKind,
 ) -> Result<TableRel, TableError> {
     let rel = table.heap_oid();
-    if table != Table::History && bb.pool().nblocks(rel, ForkNumber::Main)? == 0 {
+    if table != TableId::History && bb.pool().nblocks(rel, ForkNumber::Main)? == 0 {
         return Err(TableError::Missing(table));
     }
     let index = match table.index_oid() {
@@ -231,13 +286,13 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
     if page::is_new(p) {
         // A heap page that was extended but never written reads as empty, as in PostgreSQL;
         // the B-tree never leaves one behind (`_bt_checkpage`).
-        return if Table::ALL.iter().any(|t| t.index_oid() == Some(tag.rel)) {
+        return if TableId::ALL.iter().any(|t| t.index_oid() == Some(tag.rel)) {
             Err("index contains an unexpected zero page".into())
         } else {
             Ok(())
         };
     }
-    for t in Table::ALL {
+    for t in TableId::ALL {
         if tag.rel == t.heap_oid() {
             if page::special_offset(p) != page::BLCKSZ {
                 return Err("heap page has special space".into());
@@ -268,7 +323,7 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
 /// Buffer pool errors (among them invalid pages).
 pub(crate) fn max_key_and_future_xid(
     bb: &BackendBuffers,
-    table: Table,
+    table: TableId,
     next_xid: TransactionId,
 ) -> Result<(i64, Option<TransactionId>), TableError> {
     let rel = table.heap_oid();
@@ -319,7 +374,7 @@ pub struct TableSums {
 /// Buffer pool errors.
 pub fn scan_sums(
     bb: &BackendBuffers,
-    table: Table,
+    table: TableId,
     mut visible: impl FnMut(&[u8]) -> bool,
 ) -> Result<TableSums, TableError> {
     let rel = table.heap_oid();
@@ -373,13 +428,13 @@ mod tests {
     fn load_scale_1_and_scan() {
         let pool = BufferPool::in_memory(BufferPoolConfig::pg96(4096)).unwrap();
         let bb = pool.attach_auxiliary();
-        let acc = load_table(&bb, Table::Accounts, 1, 100, LwLockKind::Atomic).unwrap();
+        let acc = load_table(&bb, TableId::Accounts, 1, 100, LwLockKind::Atomic).unwrap();
         assert_eq!(
-            pool.nblocks(Table::Accounts.heap_oid(), ForkNumber::Main).unwrap(),
+            pool.nblocks(TableId::Accounts.heap_oid(), ForkNumber::Main).unwrap(),
             1640,
             "100000 rows at 61 per page"
         );
-        let sums = scan_sums(&bb, Table::Accounts, |_| true).unwrap();
+        let sums = scan_sums(&bb, TableId::Accounts, |_| true).unwrap();
         assert_eq!(sums.rows, 100_000);
         assert_eq!(sums.balance, 0);
         assert!(sums.duplicate_keys.is_empty());
@@ -387,19 +442,19 @@ mod tests {
         assert_eq!(idx.check(&bb).unwrap(), 100_000);
         let mut out = Vec::new();
         idx.lookup(&bb, 77_777, &mut out).unwrap();
-        let b = bb.read_block(Table::Accounts.heap_oid(), BlockNumber(out[0].block)).unwrap();
+        let b = bb.read_block(TableId::Accounts.heap_oid(), BlockNumber(out[0].block)).unwrap();
         let g = bb.lock(b, LwLockMode::Shared);
         let t = page::get_item(g.page(), out[0].offset).unwrap();
         assert_eq!(tuple::columns(t), vec![77_777, 1, 0]);
         assert!(page::is_all_visible(g.page()));
         drop(g);
         bb.release(b);
-        let tellers = load_table(&bb, Table::Tellers, 3, 50, LwLockKind::Atomic).unwrap();
+        let tellers = load_table(&bb, TableId::Tellers, 3, 50, LwLockKind::Atomic).unwrap();
         assert!(tellers.index.is_some());
-        assert_eq!(scan_sums(&bb, Table::Tellers, |_| true).unwrap().rows, 30);
-        let hist = load_table(&bb, Table::History, 3, 100, LwLockKind::Atomic).unwrap();
+        assert_eq!(scan_sums(&bb, TableId::Tellers, |_| true).unwrap().rows, 30);
+        let hist = load_table(&bb, TableId::History, 3, 100, LwLockKind::Atomic).unwrap();
         assert!(hist.index.is_none());
-        assert_eq!(scan_sums(&bb, Table::History, |_| true).unwrap().rows, 0);
+        assert_eq!(scan_sums(&bb, TableId::History, |_| true).unwrap().rows, 0);
         assert_eq!(bb.pinned_buffers(), 0);
         pool.check_invariants().unwrap();
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig};
-use lockstack_engine::pgbench::script::Table;
+use lockstack_engine::tables::TableId;
 
 /// Sixteen backends insert history rows as fast as they can, 96,000 transactions a round. A
 /// history page holds about a hundred rows, so the shared insert target moves to a new page
@@ -41,7 +41,7 @@ fn concurrent_history_inserts_lose_no_row() {
             }
         });
         let mut r = e.session(BackendId(clients)).unwrap();
-        let h = r.table_sums(Table::History).unwrap();
+        let h = r.table_sums(TableId::History).unwrap();
         let rows = u64::from(clients) * per_client as u64;
         let delta: i64 = (0..i64::from(clients)).map(|c| (1 + c) * per_client).sum();
         assert_eq!((h.rows, h.balance), (rows, delta), "round {round}: every committed history row is kept");

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use common::{Step, poll, session_threads};
 use lockstack_common::BackendId;
-use lockstack_engine::engine::{Engine, EngineConfig, EngineError, Session};
-use lockstack_engine::pgbench::script::{RowLockClause, Table};
+use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
+use lockstack_engine::session::{LockClauseStrength, Session};
+use lockstack_engine::tables::TableId;
 use lockstack_lmgr::{Lmgr, LockError, LockMode, LockTag, LockTagKind};
 
 /// An engine of `backends` sessions whose lock waits end in a lock_timeout error after a
@@ -41,11 +42,14 @@ fn xid_lock(lmgr: &Lmgr, b: BackendId) -> LockTag {
 }
 
 fn share(s: &mut Session, key: i64) -> Result<Option<Vec<i64>>, EngineError> {
-    Ok(s.select(Table::Tellers, key, RowLockClause::ForShare)?.map(|r| r.to_vec()))
+    Ok(s.select(TableId::Tellers, key, LockClauseStrength::ForShare)?.map(|r| r.to_vec()))
 }
 
 fn read(s: &mut Session, key: i64) -> Vec<i64> {
-    s.select(Table::Tellers, key, RowLockClause::None).unwrap().expect("the row stays visible").to_vec()
+    s.select(TableId::Tellers, key, LockClauseStrength::None)
+        .unwrap()
+        .expect("the row stays visible")
+        .to_vec()
 }
 
 /// A and B share-lock teller 3 and both get it at once (no heavyweight wait, one multi); the
@@ -80,7 +84,7 @@ fn share_lockers_share_a_row_and_an_updater_waits_for_every_member() {
         let ec = Arc::clone(&e);
         let updater = s.spawn(move || {
             let mut c = ec.session(bc).unwrap();
-            c.update_add(Table::Tellers, 3, 2, 5)
+            c.update_add(TableId::Tellers, 3, 2, 5)
         });
         poll("C waits", || e.lmgr.waiting_for(bc).is_some());
         let w1 = e.lmgr.waiting_for(bc);
@@ -99,7 +103,7 @@ fn share_lockers_share_a_row_and_an_updater_waits_for_every_member() {
     assert_eq!((seen_before_a, seen_after_a), (before.clone(), before.clone()), "row visible throughout");
     let after = read(&mut r, 3);
     assert_eq!(after[2], before[2] + 5);
-    let sums = r.table_sums(Table::Tellers).unwrap();
+    let sums = r.table_sums(TableId::Tellers).unwrap();
     assert!(sums.duplicate_keys.is_empty());
     assert_eq!(e.lmgr.main_table_len(), 0, "nothing left in the main lock table");
     e.lmgr.check_invariants().unwrap();
@@ -134,7 +138,7 @@ fn share_lockers_that_both_update_deadlock_and_one_is_told() {
         assert_eq!(e.multixact.created(), 1);
         let upd: fn() -> Step = || {
             Box::new(|se| {
-                assert!(se.update_add(Table::Tellers, 5, 2, 7)?);
+                assert!(se.update_add(TableId::Tellers, 5, 2, 7)?);
                 Ok(())
             })
         };
@@ -206,7 +210,7 @@ fn a_long_run_of_share_lockers_keeps_the_multixact_store_bounded() {
     }
     // And an updater is not held up by the ended lockers' multi.
     let waits1 = e.lmgr.stats().waits;
-    assert!(r.update_add(Table::Tellers, 7, 2, 1).unwrap());
+    assert!(r.update_add(TableId::Tellers, 7, 2, 1).unwrap());
     assert_eq!(e.lmgr.stats().waits, waits1);
     e.lmgr.check_invariants().unwrap();
 }
@@ -233,7 +237,8 @@ fn for_update_by_a_share_locker_waits_for_the_other_member() {
             assert!(share(&mut a, 9).unwrap().is_some());
             la.send(()).unwrap();
             a_rx.recv().unwrap();
-            let row = a.select(Table::Tellers, 9, RowLockClause::ForUpdate).unwrap().map(|r| r.to_vec());
+            let row =
+                a.select(TableId::Tellers, 9, LockClauseStrength::ForUpdate).unwrap().map(|r| r.to_vec());
             a.commit().unwrap();
             row
         });

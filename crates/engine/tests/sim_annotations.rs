@@ -8,7 +8,8 @@ use lockstack_common::BackendId;
 use lockstack_common::sync::hook::{self, Access, Counting, Simulation, Touched};
 use lockstack_engine::engine::{Engine, EngineConfig};
 use lockstack_engine::heap::tuple::HEAP_TUPLE_HEADER_SIZE;
-use lockstack_engine::pgbench::script::{RowLockClause, Table};
+use lockstack_engine::session::LockClauseStrength;
+use lockstack_engine::tables::TableId;
 
 fn logged<R>(f: impl FnOnce() -> R) -> (R, Vec<Touched>) {
     let c = Arc::new(Counting::with_log());
@@ -28,7 +29,7 @@ fn a_heap_update_writes_the_tuples_a_read_then_reads() {
         let e = Engine::new(EngineConfig::preset(preset, 2, 256).unwrap(), 1, 100).unwrap();
         let mut s = e.session(BackendId(0)).unwrap();
         s.begin();
-        let (updated, up) = logged(|| s.update_add(Table::Branches, 1, 1, 5).unwrap());
+        let (updated, up) = logged(|| s.update_add(TableId::Branches, 1, 1, 5).unwrap());
         assert!(updated);
         s.commit().unwrap();
         // The old version: xmax, cmax and infomask stamped (bytes 4..26 of its header).
@@ -43,7 +44,7 @@ fn a_heap_update_writes_the_tuples_a_read_then_reads() {
         assert!(!placed.is_empty(), "{preset}: the new version is written into the page");
         // A later read of the row reads a header that the update wrote.
         s.begin();
-        let (row, rd) = logged(|| s.select(Table::Branches, 1, RowLockClause::None).unwrap());
+        let (row, rd) = logged(|| s.select(TableId::Branches, 1, LockClauseStrength::None).unwrap());
         s.commit().unwrap();
         assert!(row.is_some());
         let headers: Vec<_> =

@@ -5,7 +5,7 @@
 
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig};
-use lockstack_engine::pgbench::script::Table;
+use lockstack_engine::tables::TableId;
 
 /// Xids per pg_subtrans segment (2048 per page, 32 pages).
 const SEGMENT_XIDS: u32 = 2048 * 32;
@@ -17,7 +17,7 @@ fn pg_subtrans_keeps_only_the_segments_of_running_xids() {
     let mut old = e.session(BackendId(1)).unwrap();
     // A transaction that stays open across the first segment boundary holds truncation back.
     old.begin();
-    assert!(old.update_add(Table::Tellers, 1, 2, 1).unwrap());
+    assert!(old.update_add(TableId::Tellers, 1, 2, 1).unwrap());
     let mut most = 0;
     let mut last_xid = 0;
     for i in 0..5 * SEGMENT_XIDS {

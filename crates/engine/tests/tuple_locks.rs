@@ -13,7 +13,8 @@ use std::sync::Arc;
 use common::{Step, poll, session_threads};
 use lockstack_common::BackendId;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
-use lockstack_engine::pgbench::script::{RowLockClause, Table};
+use lockstack_engine::session::LockClauseStrength;
+use lockstack_engine::tables::TableId;
 use lockstack_lmgr::{Lmgr, LockError, LockMode, LockTag, LockTagKind};
 
 /// What each of `backends` waits for now (None: not waiting on a heavyweight lock).
@@ -43,7 +44,7 @@ fn waiters_for_one_row_queue_on_its_tuple_lock_behind_one_xid_waiter() {
     let e = Engine::new(EngineConfig::new(5, 4096), 1, 100).unwrap();
     let mut a = e.session(BackendId(0)).unwrap();
     a.begin();
-    assert!(a.update_add(Table::Branches, 1, 1, 1).unwrap());
+    assert!(a.update_add(TableId::Branches, 1, 1, 1).unwrap());
     let a_xid = held(&e.lmgr, BackendId(0), LockTagKind::Transaction);
     assert_eq!(a_xid.len(), 1, "A holds its own xid lock: {a_xid:?}");
     let a_xid = a_xid[0].0;
@@ -55,7 +56,7 @@ fn waiters_for_one_row_queue_on_its_tuple_lock_behind_one_xid_waiter() {
             let e = Arc::clone(&e);
             s.spawn(move || {
                 let mut se = e.session(b).unwrap();
-                assert!(se.update_add(Table::Branches, 1, 1, 10).unwrap(), "the row was updated");
+                assert!(se.update_add(TableId::Branches, 1, 1, 10).unwrap(), "the row was updated");
             });
         }
         poll("all three updaters wait on a heavyweight lock", || {
@@ -81,14 +82,14 @@ fn waiters_for_one_row_queue_on_its_tuple_lock_behind_one_xid_waiter() {
     assert_eq!(t.backend, waiters[on_xid[0]], "held by the xid waiter");
     assert_eq!(t.mode, LockMode::Exclusive, "LockTupleNoKeyExclusive maps to ExclusiveLock");
     assert!(!t.fast_path);
-    assert_eq!(t.tag.field2, Table::Branches.heap_oid().0);
+    assert_eq!(t.tag.field2, TableId::Branches.heap_oid().0);
     for &i in &on_tuple {
         assert_eq!(w[i], (t.tag, LockMode::Exclusive), "queued on the same row version");
     }
     let mut r = e.session(BackendId(4)).unwrap();
-    let row = r.select(Table::Branches, 1, RowLockClause::None).unwrap().unwrap();
+    let row = r.select(TableId::Branches, 1, LockClauseStrength::None).unwrap().unwrap();
     assert_eq!(row, vec![1, 1 + 3 * 10], "all four updates applied, none lost");
-    let b = r.table_sums(Table::Branches).unwrap();
+    let b = r.table_sums(TableId::Branches).unwrap();
     assert_eq!((b.rows, b.balance, b.duplicate_keys.len()), (1, 31, 0));
     assert!(
         e.lmgr.lock_status().iter().all(|r| r.tag.kind != LockTagKind::Tuple),
@@ -107,10 +108,10 @@ fn row_lock_strengths_map_to_the_tuple_lock_modes_of_tuple_lock_extra_info() {
     let e = Engine::new(EngineConfig::new(4, 4096), 1, 100).unwrap();
     let mut a = e.session(BackendId(0)).unwrap();
     a.begin();
-    assert!(a.update_add(Table::Tellers, 3, 2, 1).unwrap());
-    let cases: [(RowLockClause, &[u32], LockMode); 2] = [
-        (RowLockClause::ForUpdate, &[1], LockMode::AccessExclusive),
-        (RowLockClause::ForShare, &[1, 2], LockMode::RowShare),
+    assert!(a.update_add(TableId::Tellers, 3, 2, 1).unwrap());
+    let cases: [(LockClauseStrength, &[u32], LockMode); 2] = [
+        (LockClauseStrength::ForUpdate, &[1], LockMode::AccessExclusive),
+        (LockClauseStrength::ForShare, &[1, 2], LockMode::RowShare),
     ];
     for (clause, ids, mode) in cases {
         let bs: Vec<BackendId> = ids.iter().map(|&i| BackendId(i)).collect();
@@ -120,7 +121,7 @@ fn row_lock_strengths_map_to_the_tuple_lock_modes_of_tuple_lock_extra_info() {
                 s.spawn(move || {
                     let mut se = e.session(b).unwrap();
                     se.begin();
-                    assert!(se.select(Table::Tellers, 3, clause).unwrap().is_some());
+                    assert!(se.select(TableId::Tellers, 3, clause).unwrap().is_some());
                     se.commit().unwrap();
                 });
             }
@@ -140,7 +141,7 @@ fn row_lock_strengths_map_to_the_tuple_lock_modes_of_tuple_lock_extra_info() {
         }
         assert!(e.lmgr.lock_status().iter().all(|r| r.tag.kind != LockTagKind::Tuple));
         a.begin();
-        assert!(a.update_add(Table::Tellers, 3, 2, 1).unwrap());
+        assert!(a.update_add(TableId::Tellers, 3, 2, 1).unwrap());
     }
     a.rollback().unwrap();
     e.lmgr.check_invariants().unwrap();
@@ -162,14 +163,14 @@ fn a_deadlock_through_a_tuple_lock_is_detected_and_leaves_nothing_held() {
         let run = |i: u32, f: Step| steps[i as usize - 1].send(f).unwrap();
         let upd = |key: i64| -> Step {
             Box::new(move |se| {
-                assert!(se.update_add(Table::Tellers, key, 2, 1)?);
+                assert!(se.update_add(TableId::Tellers, key, 2, 1)?);
                 Ok(())
             })
         };
         let begin_upd = |key: i64| -> Step {
             Box::new(move |se| {
                 se.begin();
-                assert!(se.update_add(Table::Tellers, key, 2, 1)?);
+                assert!(se.update_add(TableId::Tellers, key, 2, 1)?);
                 Ok(())
             })
         };
@@ -221,8 +222,8 @@ fn a_deadlock_through_a_tuple_lock_is_detected_and_leaves_nothing_held() {
         drop(steps);
     });
     let mut r = e.session(BackendId(0)).unwrap();
-    let t1 = r.select(Table::Tellers, 1, RowLockClause::None).unwrap().unwrap();
-    let t2 = r.select(Table::Tellers, 2, RowLockClause::None).unwrap().unwrap();
+    let t1 = r.select(TableId::Tellers, 1, LockClauseStrength::None).unwrap().unwrap();
+    let t2 = r.select(TableId::Tellers, 2, LockClauseStrength::None).unwrap().unwrap();
     assert_eq!((t1[2], t2[2]), (2, 1), "teller 1: S3 and S2; teller 2: S2; S1's updates rolled back");
     assert_eq!(e.lmgr.main_table_len(), 0);
     e.lmgr.check_invariants().unwrap();

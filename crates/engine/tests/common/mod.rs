@@ -10,7 +10,8 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use lockstack_common::BackendId;
-use lockstack_engine::engine::{Engine, EngineError, Session};
+use lockstack_engine::engine::{Engine, EngineError};
+use lockstack_engine::session::Session;
 
 /// How long a poll may take before the test gives up (a bound against hangs, not a timing).
 pub(crate) const POLL_BOUND: Duration = Duration::from_secs(120);

@@ -1,0 +1,219 @@
+//! The B-tree's pages: the heap TID its leaves point to ([`Tid`]), the special space
+//! (`BTPageOpaqueData`: level, flags, right link, high key), leaf and internal items ordered by
+//! (key, heap TID), the metapage's constants, the in-page operations (lower bound, sorted
+//! insert, init) and the check of a page read from disk.
+
+use lockstack_bufmgr::page::{self, BLCKSZ, OffsetNumber};
+use lockstack_common::sync::hook::{Access, touch};
+
+/// A heap tuple identifier (`ItemPointerData`): block and 1-based line pointer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tid {
+    /// Heap block.
+    pub block: u32,
+    /// Line pointer (1-based).
+    pub offset: u16,
+}
+
+impl Tid {
+    pub(super) fn tie(self) -> u64 {
+        (u64::from(self.block) << 16) | u64::from(self.offset)
+    }
+
+    pub(super) fn from_tie(t: u64) -> Tid {
+        Tid { block: (t >> 16) as u32, offset: (t & 0xFFFF) as u16 }
+    }
+}
+
+/// Bytes of B-tree special space: level u16, flags u16, right link u32, high key i64 + tie u64.
+pub const PAGE_OPAQUE_SIZE: usize = 24;
+
+pub(super) const LEAF_ITEM: usize = 16;
+
+/// Most items a leaf can hold: its usable space over an item and its line pointer.
+pub(super) const LEAF_ITEMS_MAX: usize =
+    (BLCKSZ - page::SIZE_OF_PAGE_HEADER - PAGE_OPAQUE_SIZE) / (LEAF_ITEM + page::SIZE_OF_ITEM_ID);
+
+pub(super) const INTERNAL_ITEM: usize = 24;
+
+pub(super) const F_LEAF: u16 = 1;
+
+pub(super) const F_ROOT: u16 = 2;
+
+pub(super) const F_HAS_HIGH_KEY: u16 = 4;
+
+pub(super) const NO_RIGHT: u32 = u32::MAX;
+
+pub(super) const META_BLOCK: u32 = 0;
+
+pub(super) const META_MAGIC: u32 = 0x0005_3162; // nbtree's magic number
+
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Opaque {
+    pub(super) level: u16,
+    pub(super) flags: u16,
+    pub(super) right: u32,
+    pub(super) high: Option<(i64, u64)>,
+}
+
+pub(super) fn opaque(p: &[u8]) -> Opaque {
+    let s = page::special(p);
+    touch(s.as_ptr(), PAGE_OPAQUE_SIZE.min(s.len()), Access::Read);
+    let flags = u16::from_le_bytes([s[2], s[3]]);
+    Opaque {
+        level: u16::from_le_bytes([s[0], s[1]]),
+        flags,
+        right: u32::from_le_bytes(s[4..8].try_into().expect("4 bytes")),
+        high: (flags & F_HAS_HIGH_KEY != 0).then(|| {
+            (
+                i64::from_le_bytes(s[8..16].try_into().expect("8 bytes")),
+                u64::from_le_bytes(s[16..24].try_into().expect("8 bytes")),
+            )
+        }),
+    }
+}
+
+pub(super) fn set_opaque(p: &mut [u8], o: Opaque) {
+    let s = page::special_mut(p);
+    let flags = if o.high.is_some() { o.flags | F_HAS_HIGH_KEY } else { o.flags & !F_HAS_HIGH_KEY };
+    s[0..2].copy_from_slice(&o.level.to_le_bytes());
+    s[2..4].copy_from_slice(&flags.to_le_bytes());
+    s[4..8].copy_from_slice(&o.right.to_le_bytes());
+    let (k, t) = o.high.unwrap_or((0, 0));
+    s[8..16].copy_from_slice(&k.to_le_bytes());
+    s[16..24].copy_from_slice(&t.to_le_bytes());
+    touch(s.as_ptr(), 24, Access::Write);
+}
+
+/// One decoded item.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Item {
+    pub(super) key: i64,
+    pub(super) tie: u64,
+    pub(super) child: u32,
+}
+
+impl Item {
+    pub(super) fn pos(&self) -> (i64, u64) {
+        (self.key, self.tie)
+    }
+
+    pub(super) fn encode(&self, leaf: bool) -> Vec<u8> {
+        let mut v = Vec::with_capacity(INTERNAL_ITEM);
+        v.extend_from_slice(&self.key.to_le_bytes());
+        v.extend_from_slice(&self.tie.to_le_bytes());
+        if !leaf {
+            v.extend_from_slice(&self.child.to_le_bytes());
+            v.extend_from_slice(&0u32.to_le_bytes());
+        }
+        v
+    }
+}
+
+pub(super) fn item_at(p: &[u8], off: OffsetNumber) -> Item {
+    let b = page::get_item(p, off).expect("B-tree items are always normal");
+    touch(b.as_ptr(), b.len(), Access::Read);
+    Item {
+        key: i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
+        tie: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+        child: if b.len() >= INTERNAL_ITEM {
+            u32::from_le_bytes(b[16..20].try_into().expect("4 bytes"))
+        } else {
+            0
+        },
+    }
+}
+
+#[inline]
+pub(super) fn nitems(p: &[u8]) -> OffsetNumber {
+    page::max_offset_number(p)
+}
+
+/// The (key, tie) of item `off`, which must be in `1..=nitems(p)`: read straight through its
+/// line pointer, as `_bt_compare` does (every B-tree item is normal and at least
+/// [`LEAF_ITEM`] bytes long).
+#[inline]
+pub(super) fn pos_at(p: &[u8], off: OffsetNumber) -> (i64, u64) {
+    let b = page::item_data(p, off);
+    (
+        i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
+        u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+    )
+}
+
+/// First offset whose item is >= `target` (n+1 if none).
+pub(super) fn lower_bound(p: &[u8], target: (i64, u64)) -> OffsetNumber {
+    let (mut lo, mut hi) = (1u16, nitems(p) + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pos_at(p, mid) < target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+pub(super) fn must_move_right(o: &Opaque, target: (i64, u64)) -> bool {
+    o.high.is_some_and(|h| target >= h)
+}
+
+/// Inserts `item` so that line pointers stay sorted; false if the page is full.
+pub(super) fn insert_sorted(p: &mut [u8], item: &Item, leaf: bool) -> bool {
+    let bytes = item.encode(leaf);
+    let pos = lower_bound(p, item.pos());
+    let Some(new_off) = page::add_item(p, &bytes, None) else { return false };
+    let new_id = page::item_id(p, new_off);
+    let mut i = new_off;
+    while i > pos {
+        let prev = page::item_id(p, i - 1);
+        page::set_item_id(p, i, prev);
+        i -= 1;
+    }
+    page::set_item_id(p, pos, new_id);
+    true
+}
+
+pub(super) fn init_page(p: &mut [u8], o: Opaque) {
+    page::init(p, PAGE_OPAQUE_SIZE);
+    set_opaque(p, o);
+}
+
+/// Checks the shape of index block `block` just read from its file (after
+/// `lockstack_bufmgr::page::verify` passed): the metapage's special space, and on other pages
+/// the opaque data's size, leaf flag against level, and every item normal and of its level's
+/// length, at least one on an internal page. This is what the code reading index pages relies on
+/// to be free of out-of-range accesses (PostgreSQL's `_bt_checkpage`, extended to the items).
+///
+/// # Errors
+/// A one-line reason.
+pub(crate) fn verify_page(block: u32, p: &[u8]) -> Result<(), String> {
+    let special = BLCKSZ - page::special_offset(p);
+    if block == META_BLOCK {
+        return if special == 16 {
+            Ok(())
+        } else {
+            Err(format!("B-tree metapage has {special} bytes of special space, not 16"))
+        };
+    }
+    if special != PAGE_OPAQUE_SIZE {
+        return Err(format!("B-tree page has {special} bytes of special space, not {PAGE_OPAQUE_SIZE}"));
+    }
+    let o = opaque(p);
+    let leaf = o.flags & F_LEAF != 0;
+    if leaf != (o.level == 0) {
+        return Err(format!("B-tree page at level {} has leaf flag {leaf}", o.level));
+    }
+    if !leaf && nitems(p) == 0 {
+        return Err("internal B-tree page has no items".into());
+    }
+    let want = if leaf { LEAF_ITEM } else { INTERNAL_ITEM };
+    for off in 1..=nitems(p) {
+        match page::get_item(p, off) {
+            Some(b) if b.len() == want => {}
+            _ => return Err(format!("B-tree item {off} is not a normal item of {want} bytes")),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,603 @@
+//! The write path of a [`Session`]: `UPDATE` by key (`heap_update` with its `EvalPlanQual`
+//! retry at READ COMMITTED), the row locks of `SELECT ... FOR UPDATE/SHARE` (`heap_lock_tuple`,
+//! MultiXacts for several share lockers), non-HOT placement of a new version, opportunistic
+//! pruning, and the history `INSERT`.
+
+use super::*;
+
+/// What the update path found for the row version it wants to change.
+enum UpdateCheck {
+    /// Free to update or lock (`TM_Ok`); the new xmax is our xid alone.
+    Ok,
+    /// A share lock wanted, and these running transactions share-lock the row: lock it
+    /// together with them in a new MultiXact (`compute_new_xmax_infomask` making a multi).
+    ShareWith(Vec<TransactionId>),
+    /// A share lock wanted, and we already hold a lock on the row at least as strong: nothing
+    /// to write (`heap_lock_tuple`'s early `TM_Ok`).
+    AlreadyLocked,
+    /// Another transaction is changing it; wait for that xid and retry (`TM_BeingModified`).
+    Wait(TransactionId),
+    /// A multi of lockers holds it in a mode that conflicts with ours; wait for each of these
+    /// running members (not us) and retry (`MultiXactIdWait`).
+    WaitMulti(Vec<TransactionId>),
+    /// This committed transaction replaced it after our snapshot; retry on the newest version
+    /// (`TM_Updated`), once the replacing transaction has left the ProcArray.
+    Retry(TransactionId),
+}
+
+/// The strength of a row lock (`LockTupleMode`, `src/include/nodes/lockoptions.h`, 9.3+), as
+/// far as the engine takes them: `LockTupleKeyShare` (`FOR KEY SHARE`) is not modelled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LockTupleMode {
+    /// `LockTupleShare`: `SELECT ... FOR SHARE`.
+    Share,
+    /// `LockTupleNoKeyExclusive`: an `UPDATE` that changes no key column (all of pgbench's).
+    NoKeyExclusive,
+    /// `LockTupleExclusive`: `SELECT ... FOR UPDATE` (and key-changing updates, deletes).
+    Exclusive,
+}
+
+impl LockTupleMode {
+    /// The heavyweight mode of the tuple lock for this strength: the `hwlock` column of
+    /// `tupleLockExtraInfo` in `src/backend/access/heap/heapam.c` (9.3-18). Share is
+    /// RowShareLock, so share lockers do not queue behind one another; NoKeyExclusive is
+    /// ExclusiveLock and Exclusive AccessExclusiveLock, both self-conflicting.
+    fn hwlock(self) -> LockMode {
+        match self {
+            LockTupleMode::Share => LockMode::RowShare,
+            LockTupleMode::NoKeyExclusive => LockMode::Exclusive,
+            LockTupleMode::Exclusive => LockMode::AccessExclusive,
+        }
+    }
+}
+
+impl Session {
+    /// `UPDATE t SET col = col + delta WHERE key = k`: true if a row was updated.
+    ///
+    /// Every pgbench column is `int4`, so, as in PostgreSQL (`int4pl`), a sum outside
+    /// `i32::MIN..=i32::MAX` is an error and the row is left unchanged.
+    ///
+    /// # Errors
+    /// [`EngineError::Usage`] "integer out of range" for such a sum; lock errors while waiting
+    /// for the row; buffer, WAL and CLOG errors.
+    pub fn update_add(&mut self, t: TableId, key: i64, col: usize, delta: i64) -> Result<bool, EngineError> {
+        self.statement(|s| {
+            s.lock_table(t, LockMode::RowExclusive)?;
+            let r = s.modify_row(
+                t,
+                key,
+                |cols| {
+                    let mut c = cols.to_vec();
+                    c[col] = c[col]
+                        .checked_add(delta)
+                        .filter(|v| i32::try_from(*v).is_ok())
+                        .ok_or_else(|| EngineError::Usage("integer out of range".into()))?;
+                    Ok(Some(c))
+                },
+                None,
+            )?;
+            Ok(r.is_some())
+        })
+    }
+
+    /// Finds the row, waits out concurrent writers, then either writes a new version built by
+    /// `new_cols` or (with `lock_bits`) only locks the row. Returns the columns of the version
+    /// it acted on.
+    ///
+    /// Before it waits for another transaction that holds the row, it takes the heavyweight
+    /// tuple lock (`LOCKTAG_TUPLE` on the version's TID) in the mode of the statement's row-lock
+    /// strength, as `heap_update` and `heap_lock_tuple` do through `heap_acquire_tuplock`
+    /// (heapam.c, 9.3-18): one waiter per row version sleeps on the holder's xid, the others
+    /// queue on the tuple lock and are let through one at a time. The tuple lock is held only
+    /// while the version it is on is the one acted upon, and is released before this returns,
+    /// on every path, errors included (`UnlockTupleTuplock`).
+    pub(super) fn modify_row(
+        &mut self,
+        t: TableId,
+        key: i64,
+        new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
+        lock_bits: Option<u16>,
+    ) -> Result<Option<Row>, EngineError> {
+        let mut tuplock: Option<LockTag> = None;
+        let tmode = match lock_bits {
+            None => LockTupleMode::NoKeyExclusive,
+            Some(b) if b == visibility::XMAX_EXCL_LOCK => LockTupleMode::Exclusive,
+            Some(_) => LockTupleMode::Share,
+        };
+        let mode = tmode.hwlock();
+        let r = self.modify_row_locked(t, key, new_cols, lock_bits, tmode, &mut tuplock);
+        if let Some(tag) = tuplock {
+            self.lm.unlock(tag, mode, false);
+        }
+        r
+    }
+
+    /// The body of [`modify_row`](Self::modify_row); `tuplock` is the tuple lock it holds
+    /// (in `tmode`'s heavyweight mode), which the caller releases.
+    ///
+    /// A share lock on a row that running share lockers already hold makes a new MultiXact of
+    /// them and us (9.3+); an update or `FOR UPDATE` of a row held by a multi takes the tuple
+    /// lock, then waits for every running member but itself (`MultiXactIdWait`) and tries again.
+    fn modify_row_locked(
+        &mut self,
+        t: TableId,
+        key: i64,
+        new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
+        lock_bits: Option<u16>,
+        tmode: LockTupleMode,
+        tuplock: &mut Option<LockTag>,
+    ) -> Result<Option<Row>, EngineError> {
+        let mode = tmode.hwlock();
+        let xid = self.ensure_xid()?;
+        let rel = t.heap_oid();
+        loop {
+            let Some((tid, _, prunable)) = self.fetch_visible(t, key)? else { return Ok(None) };
+            // heap_update and heap_lock_tuple: before this transaction's xid can go into a
+            // multi (ours or another backend's), record the oldest multi it may belong to.
+            // Takes MultiXactGenLock shared once per transaction.
+            self.engine.multixact.set_oldest_member(self.id);
+            if let Some(tag) = *tuplock
+                && (tag.field3, tag.field4) != (tid.block, tid.offset)
+            {
+                // The version we queued for was replaced by a committed update: PostgreSQL's
+                // heap_update returns TM_Updated and releases the tuple lock before
+                // EvalPlanQual goes on to the newer version.
+                self.lm.unlock(tag, mode, false);
+                *tuplock = None;
+            }
+            let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
+            if prunable {
+                let _ = self.prune_opt(buf);
+            }
+            let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+            let vm = &self.engine.table(t).vm;
+            if page::is_all_visible(g.page()) && !vm.pin_ok(tid.block, &self.vmbuf) {
+                // Pin the visibility-map page without holding the heap page's lock (it may
+                // need I/O), then look again (heap_update's loop).
+                drop(g);
+                vm.pin(&self.bb, tid.block, &mut self.vmbuf)?;
+                g = self.bb.lock(buf, LwLockMode::Exclusive);
+            }
+            // We hold the page exclusively anyway: record what CLOG now proves about its
+            // tuples, so that later readers (who only share-lock) need not ask CLOG again.
+            {
+                let snap = std::mem::take(&mut self.snapshot);
+                let ctx = VisCtx { snap: &snap, engine: &self.engine, xid: self.xid, cid: self.cid };
+                let hinted = set_page_hints(g.page_mut(), &ctx);
+                self.snapshot = snap;
+                if hinted {
+                    g.mark_dirty_hint();
+                }
+            }
+            let tup = page::get_item(g.page(), tid.offset).map(|x| x.to_vec());
+            let Some(tup) = tup else {
+                drop(g);
+                self.bb.release(buf);
+                continue;
+            };
+            let h = tuple::header(&tup);
+            let mut share_with = None;
+            match self.update_check(&h.xact, tmode) {
+                check @ (UpdateCheck::Wait(_) | UpdateCheck::WaitMulti(_)) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    // heap_acquire_tuplock, then XactLockTableWait (MultiXactIdWait: on each
+                    // running member in turn): queue on the version first, so that only its
+                    // first waiter sleeps on the xids. Tuple locks are never fast-path
+                    // eligible; they go to the main table.
+                    if tuplock.is_none() {
+                        let db = self.engine.lmgr.database();
+                        let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
+                        self.lm.lock(tag, mode, LockOptions::XACT)?;
+                        *tuplock = Some(tag);
+                    }
+                    match check {
+                        UpdateCheck::Wait(other) => self.lm.xact_lock_table_wait(other)?,
+                        UpdateCheck::WaitMulti(others) => {
+                            for other in others {
+                                self.lm.xact_lock_table_wait(other)?;
+                            }
+                        }
+                        _ => unreachable!("matched above"),
+                    }
+                    self.take_snapshot();
+                    continue;
+                }
+                UpdateCheck::Retry(updater) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    self.take_snapshot();
+                    // The updater's commit is in CLOG, but if it has not yet left the ProcArray
+                    // the new snapshot still sees it running, so the same old version is found
+                    // visible again, and again: a loop of snapshots that never waits, and whose
+                    // ProcArrayLock traffic starves the updater's own exclusive end of
+                    // transaction (0 tps at 1,000 clients under pg96). Wait on its xid lock,
+                    // which it releases only after leaving the ProcArray, as PostgreSQL's
+                    // EvalPlanQual fetch does for a newest version whose xmin is still in
+                    // progress (`heapam_tuple_lock` 12-18, `EvalPlanQualFetch` 9.x:
+                    // `XactLockTableWait(SnapshotDirty.xmin)`).
+                    if xid_in_mvcc_snapshot(updater, &self.snapshot, &*self.engine.subtrans).unwrap_or(true) {
+                        self.lm.xact_lock_table_wait(updater)?;
+                        self.take_snapshot();
+                    }
+                    continue;
+                }
+                UpdateCheck::AlreadyLocked => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Ok(Some(tuple::row(&tup)));
+                }
+                UpdateCheck::ShareWith(others) => share_with = Some(others),
+                UpdateCheck::Ok => {}
+            }
+            let cols = tuple::row(&tup);
+            if let Some(bits) = lock_bits {
+                let p = g.page_mut();
+                let item = page::get_item_mut(p, tid.offset).expect("present");
+                if let Some(others) = share_with {
+                    // MultiXactIdCreate / MultiXactIdExpand: the running lockers and us, in a
+                    // new multi (a multi's membership never changes).
+                    let share = |xid| MultiXactMember { xid, status: MultiXactStatus::ForShare };
+                    let mut members: Vec<MultiXactMember> = others.into_iter().map(share).collect();
+                    members.push(share(xid));
+                    let multi = self.engine.multixact.create(&members);
+                    tuple::set_xmax_multi(item, multi, self.cid, bits);
+                } else {
+                    tuple::set_xmax(item, xid, self.cid, Some(bits));
+                }
+                let lsn = self.wal.insert(&Record {
+                    rmid: RM_HEAP,
+                    info: XLOG_HEAP_LOCK,
+                    xid,
+                    data: &tid_bytes(tid),
+                })?;
+                page::set_lsn(g.page_mut(), lsn.0);
+                g.mark_dirty();
+                drop(g);
+                self.bb.release(buf);
+                return Ok(Some(cols));
+            }
+            let values = match new_cols(&cols) {
+                Ok(v) => v.expect("update builds a row"),
+                Err(e) => {
+                    // Nothing is changed yet: give the page and the pin back and fail.
+                    drop(g);
+                    self.bb.release(buf);
+                    return Err(e);
+                }
+            };
+            // HOT if the new version fits on this page.
+            let mut newtup = tuple::form_tuple(xid, self.cid, &values, t.filler(), HEAP_ONLY_TUPLE);
+            let fits = page::free_space(g.page()) >= page::maxalign(newtup.len());
+            let p = g.page_mut();
+            let (new_tid, hot) = if fits {
+                let off = page::add_item(p, &newtup, None).expect("checked free space");
+                let nt = Tid { block: tid.block, offset: off };
+                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), nt);
+                (nt, true)
+            } else {
+                newtup[22..24].copy_from_slice(&0u16.to_le_bytes());
+                (Tid { block: u32::MAX, offset: 0 }, false)
+            };
+            let old = page::get_item_mut(p, tid.offset).expect("present");
+            tuple::set_xmax(old, xid, self.cid, None);
+            if hot {
+                tuple::set_hot_updated(old, new_tid);
+            } else {
+                // An aborted HOT update may have left the flag and a link to its version.
+                tuple::clear_hot_updated(old);
+            }
+            let cleared = page::is_all_visible(p);
+            if cleared {
+                page::clear_all_visible(p);
+            }
+            if !hot {
+                page::set_prune_xid(p, xid.0);
+            }
+            let info = if hot { XLOG_HEAP_HOT_UPDATE } else { XLOG_HEAP_UPDATE };
+            let mut payload = tid_bytes(tid).to_vec();
+            payload.extend_from_slice(&newtup);
+            let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &payload })?;
+            page::set_lsn(g.page_mut(), lsn.0);
+            if hot {
+                page::set_prune_xid(g.page_mut(), xid.0);
+            }
+            g.mark_dirty();
+            drop(g);
+            if cleared {
+                let vm = &self.engine.table(t).vm;
+                vm.clear_bits(
+                    &self.bb,
+                    tid.block,
+                    &self.vmbuf,
+                    VISIBILITYMAP_ALL_VISIBLE | VISIBILITYMAP_ALL_FROZEN,
+                );
+            }
+            if !hot {
+                // The new version goes elsewhere; link the old one to it and index it.
+                let nt = self.heap_insert_elsewhere(t, &mut newtup, tid.block)?;
+                let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+                let old = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                tuple::set_ctid(old, nt);
+                g.mark_dirty();
+                drop(g);
+                if let Some(index) = &self.engine.table(t).index {
+                    index.insert(&self.bb, key, nt)?;
+                }
+            }
+            self.bb.release(buf);
+            return Ok(Some(cols));
+        }
+    }
+
+    /// Is `xid` still running, as CLOG says (`TransactionIdIsInProgress` for a member)?
+    fn xid_running(&self, xid: TransactionId) -> bool {
+        !matches!(self.engine.clog.get_status(xid), Ok((XidStatus::Committed | XidStatus::Aborted, _)))
+    }
+
+    /// `HeapTupleSatisfiesUpdate` with `heap_lock_tuple`'s and `heap_update`'s reading of its
+    /// `TM_BeingModified`, reduced to the outcomes the executor acts on, for a lock (or update)
+    /// of strength `mode`.
+    fn update_check(&self, t: &TupleXactInfo, mode: LockTupleMode) -> UpdateCheck {
+        use visibility::{XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY};
+        if !t.xmax.is_valid() || t.infomask & XMAX_INVALID != 0 {
+            return UpdateCheck::Ok;
+        }
+        if t.infomask & XMAX_IS_MULTI != 0 {
+            // A lock-only multi of share lockers (the only kind the engine makes): share
+            // lockers coexist with it, anything stronger waits for its running members.
+            let members = self.engine.multixact.members(MultiXactId(t.xmax.0));
+            let me = self.xid;
+            let mut mine = false;
+            let mut others = Vec::new();
+            for m in members {
+                if m.xid == me {
+                    mine = true;
+                } else if self.xid_running(m.xid) {
+                    others.push(m.xid);
+                }
+            }
+            return match (others.is_empty(), mode == LockTupleMode::Share) {
+                // Every other locker ended: the row is free (the multi is as good as invalid).
+                (true, _) => UpdateCheck::Ok,
+                (false, true) if mine => UpdateCheck::AlreadyLocked,
+                (false, true) => UpdateCheck::ShareWith(others),
+                (false, false) => UpdateCheck::WaitMulti(others),
+            };
+        }
+        if t.xmax == self.xid {
+            // Our own lock or update. A share lock asked for again, over our own lock of any
+            // strength, changes nothing (a stronger lock is not weakened).
+            if mode == LockTupleMode::Share && t.infomask & XMAX_LOCK_ONLY != 0 {
+                return UpdateCheck::AlreadyLocked;
+            }
+            return UpdateCheck::Ok;
+        }
+        let committed = t.infomask & XMAX_COMMITTED != 0;
+        let state = if committed {
+            XidStatus::Committed
+        } else {
+            self.engine.clog.get_status(t.xmax).map(|(s, _)| s).unwrap_or(XidStatus::InProgress)
+        };
+        match state {
+            XidStatus::Committed if t.infomask & XMAX_LOCK_ONLY != 0 => UpdateCheck::Ok,
+            XidStatus::Committed => UpdateCheck::Retry(t.xmax),
+            XidStatus::Aborted => UpdateCheck::Ok,
+            // A running share locker: another share locker joins it in a multi.
+            _ if mode == LockTupleMode::Share
+                && t.infomask & XMAX_LOCK_ONLY != 0
+                && t.infomask & XMAX_EXCL_LOCK == 0 =>
+            {
+                UpdateCheck::ShareWith(vec![t.xmax])
+            }
+            _ => UpdateCheck::Wait(t.xmax),
+        }
+    }
+
+    /// Prunes `buf`'s page if the cleanup lock is free right now (`heap_page_prune_opt`):
+    /// never waits, since pruning is only an optimisation.
+    /// Returns true if the page was pruned and has at least a quarter of a page free.
+    pub(super) fn prune_opt(&mut self, buf: lockstack_bufmgr::Buffer) -> bool {
+        let mut roomy = false;
+        if let Some(mut g) = self.bb.conditional_lock_for_cleanup(buf) {
+            let horizon = self.engine.procarray.get_oldest_xmin();
+            let pr = Pruner { engine: &self.engine, horizon };
+            let removed = tuple::prune_page(g.page_mut(), &pr);
+            if removed > 0 {
+                g.mark_dirty();
+            }
+            // Keep the hint while something on the page may still become prunable.
+            let any_xmax = (1..=page::max_offset_number(g.page())).any(|o| {
+                page::item_id(g.page(), o).flags == LpFlags::Normal
+                    && tuple::header(page::get_item(g.page(), o).expect("normal")).xact.xmax.is_valid()
+            });
+            if !any_xmax {
+                page::set_prune_xid(g.page_mut(), 0);
+            }
+            roomy = removed > 0 && page::free_space(g.page()) >= page::BLCKSZ / 4;
+        }
+        roomy
+    }
+
+    /// Puts `tup` on a page of `t` other than `avoid` (the relation's last page, or a new one)
+    /// and returns its TID.
+    fn heap_insert_elsewhere(&mut self, t: TableId, tup: &mut [u8], avoid: u32) -> Result<Tid, EngineError> {
+        let rel = t.heap_oid();
+        // Up to a few remembered pages, newest first: prune (if the cleanup lock is free), then
+        // use the page if the version fits. Pages that still hold dead versions go back.
+        let (mut revisit, mut roomy) = (Vec::new(), Vec::new());
+        let mut placed = None;
+        for _ in 0..FREE_PAGES_TRIES {
+            let Some(block) = self.engine.free_pages(t).lock().pop() else { break };
+            if block == avoid {
+                roomy.push(block);
+                continue;
+            }
+            let buf = self.bb.read_block(rel, BlockNumber(block))?;
+            self.prune_opt(buf);
+            let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+            let fits =
+                page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page());
+            if fits {
+                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let tid = Tid { block, offset: off };
+                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                g.mark_dirty();
+                placed = Some(tid);
+            }
+            if page::free_space(g.page()) >= page::BLCKSZ / 4 {
+                roomy.push(block);
+            } else if page::prune_xid(g.page()) != 0 {
+                revisit.push(block);
+            }
+            drop(g);
+            self.bb.release(buf);
+            if placed.is_some() {
+                break;
+            }
+        }
+        {
+            // Pages still waiting for their dead versions to pass the horizon go to the back of
+            // the queue (tried last), pages with room to the front (tried first).
+            let mut l = self.engine.free_pages(t).lock();
+            for b in revisit {
+                if !l.contains(&b) && l.len() < FREE_PAGES_MAX {
+                    l.insert(0, b);
+                }
+            }
+            for b in roomy {
+                if !l.contains(&b) && l.len() < FREE_PAGES_MAX {
+                    l.push(b);
+                }
+            }
+        }
+        if let Some(tid) = placed {
+            return Ok(tid);
+        }
+        let nblocks = self.engine.pool.nblocks(rel, ForkNumber::Main)?;
+        if nblocks > 0 && nblocks - 1 != avoid {
+            let last = nblocks - 1;
+            let buf = self.bb.read_block(rel, BlockNumber(last))?;
+            let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+            if page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page()) {
+                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let tid = Tid { block: last, offset: off };
+                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                g.mark_dirty();
+                drop(g);
+                self.bb.release(buf);
+                return Ok(tid);
+            }
+            drop(g);
+            self.bb.release(buf);
+        }
+        let (buf, blk) = self.bb.extend(rel, ForkNumber::Main)?;
+        let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+        page::init(g.page_mut(), 0);
+        let off = page::add_item(g.page_mut(), tup, None).expect("empty page");
+        let tid = Tid { block: blk.0, offset: off };
+        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        g.mark_dirty();
+        drop(g);
+        self.bb.release(buf);
+        Ok(tid)
+    }
+
+    /// `INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (...)`.
+    ///
+    /// # Errors
+    /// Buffer, WAL and CLOG errors.
+    pub fn insert_history(&mut self, values: [i64; 5]) -> Result<(), EngineError> {
+        self.statement(|s| {
+            s.lock_table(TableId::History, LockMode::RowExclusive)?;
+            let xid = s.ensure_xid()?;
+            let rel = TableId::History.heap_oid();
+            let mut tup = tuple::form_tuple(xid, s.cid, &values, TableId::History.filler(), 0);
+            loop {
+                let target = s.engine.history_target.load(Ordering::Relaxed);
+                if target == u32::MAX {
+                    // No target: extend, fill our row in, and only then publish the block
+                    // (PostgreSQL's `RelationGetBufferForTuple` likewise initialises and uses
+                    // a new page under its lock before other backends can find it in the FSM).
+                    let (buf, blk) = s.bb.extend(rel, ForkNumber::Main)?;
+                    let placed = s.history_add(buf, xid, &mut tup)?;
+                    s.bb.release(buf);
+                    s.engine.history_target.store(blk.0, Ordering::Relaxed);
+                    if placed {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                let buf = s.bb.read_block(rel, BlockNumber(target))?;
+                let placed = s.history_add(buf, xid, &mut tup)?;
+                s.bb.release(buf);
+                if placed {
+                    return Ok(());
+                }
+                // Page full: move the shared target on (if nobody did yet).
+                let _ = s.engine.history_target.compare_exchange(
+                    target,
+                    u32::MAX,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+        })
+    }
+
+    /// Adds history tuple `tup` (its ctid set here) to the pinned page `buf` under its exclusive
+    /// lock and WAL-logs it; false if the page is full. The page is initialised only if it is
+    /// still new (`PageIsNew`, as `RelationGetBufferForTuple` checks): another backend may
+    /// already have initialised it and put rows there, which initialising again would wipe.
+    pub(super) fn history_add(
+        &mut self,
+        buf: lockstack_bufmgr::Buffer,
+        xid: TransactionId,
+        tup: &mut [u8],
+    ) -> Result<bool, EngineError> {
+        let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+        if page::is_new(g.page()) {
+            page::init(g.page_mut(), 0);
+        }
+        let Some(off) = page::add_item(g.page_mut(), tup, None) else { return Ok(false) };
+        let tid = Tid { block: self.bb.tag(buf).block.0, offset: off };
+        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(tup, tid);
+        let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_INSERT, xid, data: tup })?;
+        page::set_lsn(g.page_mut(), lsn.0);
+        g.mark_dirty();
+        Ok(true)
+    }
+}
+
+/// Sets, on every tuple of an exclusively locked heap page, the hint bits that
+/// `satisfies_mvcc` can prove from CLOG (`SetHintBits`); returns whether any changed.
+fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
+    use visibility::{XMAX_COMMITTED, XMAX_INVALID, XMIN_COMMITTED, XMIN_INVALID};
+    let mut changed = false;
+    for off in 1..=page::max_offset_number(p) {
+        if page::item_id(p, off).flags != LpFlags::Normal {
+            continue;
+        }
+        let t = page::get_item_mut(p, off).expect("normal");
+        let h = tuple::header(t).xact;
+        let have_xmin = h.infomask & (XMIN_COMMITTED | XMIN_INVALID) != 0;
+        let have_xmax = !h.xmax.is_valid() || h.infomask & (XMAX_COMMITTED | XMAX_INVALID) != 0;
+        if have_xmin && have_xmax {
+            continue;
+        }
+        let add = visibility::satisfies_mvcc(&h, ctx).set_hints & !h.infomask;
+        if add != 0 {
+            tuple::set_hint_bits(t, add);
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn tid_bytes(t: Tid) -> [u8; 6] {
+    let mut b = [0u8; 6];
+    b[0..4].copy_from_slice(&t.block.to_le_bytes());
+    b[4..6].copy_from_slice(&t.offset.to_le_bytes());
+    b
+}

@@ -1,0 +1,623 @@
+//! Runs an experiment: every (run, workload, clients, variant) point on a fresh engine (pgbench
+//! workloads, [`crate::pgbench::runner::run`]) or a fresh buffer pool (`vm-pin`,
+//! [`crate::micro::buffers::run`]), then min / median / max throughput per (workload, variant,
+//! clients) and the experiment's counters normalised per operation.
+//!
+//! Points are ordered run by run, and within a run variants alternate at each client count, so
+//! that a slow stretch of a shared machine spreads over every variant instead of penalising one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Counter, Experiment, Per, VM_CHECK_KEY, Variant, Workload, WorkloadKind};
+use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
+use crate::pgbench::runner::{self, PgbenchConfig};
+use crate::pgbench::script::Builtin;
+use crate::report::MachineNote;
+use lockstack_common::Counters;
+use lockstack_engine::engine::EngineConfig;
+use lockstack_engine::settings;
+
+/// Largest client count accepted (pgbench's own limit on `-c` in our CLI).
+pub const MAX_CLIENTS: usize = 1000;
+
+/// Largest `--runs`.
+pub const MAX_RUNS: usize = 100;
+
+/// Largest `--duration`, seconds.
+pub const MAX_DURATION_S: f64 = 3600.0;
+
+/// Heap pages of the `scan` table per unit of `--scale` (16 MiB).
+pub const SCAN_PAGES_PER_SCALE: u32 = 2048;
+
+/// Heap pages of the `vm-delete` table per unit of `--scale` (2 MiB, the seed's table size).
+pub const DELETE_PAGES_PER_SCALE: u32 = 256;
+
+/// Buffers per unit of scale ([`settings::BUFFERS_PER_SCALE`], shared with `lockstack pgbench`).
+pub const BUFFERS_PER_SCALE: usize = settings::BUFFERS_PER_SCALE;
+
+/// Buffers beyond the loaded tables (64 MiB) for the rows a run adds (history, new versions);
+/// the pool is [`settings::pool_buffers`]`(scale, BUFFER_HEADROOM)`, the function
+/// `lockstack pgbench` sizes its pool with, but with half its headroom
+/// ([`settings::PGBENCH_BUFFER_HEADROOM`], 16384): a smaller pool halves the load time of every
+/// point, which dominates short points. Runs long enough to outgrow it start evicting, which
+/// shows in the `BufFreelist` counters.
+pub const BUFFER_HEADROOM: usize = 8192;
+
+/// The `--set` keys `vm-pin` accepts: the buffer-pool designs its pool is built with.
+pub const VM_PIN_KEYS: [&str; 3] = ["bufmgr.header", "bufmgr.mapping", "bufmgr.victim"];
+
+/// What the caller may change; `None` keeps the experiment's default.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Client counts (worker threads for `vm-pin`), each 1..=[`MAX_CLIENTS`].
+    pub clients: Option<Vec<usize>>,
+    /// Seconds per point, above 0 and at most [`MAX_DURATION_S`].
+    pub duration_s: Option<f64>,
+    /// Runs per point, 1..=[`MAX_RUNS`].
+    pub runs: Option<usize>,
+    /// pgbench scale factor (1..=100000); for `vm-pin`, a multiplier of the table sizes.
+    pub scale: Option<i64>,
+    /// Release preset instead of the experiment's.
+    pub preset: Option<String>,
+    /// `crate.knob=value` assignments applied to every variant, after the experiment's common
+    /// list and before the variant's own.
+    pub set: Vec<String>,
+    /// Only these workloads (names), in the experiment's order.
+    pub workloads: Option<Vec<String>>,
+    /// Base seed of pgbench's client random generators (run `r` uses `seed + r`).
+    pub seed: u64,
+}
+
+/// An experiment with every option resolved and validated: what [`run`] executes.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// The definition.
+    pub experiment: &'static Experiment,
+    /// Release preset.
+    pub preset: String,
+    /// The caller's `--set` list.
+    pub set: Vec<String>,
+    /// Workloads to run.
+    pub workloads: Vec<&'static Workload>,
+    /// Client counts, ascending, without duplicates.
+    pub clients: Vec<usize>,
+    /// Seconds per point.
+    pub duration_s: f64,
+    /// Runs per point.
+    pub runs: usize,
+    /// Scale factor.
+    pub scale: i64,
+    /// Base random seed.
+    pub seed: u64,
+}
+
+fn key_of(assignment: &str) -> &str {
+    assignment.split_once('=').map_or(assignment, |(k, _)| k).trim()
+}
+
+fn is_vm_pin(e: &Experiment) -> bool {
+    e.workloads.iter().any(|w| matches!(w.kind, WorkloadKind::Buffers { .. }))
+}
+
+impl Plan {
+    /// Resolves `opts` against `experiment`'s defaults and checks everything a run would
+    /// reject, so that bad input fails before any measuring.
+    ///
+    /// # Errors
+    /// A one-line message: an empty client list or a count outside 1..=[`MAX_CLIENTS`], a
+    /// duration that is not a positive number of at most [`MAX_DURATION_S`] s, runs outside
+    /// 1..=[`MAX_RUNS`], a scale outside 1..=100000 (1..=512 for `vm-pin`), an unknown preset or
+    /// workload, a `--set` assignment [`settings::apply_set`] rejects, a key one of the
+    /// experiment's variants sets (it would erase the comparison), or (`vm-pin`) a key other
+    /// than [`VM_PIN_KEYS`] (and [`VM_CHECK_KEY`] for the others).
+    pub fn new(experiment: &'static Experiment, opts: &Options) -> Result<Plan, String> {
+        let mut clients = opts.clients.clone().unwrap_or_else(|| experiment.clients.to_vec());
+        if clients.is_empty() {
+            return Err("--clients: no client count given".into());
+        }
+        if let Some(&bad) = clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
+            return Err(format!("--clients: each count must be 1..={MAX_CLIENTS}, got {bad}"));
+        }
+        clients.sort_unstable();
+        clients.dedup();
+        let duration_s = opts.duration_s.unwrap_or(experiment.duration_s);
+        if !duration_s.is_finite() || duration_s <= 0.0 || duration_s > MAX_DURATION_S {
+            return Err(format!(
+                "--duration must be above 0 and at most {MAX_DURATION_S} seconds, got {duration_s}"
+            ));
+        }
+        let runs = opts.runs.unwrap_or(experiment.runs);
+        if runs == 0 || runs > MAX_RUNS {
+            return Err(format!("--runs must be 1..={MAX_RUNS}, got {runs}"));
+        }
+        let vm_pin = is_vm_pin(experiment);
+        let scale = opts.scale.unwrap_or(1);
+        let max_scale = if vm_pin { 512 } else { 100_000 };
+        if !(1..=max_scale).contains(&scale) {
+            return Err(format!("--scale must be 1..={max_scale} for {}, got {scale}", experiment.name));
+        }
+        if !vm_pin {
+            // Every point loads the pgbench tables in memory: refuse a scale that cannot fit.
+            settings::pool_buffers(scale, BUFFER_HEADROOM)?;
+            settings::check_memory(scale)?;
+        }
+        let preset = opts.preset.clone().unwrap_or_else(|| experiment.preset.to_string());
+        EngineConfig::preset(&preset, 2, 1024)?;
+        let workloads = match &opts.workloads {
+            None => experiment.workloads.iter().collect(),
+            Some(names) => {
+                for n in names {
+                    if experiment.workload(n).is_none() {
+                        let valid: Vec<&str> = experiment.workloads.iter().map(|w| w.name).collect();
+                        return Err(format!(
+                            "unknown workload \"{n}\" for {} (valid: {})",
+                            experiment.name,
+                            valid.join(", ")
+                        ));
+                    }
+                }
+                let v: Vec<&'static Workload> =
+                    experiment.workloads.iter().filter(|w| names.iter().any(|n| n == w.name)).collect();
+                if v.is_empty() {
+                    return Err("--workload: no workload given".into());
+                }
+                v
+            }
+        };
+        let varied: Vec<&str> =
+            experiment.variants.iter().flat_map(|v| v.set.iter().map(|s| key_of(s))).collect();
+        for a in &opts.set {
+            let key = key_of(a);
+            if varied.contains(&key) {
+                return Err(format!(
+                    "--set {key}: the {} experiment varies this knob itself (its variants set it)",
+                    experiment.name
+                ));
+            }
+            if !vm_pin && key == VM_CHECK_KEY {
+                return Err(format!("--set {key}: only vm-pin has a visibility-check knob"));
+            }
+            if vm_pin && !VM_PIN_KEYS.contains(&key) {
+                return Err(format!(
+                    "--set {key}: vm-pin builds a buffer pool only; it accepts {}",
+                    VM_PIN_KEYS.join(", ")
+                ));
+            }
+        }
+        let plan = Plan {
+            experiment,
+            preset,
+            set: opts.set.clone(),
+            workloads,
+            clients,
+            duration_s,
+            runs,
+            scale,
+            seed: opts.seed,
+        };
+        for v in experiment.variants {
+            plan.config(v, 1)?;
+        }
+        if vm_pin {
+            for w in &plan.workloads {
+                if let WorkloadKind::Buffers { scenario } = w.kind {
+                    for &c in &plan.clients {
+                        plan.buffers_config(scenario, &experiment.variants[0], c)?.validate()?;
+                    }
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Points the plan measures: runs x workloads x clients x variants.
+    pub fn points(&self) -> usize {
+        self.runs * self.workloads.len() * self.clients.len() * self.experiment.variants.len()
+    }
+
+    /// Seconds of measuring (points x duration), not counting table loads.
+    pub fn measuring_s(&self) -> f64 {
+        self.points() as f64 * self.duration_s
+    }
+
+    /// Every assignment a variant runs with, in the order applied: the experiment's common
+    /// list, the caller's `--set` list, the variant's own list.
+    pub fn assignments(&self, variant: &Variant) -> Vec<String> {
+        let e = self.experiment;
+        e.common
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.set.iter().cloned())
+            .chain(variant.set.iter().map(|s| s.to_string()))
+            .collect()
+    }
+
+    /// The engine configuration of `variant` at `clients` clients and, for `vm-pin`, the
+    /// visibility check it selects. The pool has [`BUFFERS_PER_SCALE`] x scale +
+    /// [`BUFFER_HEADROOM`] buffers (`--set bufmgr.nbuffers=N` overrides it).
+    ///
+    /// # Errors
+    /// An unknown preset, a rejected assignment, or an unknown `vm.check` value.
+    pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
+        let nbuffers = settings::pool_buffers(self.scale, BUFFER_HEADROOM)?;
+        let mut cfg = EngineConfig::preset(&self.preset, clients + 1, nbuffers)?;
+        let applied = self.assignments(variant);
+        for a in &applied {
+            settings::apply_set(&mut cfg, a)?;
+        }
+        // What the engine would refuse when a point starts is bad input now.
+        settings::validate(&cfg, &applied)?;
+        let check = if is_vm_pin(self.experiment) {
+            if !applied.iter().any(|a| key_of(a) == VM_CHECK_KEY) {
+                return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
+            }
+            Some(cfg.vm_check)
+        } else {
+            None
+        };
+        Ok((cfg, check))
+    }
+
+    fn buffers_config(
+        &self,
+        scenario: BufferScenario,
+        variant: &Variant,
+        clients: usize,
+    ) -> Result<BuffersConfig, String> {
+        let (cfg, check) = self.config(variant, clients)?;
+        let scale = u32::try_from(self.scale).unwrap_or(1);
+        let table_pages = match scenario {
+            BufferScenario::Scan | BufferScenario::HotPin => SCAN_PAGES_PER_SCALE * scale,
+            BufferScenario::VmDelete => (DELETE_PAGES_PER_SCALE * scale).max(clients as u32),
+        };
+        Ok(BuffersConfig {
+            scenario,
+            headers: vec![cfg.bufmgr.header],
+            vm_checks: check.into_iter().collect(),
+            mapping: cfg.bufmgr.mapping,
+            victim: cfg.bufmgr.victim,
+            threads: clients,
+            duration: Duration::from_secs_f64(self.duration_s),
+            table_pages,
+            pool_buffers: (table_pages as usize + 64).max(2 * clients + 64),
+            vacuum_every: 0,
+        })
+    }
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// Workload name.
+    pub workload: String,
+    /// Variant name.
+    pub variant: String,
+    /// Clients (worker threads).
+    pub clients: usize,
+    /// Run number, from 0.
+    pub run: usize,
+    /// Operations completed: committed transactions (pgbench) or pages scanned / deletes.
+    pub ops: u64,
+    /// Failed transactions (deadlocks, lock timeouts); 0 for `vm-pin`.
+    pub failed: u64,
+    /// Seconds measured.
+    pub elapsed_s: f64,
+    /// Seconds spent loading the tables before measuring (pgbench workloads).
+    pub load_s: f64,
+    /// Operations per second.
+    pub throughput: f64,
+    /// Raw counters of the measured phase by path, as [`crate::report::StackCounters`] names
+    /// them (`lwlock.ProcArray.ex_acquire`, `lmgr.waits`, `wal.flushes`,
+    /// `procarray.get_snapshot_data`, `lmgr.main_acquisitions_max` for the busiest partition,
+    /// `lmgr.partitions`): every counter of a pgbench workload's run; for `vm-pin`, `buffers.*`
+    /// of the pool's statistics and the acquisitions and blocks of the buffer tranches.
+    pub counters: BTreeMap<String, u64>,
+    /// True when every consistency check after the run held (pgbench's balance invariants, the
+    /// buffer pool's invariants and contents).
+    pub ok: bool,
+    /// The first failed check, if any.
+    pub error: Option<String>,
+}
+
+impl Point {
+    /// `counter` normalised as it says (missing raw counters read as 0).
+    pub fn normalised(&self, counter: &Counter) -> f64 {
+        let raw = self.counters.get(counter.key).copied().unwrap_or(0) as f64;
+        let ops = self.ops.max(1) as f64;
+        match counter.per {
+            Per::Op => raw / ops,
+            Per::KiloOp => 1000.0 * raw / ops,
+            Per::UsPerOp => raw / 1000.0 / ops,
+            Per::Per5Min => raw / self.elapsed_s.max(1e-9) * 300.0,
+            Per::PartitionPer5Min => {
+                let parts = self.counters.get("lmgr.partitions").copied().unwrap_or(1).max(1) as f64;
+                raw / parts / self.elapsed_s.max(1e-9) * 300.0
+            }
+        }
+    }
+}
+
+/// Throughput and counters of one (workload, variant, clients) over its runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    /// Workload name.
+    pub workload: String,
+    /// Variant name.
+    pub variant: String,
+    /// Clients.
+    pub clients: usize,
+    /// Runs summarised.
+    pub runs: usize,
+    /// Lowest throughput of the runs (operations per second).
+    pub min: f64,
+    /// Median throughput (the mean of the middle two for an even number of runs).
+    pub median: f64,
+    /// Highest throughput.
+    pub max: f64,
+    /// Median over the baseline's median, minus 1, in percent; `None` for the baseline itself.
+    pub gain_pct: Option<f64>,
+    /// The experiment's counters, normalised, median of the runs, in [`Experiment::counters`]
+    /// order.
+    pub counters: Vec<f64>,
+}
+
+/// Everything an experiment run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// What was run.
+    pub plan: Plan,
+    /// Counter column labels with their normalisation (`ProcArray ex/txn`), in
+    /// [`Experiment::counters`] order.
+    pub counter_labels: Vec<String>,
+    /// The full assignment list of each variant, in variant order (name, assignments).
+    pub variant_sets: Vec<(String, Vec<String>)>,
+    /// Cores and oversubscription at the largest client count.
+    pub machine: MachineNote,
+    /// Every point, in the order measured.
+    pub points: Vec<Point>,
+    /// One row per (workload, variant, clients), workloads and clients in plan order, variants
+    /// in experiment order.
+    pub summary: Vec<SummaryRow>,
+}
+
+impl ExperimentResult {
+    /// True when every point passed its consistency checks.
+    pub fn all_ok(&self) -> bool {
+        self.points.iter().all(|p| p.ok)
+    }
+
+    /// The summary row of (workload, variant, clients).
+    pub fn row(&self, workload: &str, variant: &str, clients: usize) -> Option<&SummaryRow> {
+        self.summary.iter().find(|r| r.workload == workload && r.variant == variant && r.clients == clients)
+    }
+}
+
+/// What the progress callback sees: before a point starts (`finished` is `None`) and after it
+/// ends.
+#[derive(Debug)]
+pub struct Step<'a> {
+    /// Points finished so far.
+    pub done: usize,
+    /// Points in the plan.
+    pub total: usize,
+    /// Workload of the point.
+    pub workload: &'a str,
+    /// Variant of the point.
+    pub variant: &'a str,
+    /// Clients of the point.
+    pub clients: usize,
+    /// Run of the point, from 0.
+    pub run: usize,
+    /// The result, once the point has finished.
+    pub finished: Option<&'a Point>,
+}
+
+/// The unit of a workload's operations in counter labels: `txn` for pgbench, `op` otherwise.
+pub fn op_name(w: &Workload) -> &'static str {
+    match w.kind {
+        WorkloadKind::Pgbench { .. } => "txn",
+        WorkloadKind::Buffers { .. } => "op",
+    }
+}
+
+fn run_pgbench(
+    plan: &Plan,
+    builtin: &str,
+    variant: &Variant,
+    clients: usize,
+    run: usize,
+) -> Result<Point, String> {
+    let (engine, _) = plan.config(variant, clients)?;
+    let cfg = PgbenchConfig {
+        scale: plan.scale,
+        fillfactor: 100,
+        clients,
+        threads: clients,
+        duration: Some(Duration::from_secs_f64(plan.duration_s)),
+        transactions: None,
+        scripts: vec![Builtin::find(builtin)?.script()],
+        progress: None,
+        seed: plan.seed.wrapping_add(run as u64),
+        wait_sampling_hz: 0,
+        engine,
+    };
+    let r = runner::run(&cfg, &|_| {}).map_err(|e| e.to_string())?;
+    let counters = crate::report::counters_by_name(&r.lock_stack.counters);
+    let bad = r.checks.iter().find(|c| !c.ok);
+    Ok(Point {
+        workload: String::new(),
+        variant: variant.name.into(),
+        clients,
+        run,
+        ops: r.transactions,
+        failed: r.failed,
+        elapsed_s: r.elapsed_s,
+        load_s: r.load_s,
+        throughput: r.transactions as f64 / r.elapsed_s.max(1e-9),
+        counters,
+        ok: bad.is_none(),
+        error: bad.map(|c| format!("{} ({})", c.name, c.detail)),
+    })
+}
+
+fn run_buffers(
+    plan: &Plan,
+    scenario: BufferScenario,
+    variant: &Variant,
+    clients: usize,
+    run: usize,
+) -> Result<Point, String> {
+    let cfg = plan.buffers_config(scenario, variant, clients)?;
+    let rep = buffers::run(&cfg)?;
+    let row = rep.rows.into_iter().next().ok_or("the buffer experiment returned no row")?;
+    let b = &row.buffers;
+    let mut counters = BTreeMap::new();
+    b.visit(&mut |n, v| {
+        counters.insert(format!("buffers.{n}"), v);
+    });
+    let l = &row.lwlocks;
+    for (k, v) in [
+        ("lwlock.BufferMapping.acquisitions", l.mapping_acquire),
+        ("lwlock.BufferMapping.block", l.mapping_block),
+        ("lwlock.BufferContent.acquisitions", l.content_acquire),
+        ("lwlock.BufferContent.block", l.content_block),
+        ("lwlock.BufFreelist.acquisitions", l.freelist_acquire),
+    ] {
+        counters.insert(k.into(), v);
+    }
+    let elapsed_s =
+        if row.ops > 0 && row.ops_per_sec > 0.0 { row.ops as f64 / row.ops_per_sec } else { plan.duration_s };
+    Ok(Point {
+        workload: String::new(),
+        variant: variant.name.into(),
+        clients,
+        run,
+        ops: row.ops,
+        failed: 0,
+        elapsed_s,
+        load_s: 0.0,
+        throughput: row.ops_per_sec,
+        counters,
+        ok: row.invariant_ok,
+        error: row.error,
+    })
+}
+
+/// The median of `v` (mean of the middle two for an even length); 0 for an empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
+}
+
+/// Summarises `points` per (workload, variant, clients) in plan order.
+pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
+    let e = plan.experiment;
+    let mut rows = Vec::new();
+    for w in &plan.workloads {
+        for &c in &plan.clients {
+            let mut base_median = None;
+            for v in e.variants {
+                let pts: Vec<&Point> = points
+                    .iter()
+                    .filter(|p| p.workload == w.name && p.variant == v.name && p.clients == c)
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                let tp: Vec<f64> = pts.iter().map(|p| p.throughput).collect();
+                let med = median(&tp);
+                let gain_pct = match base_median {
+                    None => {
+                        base_median = Some(med);
+                        None
+                    }
+                    Some(b) if b > 0.0 => Some((med / b - 1.0) * 100.0),
+                    Some(_) => None,
+                };
+                let counters = e
+                    .counters
+                    .iter()
+                    .map(|k| median(&pts.iter().map(|p| p.normalised(k)).collect::<Vec<_>>()))
+                    .collect();
+                rows.push(SummaryRow {
+                    workload: w.name.into(),
+                    variant: v.name.into(),
+                    clients: c,
+                    runs: pts.len(),
+                    min: tp.iter().copied().fold(f64::INFINITY, f64::min),
+                    median: med,
+                    max: tp.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    gain_pct,
+                    counters,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Runs every point of `plan`, calling `on_step` before and after each.
+///
+/// # Errors
+/// A configuration the engine or buffer pool refuses, or an engine error other than a failed
+/// transaction (those are counted in [`Point::failed`]). A failed consistency check is not an
+/// error: it marks the point (`ok = false`) and the run goes on.
+pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, String> {
+    let e = plan.experiment;
+    let total = plan.points();
+    let mut points = Vec::with_capacity(total);
+    for run in 0..plan.runs {
+        for w in &plan.workloads {
+            for &clients in &plan.clients {
+                for v in e.variants {
+                    let mut step = Step {
+                        done: points.len(),
+                        total,
+                        workload: w.name,
+                        variant: v.name,
+                        clients,
+                        run,
+                        finished: None,
+                    };
+                    on_step(&step);
+                    let mut p = match w.kind {
+                        WorkloadKind::Pgbench { builtin } => run_pgbench(plan, builtin, v, clients, run)?,
+                        WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
+                    };
+                    p.workload = w.name.into();
+                    step.done += 1;
+                    step.finished = Some(&p);
+                    on_step(&step);
+                    points.push(p);
+                }
+            }
+        }
+    }
+    let counter_labels = e
+        .counters
+        .iter()
+        .map(|c| {
+            let op = plan.workloads.first().map_or("op", |w| op_name(w));
+            format!("{}{}", c.label, c.per.suffix(op))
+        })
+        .collect();
+    Ok(ExperimentResult {
+        summary: summarise(plan, &points),
+        counter_labels,
+        variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),
+        machine: MachineNote::for_threads(plan.clients.iter().copied().max().unwrap_or(1)),
+        plan: plan.clone(),
+        points,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,350 @@
+//! The scanner and parser (`exprscan.l`, `exprparse.y` in `src/bin/pgbench`, PostgreSQL 15):
+//! text to an [`Expr`], with bounds on its length and nesting depth.
+
+use super::ast::*;
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Tok {
+    Int(i64),
+    /// `9223372036854775808`, legal only right after a unary minus.
+    MaxIntPlusOne,
+    Double(f64),
+    Var(String),
+    Ident(String),
+    Op(&'static str),
+    LParen,
+    RParen,
+    Comma,
+}
+
+/// A double constant as pgbench's scanner reads it (`strtodouble` over `strtod`, PostgreSQL 15
+/// `exprscan.l`): a value that overflows to infinity or underflows (to zero or a subnormal from
+/// a nonzero mantissa), where C's `strtod` sets `ERANGE`, is refused.
+pub(super) fn parse_double(text: &str) -> Result<f64, String> {
+    let bad = || format!("double constant out of range: \"{text}\"");
+    let d: f64 = text.parse().map_err(|_| format!("invalid number \"{text}\""))?;
+    let mantissa = text.split(['e', 'E']).next().unwrap_or("");
+    let nonzero = mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    if d.is_infinite() || (nonzero && !d.is_normal()) { Err(bad()) } else { Ok(d) }
+}
+
+pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < b.len() {
+        // `i` is always at a char boundary: every branch below advances over ASCII bytes or
+        // over whole chars, so slicing `s` at `i` never splits a UTF-8 sequence.
+        let Some(c) = s[i..].chars().next() else { break };
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && i + 1 < b.len() && (b[i + 1] as char).is_ascii_digit()) {
+            let start = i;
+            while i < b.len() && ((b[i] as char).is_ascii_digit()) {
+                i += 1;
+            }
+            let mut is_double = false;
+            if i < b.len() && b[i] == b'.' {
+                is_double = true;
+                i += 1;
+                while i < b.len() && (b[i] as char).is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                is_double = true;
+                i += 1;
+                if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+                    i += 1;
+                }
+                while i < b.len() && (b[i] as char).is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            let text = &s[start..i];
+            if is_double {
+                out.push(Tok::Double(parse_double(text)?));
+            } else if text == "9223372036854775808" {
+                // 2^63: only valid after a unary minus (pgbench's MAXINT_PLUS_ONE_CONST).
+                out.push(Tok::MaxIntPlusOne);
+            } else {
+                out.push(Tok::Int(text.parse().map_err(|_| format!("bigint out of range: \"{text}\""))?));
+            }
+            continue;
+        }
+        if c == ':' {
+            let start = i + 1;
+            i += 1;
+            while i < b.len() && ((b[i] as char).is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            if i == start {
+                return Err("expected a variable name after ':'".into());
+            }
+            out.push(Tok::Var(s[start..i].to_string()));
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < b.len() && ((b[i] as char).is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Tok::Ident(s[start..i].to_string()));
+            continue;
+        }
+        let two = s.get(i..i + 2).unwrap_or("");
+        let op2 = match two {
+            "<=" => Some("<="),
+            ">=" => Some(">="),
+            "<>" => Some("<>"),
+            "!=" => Some("<>"),
+            "<<" => Some("<<"),
+            ">>" => Some(">>"),
+            _ => None,
+        };
+        if let Some(op) = op2 {
+            out.push(Tok::Op(op));
+            i += 2;
+            continue;
+        }
+        let tok = match c {
+            '(' => Tok::LParen,
+            ')' => Tok::RParen,
+            ',' => Tok::Comma,
+            '+' => Tok::Op("+"),
+            '-' => Tok::Op("-"),
+            '*' => Tok::Op("*"),
+            '/' => Tok::Op("/"),
+            '%' => Tok::Op("%"),
+            '=' => Tok::Op("="),
+            '<' => Tok::Op("<"),
+            '>' => Tok::Op(">"),
+            '&' => Tok::Op("&"),
+            '|' => Tok::Op("|"),
+            '#' => Tok::Op("#"),
+            '~' => Tok::Op("~"),
+            _ => return Err(format!("unexpected character '{}'", c.escape_debug())),
+        };
+        out.push(tok);
+        i += 1;
+    }
+    Ok(out)
+}
+
+pub(super) struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+    /// Parser recursion depth (nested parentheses, unary operators, calls).
+    nesting: usize,
+}
+
+/// The deepest expression tree [`parse`] accepts (nested parentheses, unary operators, calls,
+/// and operator chains such as a sum of many terms all count). Parsing, folding, evaluating and
+/// dropping an expression recurse once per level; at this depth each takes under 1 MiB of stack
+/// even in an unoptimised build (measured: a 256-level parse and evaluation fit in 1 MiB there,
+/// in well under 512 KiB optimised), so they stay inside a client thread's default 2 MiB.
+/// pgbench's bison parser allows deeper nesting (`YYMAXDEPTH`, 10000 states) but pgbench
+/// scripts use a handful of levels.
+pub const MAX_EXPR_DEPTH: usize = 256;
+
+/// The longest expression text [`parse`] accepts, bytes.
+pub const MAX_EXPR_LEN: usize = 100_000;
+
+pub(super) fn too_deep() -> String {
+    format!("expression is too deeply nested (more than {MAX_EXPR_DEPTH} levels)")
+}
+
+pub(super) fn binop_info(t: &Tok) -> Option<(BinOp, u8)> {
+    // Higher binds tighter (exprparse.y's precedence list, bottom = tightest).
+    Some(match t {
+        Tok::Ident(w) if w.eq_ignore_ascii_case("or") => (BinOp::Or, 1),
+        Tok::Ident(w) if w.eq_ignore_ascii_case("and") => (BinOp::And, 2),
+        Tok::Op("=") => (BinOp::Eq, 4),
+        Tok::Op("<>") => (BinOp::Ne, 4),
+        Tok::Op("<") => (BinOp::Lt, 4),
+        Tok::Op("<=") => (BinOp::Le, 4),
+        Tok::Op(">") => (BinOp::Gt, 4),
+        Tok::Op(">=") => (BinOp::Ge, 4),
+        Tok::Op("&") => (BinOp::BitAnd, 5),
+        Tok::Op("|") => (BinOp::BitOr, 5),
+        Tok::Op("#") => (BinOp::BitXor, 5),
+        Tok::Op("<<") => (BinOp::Shl, 5),
+        Tok::Op(">>") => (BinOp::Shr, 5),
+        Tok::Op("+") => (BinOp::Add, 6),
+        Tok::Op("-") => (BinOp::Sub, 6),
+        Tok::Op("*") => (BinOp::Mul, 7),
+        Tok::Op("/") => (BinOp::Div, 7),
+        Tok::Op("%") => (BinOp::Mod, 7),
+        _ => return None,
+    })
+}
+
+/// An expression with the depth of its tree (a leaf is 1).
+pub(super) type Parsed = (Expr, usize);
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+
+    /// Enters one level of parser recursion; fails beyond [`MAX_EXPR_DEPTH`], before the
+    /// recursion itself could exhaust the stack.
+    fn enter(&mut self) -> Result<(), String> {
+        self.nesting += 1;
+        if self.nesting > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok(()) }
+    }
+
+    /// A node over children of depth `child`: fails when the tree gets too deep.
+    fn node(e: Expr, child: usize) -> Result<Parsed, String> {
+        if child + 1 > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok((e, child + 1)) }
+    }
+
+    fn expr(&mut self, min_prec: u8) -> Result<Parsed, String> {
+        self.enter()?;
+        let (mut lhs, mut depth) = self.unary()?;
+        while let Some((op, prec)) = self.peek().and_then(binop_info) {
+            if prec < min_prec {
+                break;
+            }
+            self.pos += 1;
+            // Comparisons are non-associative; everything else is left-associative.
+            let (rhs, rd) = self.expr(prec + 1)?;
+            (lhs, depth) = Self::node(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), depth.max(rd))?;
+            if prec == 4 && matches!(self.peek().and_then(binop_info), Some((_, 4))) {
+                return Err("comparison operators cannot be chained".into());
+            }
+        }
+        self.nesting -= 1;
+        Ok((lhs, depth))
+    }
+
+    fn unary(&mut self) -> Result<Parsed, String> {
+        if !matches!(self.peek(), Some(Tok::Op("-" | "+" | "~"))) {
+            return self.primary_or_not();
+        }
+        self.enter()?;
+        let r = match self.peek() {
+            Some(Tok::Op("-")) => {
+                self.pos += 1;
+                if self.peek() == Some(&Tok::MaxIntPlusOne) {
+                    self.pos += 1;
+                    self.nesting -= 1;
+                    return Ok((Expr::Const(Value::Int(i64::MIN)), 1));
+                }
+                let (x, d) = self.unary()?;
+                Self::node(Expr::Neg(Box::new(x)), d)
+            }
+            Some(Tok::Op("+")) => {
+                self.pos += 1;
+                self.unary()
+            }
+            Some(Tok::Op("~")) => {
+                self.pos += 1;
+                let (x, d) = self.unary()?;
+                Self::node(Expr::BitNot(Box::new(x)), d)
+            }
+            _ => self.primary_or_not(),
+        }?;
+        self.nesting -= 1;
+        Ok(r)
+    }
+
+    fn primary_or_not(&mut self) -> Result<Parsed, String> {
+        match self.peek() {
+            Some(Tok::Ident(w)) if w.eq_ignore_ascii_case("not") => {
+                self.pos += 1;
+                // NOT binds looser than comparisons (and recurses through `expr`, which counts
+                // the level).
+                let (x, d) = self.expr(3)?;
+                Self::node(Expr::Not(Box::new(x)), d)
+            }
+            _ => self.primary(),
+        }
+    }
+
+    fn primary(&mut self) -> Result<Parsed, String> {
+        match self.next() {
+            Some(Tok::Int(i)) => Ok((Expr::Const(Value::Int(i)), 1)),
+            Some(Tok::Double(d)) => Ok((Expr::Const(Value::Double(d)), 1)),
+            Some(Tok::Var(v)) => Ok((Expr::Var(v), 1)),
+            Some(Tok::LParen) => {
+                let e = self.expr(0)?;
+                match self.next() {
+                    Some(Tok::RParen) => Ok(e),
+                    _ => Err("expected ')'".into()),
+                }
+            }
+            Some(Tok::Ident(name)) => self.ident(&name),
+            Some(Tok::MaxIntPlusOne) => Err("bigint out of range: \"9223372036854775808\"".into()),
+            Some(t) => Err(format!("syntax error at {t:?}")),
+            None => Err("unexpected end of expression".into()),
+        }
+    }
+
+    /// `true`, `false` or a function call: out of [`Parser::primary`], so that the frames of
+    /// the parenthesis recursion stay small (unoptimised builds give every temporary its own
+    /// stack slot).
+    #[inline(never)]
+    fn ident(&mut self, name: &str) -> Result<Parsed, String> {
+        if name.eq_ignore_ascii_case("true") {
+            return Ok((Expr::Const(Value::Bool(true)), 1));
+        }
+        if name.eq_ignore_ascii_case("false") {
+            return Ok((Expr::Const(Value::Bool(false)), 1));
+        }
+        let (f, min, max) =
+            Func::lookup(name).ok_or_else(|| format!("unexpected function name \"{name}\""))?;
+        if self.next() != Some(Tok::LParen) {
+            return Err(format!("expected '(' after function name \"{name}\""));
+        }
+        let mut args = Vec::new();
+        let mut depth = 0;
+        if self.peek() == Some(&Tok::RParen) {
+            self.pos += 1;
+        } else {
+            loop {
+                let (a, d) = self.expr(0)?;
+                args.push(a);
+                depth = depth.max(d);
+                match self.next() {
+                    Some(Tok::Comma) => continue,
+                    Some(Tok::RParen) => break,
+                    _ => return Err(format!("expected ',' or ')' in call of \"{name}\"")),
+                }
+            }
+        }
+        if args.len() < min || max.is_some_and(|m| args.len() > m) {
+            return Err(format!("wrong number of arguments ({}) for function \"{name}\"", args.len()));
+        }
+        Self::node(Expr::Call(f, args), depth)
+    }
+}
+
+/// Parses one expression.
+///
+/// # Errors
+/// A message naming what was wrong (unknown function, bad token, wrong argument count, an
+/// expression longer than [`MAX_EXPR_LEN`] bytes or deeper than [`MAX_EXPR_DEPTH`] levels).
+pub fn parse(text: &str) -> Result<Expr, String> {
+    if text.len() > MAX_EXPR_LEN {
+        return Err(format!("expression is too long ({} bytes, at most {MAX_EXPR_LEN})", text.len()));
+    }
+    let toks = tokenize(text)?;
+    if toks.is_empty() {
+        return Err("missing expression".into());
+    }
+    let mut p = Parser { toks, pos: 0, nesting: 0 };
+    let (e, _) = p.expr(0)?;
+    if p.pos != p.toks.len() {
+        return Err(format!("unexpected {:?} after expression", p.toks[p.pos]));
+    }
+    Ok(e)
+}

@@ -1,0 +1,183 @@
+//! Runs lockstack's own isolation specs (`tests/isolation/specs`) and compares their output
+//! with `tests/isolation/expected`, as PostgreSQL's `pg_isolation_regress` does. Set
+//! `LOCKSTACK_BLESS=1` to (re)write the expected files after checking a change by hand.
+
+use std::path::{Path, PathBuf};
+
+use lockstack_workloads::isolation::{self, Comparison, IsolationConfig};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/isolation")
+}
+
+fn run_one(name: &str) {
+    let spec_path = dir().join("specs").join(format!("{name}.spec"));
+    let spec = isolation::load_spec(&spec_path).unwrap();
+    let run = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+    assert!(run.warnings.is_empty(), "{:?}", run.warnings);
+    let expected = dir().join("expected");
+    if std::env::var_os("LOCKSTACK_BLESS").is_some() {
+        std::fs::write(expected.join(format!("{name}.out")), &run.output).unwrap();
+        return;
+    }
+    match isolation::compare(&run.output, &isolation::expected_candidates(&spec_path, &expected)).unwrap() {
+        Comparison::Same(_) => {}
+        Comparison::Different { expected, diff } => {
+            panic!(
+                "{name}: output differs from {}:\n{diff}\n--- full output ---\n{}",
+                expected.display(),
+                run.output
+            )
+        }
+    }
+}
+
+#[test]
+fn simple_deadlock() {
+    run_one("simple-deadlock");
+}
+
+#[test]
+fn hard_deadlock() {
+    run_one("hard-deadlock");
+}
+
+#[test]
+fn soft_deadlock() {
+    run_one("soft-deadlock");
+}
+
+#[test]
+fn nowait() {
+    run_one("nowait");
+}
+
+#[test]
+fn lock_timeout() {
+    run_one("lock-timeout");
+}
+
+#[test]
+fn advisory() {
+    run_one("advisory");
+}
+
+#[test]
+fn every_shipped_spec_has_a_test() {
+    let mut names: Vec<String> = std::fs::read_dir(dir().join("specs"))
+        .unwrap()
+        .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["advisory", "hard-deadlock", "lock-timeout", "nowait", "simple-deadlock", "soft-deadlock"]
+    );
+}
+
+#[test]
+fn unsupported_sql_names_file_line_session_and_step() {
+    let text = "session s1\nstep a { BEGIN; }\nstep b {\n  UPDATE t SET x = 1;\n}\n";
+    let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
+    assert_eq!(e.to_string(), "bad.spec:3: session s1, step b: unsupported SQL: UPDATE t SET x = 1");
+    let e =
+        isolation::load_spec_text("bad.spec", "setup { SELECT now(); }\nsession s step a {}").unwrap_err();
+    assert!(e.to_string().starts_with("bad.spec:1: setup: unsupported function \"now\""), "{e}");
+}
+
+#[test]
+fn invalid_permutations_fail_with_a_message_instead_of_hanging() {
+    // s1 waits on s2's lock, and s2's next step is never launched before s1's: the runner
+    // must give up after step_timeout with a message, not hang.
+    let text = "setup { CREATE TABLE t (); }\nteardown { DROP TABLE t; }\n\
+                session s1\nstep l1 { BEGIN; LOCK t; }\nstep c1 { COMMIT; }\n\
+                session s2\nstep l2 { BEGIN; LOCK t; }\nstep c2 { COMMIT; }\n\
+                permutation l1 l2 c2 c1\n";
+    let spec = isolation::load_spec_text("inv.spec", text).unwrap();
+    let cfg = IsolationConfig { step_timeout: std::time::Duration::from_millis(300), ..Default::default() };
+    let run = isolation::run(&spec, &cfg).unwrap();
+    let e = run.aborted.expect("the run stops at the stuck step");
+    assert!(e.to_string().starts_with("inv.spec: step l2 timed out"), "{e}");
+    // What ran before the stuck step is kept for printing.
+    assert!(
+        run.output.contains("starting permutation: l1 l2 c2 c1\nstep l1: BEGIN; LOCK t;\n"),
+        "{}",
+        run.output
+    );
+}
+
+#[test]
+fn runtime_errors_are_reported_like_postgres() {
+    let text = "session s1\nstep a { LOCK nosuch; }\nstep b { BEGIN; LOCK nosuch; }\nstep c { SELECT pg_advisory_unlock(1); }\n\
+                step d { COMMIT; }\nstep e { SET deadlock_timeout = 'soon'; }\n\
+                permutation a b c d e d\n";
+    let spec = isolation::load_spec_text("rt.spec", text).unwrap();
+    let run = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+    assert_eq!(
+        run.output,
+        "Parsed test spec with 1 sessions\n\nstarting permutation: a b c d e d\n\
+         step a: LOCK nosuch;\nERROR:  LOCK TABLE can only be used in transaction blocks\n\
+         step b: BEGIN; LOCK nosuch;\nERROR:  relation \"nosuch\" does not exist\n\
+         step c: SELECT pg_advisory_unlock(1);\nERROR:  current transaction is aborted, commands ignored until end of transaction block\n\
+         step d: COMMIT;\n\
+         step e: SET deadlock_timeout = 'soon';\nERROR:  invalid value for parameter \"deadlock_timeout\": \"soon\"\n\
+         s1: WARNING:  there is no transaction in progress\nstep d: COMMIT;\n"
+    );
+}
+
+/// Issue 19 item 12: a teardown that blocks on a transaction a session left open (here the
+/// global teardown's DROP TABLE behind s1's lock) is bounded by the step timeout, and what ran
+/// before it has already been passed to the caller. It used to block the runner for ever
+/// without printing anything. (Run on a thread so that a regression fails instead of hanging.)
+#[test]
+fn a_blocked_teardown_times_out_and_the_output_came_first() {
+    let spec = isolation::load_spec_text(
+        "stuck-teardown.spec",
+        "setup { CREATE TABLE t (id int); }\nteardown { DROP TABLE t; }\n\
+         session s1\nstep b1 { BEGIN; LOCK TABLE t IN SHARE MODE; }\npermutation b1\n",
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let cfg =
+            IsolationConfig { step_timeout: std::time::Duration::from_millis(300), ..Default::default() };
+        let mut pieces = Vec::new();
+        let r = isolation::run_with(&spec, &cfg, &mut |s| pieces.push(s.to_string()));
+        let _ = tx.send((r, pieces));
+    });
+    let (r, pieces) = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the run hung");
+    let r = r.unwrap();
+    let e = r.aborted.expect("the teardown cannot finish").0;
+    assert!(e.contains("stuck-teardown.spec: setup or teardown on the control connection timed out"), "{e}");
+    assert_eq!(pieces.concat(), r.output);
+    assert!(
+        r.output.contains("starting permutation: b1\nstep b1: BEGIN; LOCK TABLE t IN SHARE MODE;\n"),
+        "{}",
+        r.output
+    );
+}
+
+/// Issue 19 item 12: a thousand sessions queued on one lock complete in order. Finding the
+/// waiting steps asked the lock manager for every waiting step's blockers at every launch (a
+/// walk of the whole queue each time); it now reads the backend's wait state.
+#[test]
+fn a_thousand_sessions_queued_on_one_lock_complete() {
+    let n = 1000;
+    let mut text = String::from(
+        "session h\nstep hl { SELECT pg_advisory_lock(1); }\nstep hu { SELECT pg_advisory_unlock(1); }\n",
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "session s{i}\nsetup {{ SET deadlock_timeout = '1000s'; }}\nstep st{i} {{ SELECT pg_advisory_xact_lock(1); }}\n"
+        ));
+    }
+    text.push_str(&format!(
+        "permutation hl {} hu\n",
+        (0..n).map(|i| format!("st{i}")).collect::<Vec<_>>().join(" ")
+    ));
+    let spec = isolation::load_spec_text("many.spec", &text).unwrap();
+    let r = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+    assert!(r.aborted.is_none(), "{:?}", r.aborted);
+    assert_eq!(r.output.matches("<waiting ...>").count(), n, "every queued step was reported waiting");
+    assert_eq!(r.output.matches("<... completed>").count(), n);
+}
