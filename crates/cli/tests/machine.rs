@@ -82,7 +82,8 @@ fn simulated_pgbench_repeats_line_for_line() {
 
 #[test]
 fn machine_works_on_every_workload_command() {
-    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/isolation/specs/simple-deadlock.spec");
+    let spec =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/tests/isolation/specs/simple-deadlock.spec");
     let json = std::env::temp_dir().join(format!("lockstack-sim-{}.json", std::process::id()));
     let runs: [&[&str]; 8] = [
         &["pgbench", "-c", "2", "-t", "20", "--machine", "opteron-24"],

@@ -39,7 +39,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the std RwLock baseline is the thing measured against, so it must be the real one",
     ),
     (
-        "engine/src/pgbench/runner.rs",
+        "workloads/src/pgbench/runner/program.rs",
         "SystemTime::now",
         "pgbench's now() value stored in history rows is calendar data, not a clock the locks use",
     ),

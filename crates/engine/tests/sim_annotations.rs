@@ -57,7 +57,7 @@ fn a_heap_update_writes_the_tuples_a_read_then_reads() {
         );
         // The look-up went through the index: B-tree special space and items were read.
         assert!(
-            from(&rd, "engine/src/btree.rs", Access::Read).any(|t| t.len == 24),
+            from(&rd, "engine/src/btree/nbtpage.rs", Access::Read).any(|t| t.len == 24),
             "{preset}: B-tree opaque data"
         );
         assert!(
