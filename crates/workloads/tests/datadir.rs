@@ -14,19 +14,8 @@ fn engine_cfg() -> EngineConfig {
 }
 
 fn pgbench(transactions: u64) -> PgbenchConfig {
-    PgbenchConfig {
-        scale: 1,
-        fillfactor: 100,
-        clients: 2,
-        threads: 2,
-        duration: None,
-        transactions: Some(transactions),
-        scripts: vec![Builtin::find("tpcb-like").unwrap().script()],
-        progress: None,
-        seed: 3,
-        wait_sampling_hz: 0,
-        engine: engine_cfg(),
-    }
+    let tpcb = vec![Builtin::find("tpcb-like").unwrap().script()];
+    PgbenchConfig { seed: 3, ..PgbenchConfig::new(tpcb, 2, transactions, engine_cfg()) }
 }
 
 #[test]

@@ -24,17 +24,13 @@ fn engine_cfg(nbuffers: usize) -> EngineConfig {
 
 fn pgbench(clients: usize, transactions: u64, nbuffers: usize) -> PgbenchConfig {
     PgbenchConfig {
-        scale: 1,
-        fillfactor: 100,
-        clients,
-        threads: clients,
-        duration: None,
-        transactions: Some(transactions),
-        scripts: vec![Builtin::find("tpcb-like").unwrap().script()],
-        progress: None,
         seed: 5,
-        wait_sampling_hz: 0,
-        engine: engine_cfg(nbuffers),
+        ..PgbenchConfig::new(
+            vec![Builtin::find("tpcb-like").unwrap().script()],
+            clients,
+            transactions,
+            engine_cfg(nbuffers),
+        )
     }
 }
 

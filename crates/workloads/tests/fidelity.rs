@@ -14,18 +14,10 @@ use lockstack_workloads::report::FidelityRow;
 const TXNS: u64 = 60;
 
 fn config(script: &str, preset: &str) -> PgbenchConfig {
+    let engine = EngineConfig::preset(preset, 2, 8192).unwrap();
     PgbenchConfig {
-        scale: 1,
-        fillfactor: 100,
-        clients: 1,
-        threads: 1,
-        duration: None,
-        transactions: Some(TXNS),
-        scripts: vec![Builtin::find(script).unwrap().script()],
-        progress: None,
         seed: 3,
-        wait_sampling_hz: 0,
-        engine: EngineConfig::preset(preset, 2, 8192).unwrap(),
+        ..PgbenchConfig::new(vec![Builtin::find(script).unwrap().script()], 1, TXNS, engine)
     }
 }
 

@@ -13,17 +13,13 @@ use lockstack_workloads::pgbench::script::{Builtin, parse_script};
 
 fn config(script: &str, clients: usize, preset: &str, transactions: u64) -> PgbenchConfig {
     PgbenchConfig {
-        scale: 1,
-        fillfactor: 100,
-        clients,
-        threads: clients,
-        duration: None,
-        transactions: Some(transactions),
-        scripts: vec![Builtin::find(script).unwrap().script()],
-        progress: None,
         seed: 11,
-        wait_sampling_hz: 0,
-        engine: EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+        ..PgbenchConfig::new(
+            vec![Builtin::find(script).unwrap().script()],
+            clients,
+            transactions,
+            EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+        )
     }
 }
 

@@ -56,6 +56,33 @@ pub struct PgbenchConfig {
     pub engine: EngineConfig,
 }
 
+impl PgbenchConfig {
+    /// A `-t` run: `clients` clients (and as many threads) each running `transactions`
+    /// transactions of `scripts` at scale 1, fillfactor 100, seed 0, without progress reports
+    /// or wait-event sampling, on an engine configured as `engine`. Change the other fields
+    /// with struct update syntax (`PgbenchConfig { seed: 7, ..PgbenchConfig::new(..) }`).
+    pub fn new(
+        scripts: Vec<Script>,
+        clients: usize,
+        transactions: u64,
+        engine: EngineConfig,
+    ) -> PgbenchConfig {
+        PgbenchConfig {
+            scale: 1,
+            fillfactor: 100,
+            clients,
+            threads: clients,
+            duration: None,
+            transactions: Some(transactions),
+            scripts,
+            progress: None,
+            seed: 0,
+            wait_sampling_hz: 0,
+            engine,
+        }
+    }
+}
+
 /// Per-command latency totals (`-r`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CommandStats {

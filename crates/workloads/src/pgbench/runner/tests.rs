@@ -4,17 +4,13 @@ use lockstack_engine::session::LockClauseStrength;
 
 fn cfg(script: &str, clients: usize, preset: &str) -> PgbenchConfig {
     PgbenchConfig {
-        scale: 1,
-        fillfactor: 100,
-        clients,
-        threads: clients,
-        duration: None,
-        transactions: Some(150),
-        scripts: vec![Builtin::find(script).unwrap().script()],
-        progress: None,
         seed: 7,
-        wait_sampling_hz: 0,
-        engine: EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+        ..PgbenchConfig::new(
+            vec![Builtin::find(script).unwrap().script()],
+            clients,
+            150,
+            EngineConfig::preset(preset, clients + 1, 8192).unwrap(),
+        )
     }
 }
 

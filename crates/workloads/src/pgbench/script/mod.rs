@@ -214,35 +214,41 @@ pub struct Builtin {
     pub text: &'static str,
 }
 
+/// The first seven lines that tpcb-like and simple-update share (pgbench's `builtin_script`
+/// texts): the four `\set`s, `BEGIN`, the accounts update and its read-back.
+macro_rules! update_accounts_prefix {
+    () => {
+        "\\set aid random(1, 100000 * :scale)\n\
+         \\set bid random(1, 1 * :scale)\n\
+         \\set tid random(1, 10 * :scale)\n\
+         \\set delta random(-5000, 5000)\n\
+         BEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+    };
+}
+
 /// pgbench's built-in scripts.
 pub const BUILTINS: [Builtin; 3] = [
     Builtin {
         name: "tpcb-like",
         description: "TPC-B (sort of)",
-        text: "\\set aid random(1, 100000 * :scale)\n\
-               \\set bid random(1, 1 * :scale)\n\
-               \\set tid random(1, 10 * :scale)\n\
-               \\set delta random(-5000, 5000)\n\
-               BEGIN;\n\
-               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
-               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
-               UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
+        text: concat!(
+            update_accounts_prefix!(),
+            "UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
                UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;\n\
                INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
-               END;\n",
+               END;\n"
+        ),
     },
     Builtin {
         name: "simple-update",
         description: "simple update",
-        text: "\\set aid random(1, 100000 * :scale)\n\
-               \\set bid random(1, 1 * :scale)\n\
-               \\set tid random(1, 10 * :scale)\n\
-               \\set delta random(-5000, 5000)\n\
-               BEGIN;\n\
-               UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
-               SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
-               INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
-               END;\n",
+        text: concat!(
+            update_accounts_prefix!(),
+            "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+               END;\n"
+        ),
     },
     Builtin {
         name: "select-only",
