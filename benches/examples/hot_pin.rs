@@ -34,7 +34,7 @@ fn main() {
         header,
         mapping: MappingKind::PARTITIONS_128,
         victim: VictimKind::AtomicClock,
-        lwlock,
+        lwlock_kind: lwlock,
     };
     let pool = BufferPool::in_memory(cfg).expect("pool");
     {

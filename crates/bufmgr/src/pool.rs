@@ -162,7 +162,7 @@ pub struct BufferPoolConfig {
     pub victim: VictimKind,
     /// LWLock implementation of the mapping partitions, content locks, I/O locks and the 9.2
     /// free-list lock.
-    pub lwlock: LwLockKind,
+    pub lwlock_kind: LwLockKind,
 }
 
 /// The buffer manager's knobs (`lockstack_common::knob`), over [`BufferPoolConfig`]; the
@@ -230,7 +230,7 @@ impl BufferPoolConfig {
             header: HeaderKind::Spinlock,
             mapping: MappingKind::PARTITIONS_16,
             victim: VictimKind::FreelistLock,
-            lwlock: LwLockKind::Pg92,
+            lwlock_kind: LwLockKind::Pg92,
         }
     }
 
@@ -242,7 +242,7 @@ impl BufferPoolConfig {
             header: HeaderKind::Atomic,
             mapping: MappingKind::PARTITIONS_128,
             victim: VictimKind::AtomicClock,
-            lwlock: LwLockKind::Atomic,
+            lwlock_kind: LwLockKind::Atomic,
         }
     }
 
@@ -315,15 +315,15 @@ impl BufferPool {
         cfg.validate()?;
         let n = cfg.nbuffers;
         let descs: Box<[CachePadded<BufferDesc>]> =
-            (0..n).map(|i| CachePadded::new(BufferDesc::new(i as u32, cfg.lwlock))).collect();
+            (0..n).map(|i| CachePadded::new(BufferDesc::new(i as u32, cfg.lwlock_kind))).collect();
         let pages = PageArena::new(n)
             .map_err(|e| BufferError::Config(format!("cannot map {n} buffers of {BLCKSZ} bytes: {e}")))?;
-        let strategy = Strategy::new(cfg.victim, n as u32, cfg.lwlock);
+        let strategy = Strategy::new(cfg.victim, n as u32, cfg.lwlock_kind);
         for i in 0..n {
             strategy.free_buffer(&descs, i as u32);
         }
         let pool = Arc::new(BufferPool {
-            table: BufTable::new(cfg.mapping, n, cfg.lwlock),
+            table: BufTable::new(cfg.mapping, n, cfg.lwlock_kind),
             cfg,
             descs,
             pages,

@@ -45,7 +45,7 @@ fn config(header: HeaderKind) -> BufferPoolConfig {
         header,
         mapping: MappingKind::Partitioned { partitions: 1 },
         victim: VictimKind::AtomicClock,
-        lwlock: LwLockKind::Atomic,
+        lwlock_kind: LwLockKind::Atomic,
     }
 }
 

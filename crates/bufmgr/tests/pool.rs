@@ -23,7 +23,7 @@ fn all_configs(nbuffers: usize) -> Vec<BufferPoolConfig> {
             for victim in VictimKind::ALL {
                 let lwlock =
                     if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
-                v.push(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock });
+                v.push(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock_kind: lwlock });
             }
         }
     }

@@ -138,8 +138,8 @@ impl EngineConfig {
     pub fn set_lwlock_kind(&mut self, kind: lockstack_lwlock::LwLockKind) {
         self.lwlock_kind = kind;
         self.procarray.lwlock_kind = kind;
-        self.lmgr.lwlock = kind;
-        self.bufmgr.lwlock = kind;
+        self.lmgr.lwlock_kind = kind;
+        self.bufmgr.lwlock_kind = kind;
         self.wal.lwlock_kind = kind;
         self.clog.lwlock_kind = kind;
         self.subtrans.lwlock_kind = kind;

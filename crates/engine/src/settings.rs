@@ -442,8 +442,8 @@ mod tests {
         c.procarray = ProcArrayConfig { lwlock_kind: kind, ..pa };
         c.lmgr.fast_path = fast;
         c.lmgr.vxid = vxid;
-        c.lmgr.lwlock = kind;
-        c.bufmgr = B { lwlock: kind, ..buf };
+        c.lmgr.lwlock_kind = kind;
+        c.bufmgr = B { lwlock_kind: kind, ..buf };
         c.wal.insert_mode = ins;
         c.wal.lwlock_kind = kind;
         c.clog.locking = clog_lock;
@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(c.clog.buffers, 32);
         assert_eq!(c.procarray.end_xact, cfg().procarray.end_xact);
         apply_set(&mut c, "lwlock.kind=pg92").unwrap();
-        assert_eq!(c.lmgr.lwlock, LwLockKind::Pg92);
+        assert_eq!(c.lmgr.lwlock_kind, LwLockKind::Pg92);
         assert_eq!(c.wal.lwlock_kind, LwLockKind::Pg92);
         assert_eq!(c.clog.lwlock_kind, LwLockKind::Pg92);
     }

@@ -106,7 +106,7 @@ pub struct LmgrConfig {
     /// VXID lock variant.
     pub vxid: VxidLocks,
     /// LWLock implementation of the partition and fast-path locks.
-    pub lwlock: LwLockKind,
+    pub lwlock_kind: LwLockKind,
     /// The database every backend is connected to (`MyDatabaseId`); relations of database 0
     /// (shared catalogs) never use fast path.
     pub database: Oid,
@@ -128,7 +128,7 @@ impl Default for LmgrConfig {
             partitions: 16,
             fast_path: FastPath::PG92,
             vxid: VxidLocks::OnDemand,
-            lwlock: LwLockKind::default(),
+            lwlock_kind: LwLockKind::default(),
             database: Oid(5),
             deadlock_timeout: Duration::from_secs(1),
             lock_timeout: None,

@@ -133,7 +133,7 @@ impl Lmgr {
         let partitions: Box<[CachePadded<Partition>]> = (0..cfg.partitions)
             .map(|i| {
                 CachePadded::new(
-                    LwLock::new(cfg.lwlock, TrancheId::LOCK_MANAGER, i as u32)
+                    LwLock::new(cfg.lwlock_kind, TrancheId::LOCK_MANAGER, i as u32)
                         .with_data(PartitionTables::default()),
                 )
             })
@@ -156,7 +156,7 @@ impl Lmgr {
             p.name_line();
         }
         let groups = cfg.fast_path.groups().max(1);
-        let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock);
+        let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock_kind);
         Ok(Arc::new(Lmgr { cfg, partitions, procs, fp, counters: StatsRegistry::new() }))
     }
 
@@ -1304,7 +1304,7 @@ mod tests {
         let cfg = LmgrConfig {
             max_backends: 3,
             vxid: VxidLocks::OnDemand,
-            lwlock: lockstack_lwlock::LwLockKind::Atomic,
+            lwlock_kind: lockstack_lwlock::LwLockKind::Atomic,
             ..LmgrConfig::default()
         };
         let lmgr = Lmgr::new(cfg).unwrap();

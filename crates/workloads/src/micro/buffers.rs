@@ -397,7 +397,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         header,
         mapping: cfg.mapping,
         victim: cfg.victim,
-        lwlock,
+        lwlock_kind: lwlock,
     };
     let pool = BufferPool::in_memory(pcfg).map_err(|e| e.to_string())?;
     let pages = if cfg.scenario == BufferScenario::HotPin { 1 } else { cfg.table_pages };
