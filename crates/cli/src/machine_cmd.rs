@@ -30,6 +30,109 @@ enum MachineAction {
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
     },
+    /// The deterministic clock's calibration pass: time the lock stack's code between every two
+    /// synchronization operations natively on this host, at 1 client or thread, over the
+    /// workloads the simulated machine runs (pgbench's built-ins under each release preset, every
+    /// seed experiment's variants, the micro-benchmarks), and write the merged segment table
+    /// (JSON). The table built into the simulating binary is crates/sim/segments/builtin.json,
+    /// made by this command on an idle host; `--sim-segments FILE` replays another one.
+    Segments {
+        /// Write the table here.
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        /// Seconds per pgbench run (the experiments and micro-benchmarks run a fraction of it).
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
+}
+
+/// The runs of `machine segments`: each is `lockstack ARGS --time-segments FILE`.
+fn segment_runs(seconds: f64) -> Vec<Vec<String>> {
+    let t = format!("{seconds}");
+    let short = format!("{}", (seconds / 4.0).max(0.05));
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    for preset in ["pg91", "pg92", "pg96", "pg14", "pg17"] {
+        for script in [None, Some("-N"), Some("-S")] {
+            let mut a: Vec<String> = ["pgbench", "-s", "10", "-c", "1", "-T", &t, "--preset", preset]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            a.extend(script.map(str::to_string));
+            runs.push(a);
+        }
+    }
+    for e in lockstack_workloads::experiments::all() {
+        runs.push(
+            ["experiment", e.name, "--clients", "1", "--runs", "1", "--duration", &short]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        );
+    }
+    for micro in [
+        vec!["lwlock", "--impl", "pg92,atomic,read-biased", "--threads", "1"],
+        vec!["locks", "--threads", "1"],
+        vec!["buffers", "--threads", "1"],
+        vec!["snapshot", "--threads", "1"],
+        vec!["wal", "--threads", "1"],
+    ] {
+        let mut a: Vec<String> = micro.iter().map(|s| s.to_string()).collect();
+        a.extend(["--duration".to_string(), short.clone()]);
+        runs.push(a);
+    }
+    runs
+}
+
+/// `machine segments`: runs [`segment_runs`] as child processes of this binary, each into its
+/// own table, and merges them (sample-weighted means).
+fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(Failure::input(format!("--seconds must be a positive number, got {seconds}")));
+    }
+    if out.is_dir() {
+        return Err(Failure::input(format!("--out {}: is a directory", out.display())));
+    }
+    let exe = std::env::current_exe().map_err(|e| Failure::run(format!("locating this binary: {e}")))?;
+    let dir = std::env::temp_dir().join(format!("lockstack-segments-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Failure::output(format!("{}: {e}", dir.display())))?;
+    let mut merged = lockstack_sim::SegmentTable::default();
+    let runs = segment_runs(seconds);
+    for (i, args) in runs.iter().enumerate() {
+        let file = dir.join(format!("{i}.json"));
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(args).arg("--time-segments").arg(&file);
+        if args[0] == "experiment" {
+            cmd.arg("--out").arg(dir.join(format!("exp-{i}")));
+        }
+        errln!("machine segments: [{}/{}] lockstack {}", i + 1, runs.len(), args.join(" "));
+        let o = cmd.output().map_err(|e| Failure::run(format!("running {}: {e}", exe.display())))?;
+        if !o.status.success() {
+            let err = String::from_utf8_lossy(&o.stderr);
+            return Err(Failure::run(format!(
+                "machine segments: `lockstack {}` failed: {}",
+                args.join(" "),
+                err.lines().last().unwrap_or("no message")
+            )));
+        }
+        let text = std::fs::read_to_string(&file).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
+        let t: lockstack_sim::SegmentTable =
+            serde_json::from_str(&text).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
+        merged.merge(&t);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let text =
+        serde_json::to_string_pretty(&merged).map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;
+    std::fs::write(out, text + "\n").map_err(|e| Failure::output(format!("--out {}: {e}", out.display())))?;
+    let samples: u64 = merged.segments.values().map(|c| c.samples).sum();
+    outln!(
+        "{} segments ({} samples, mean {:.1} ns) from {} runs written to {}",
+        merged.segments.len(),
+        samples,
+        merged.mean_ns(),
+        runs.len(),
+        out.display()
+    );
+    Ok(())
 }
 
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
@@ -79,5 +182,6 @@ pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
             }
             Ok(())
         }
+        MachineAction::Segments { out, seconds } => time_segments(&out, seconds),
     }
 }

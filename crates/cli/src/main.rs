@@ -258,6 +258,15 @@ fn clap_error_line(text: &str) -> String {
 /// the simulating one sets the simulation up. Returns whether the command runs simulated.
 fn start_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Result<bool, Failure> {
     sim_cmd::check_flags(sim, name)?;
+    if sim.time_segments.is_some() {
+        #[cfg(not(feature = "sim"))]
+        return Err(sim_cmd::reexec());
+        #[cfg(feature = "sim")]
+        {
+            sim_cmd::setup_timing()?;
+            return Ok(false);
+        }
+    }
     if sim.machine.is_none() {
         return Ok(false);
     }
@@ -278,6 +287,9 @@ fn start_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Resu
 fn finish_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Result<(), Failure> {
     #[cfg(feature = "sim")]
     {
+        if let Some(path) = &sim.time_segments {
+            return sim_cmd::finish_timing(path);
+        }
         sim_cmd::finish(sim, name, args)
     }
     #[cfg(not(feature = "sim"))]
@@ -370,7 +382,7 @@ fn main() -> ExitCode {
         Command::Machine(args) => machine_cmd::run(args),
     };
     let result = match result {
-        Ok(()) if simulated => finish_simulation(&cli.sim, name, &raw_args),
+        Ok(()) if simulated || cli.sim.time_segments.is_some() => finish_simulation(&cli.sim, name, &raw_args),
         r => r,
     };
     if !STDOUT_CLOSED.load(Ordering::Relaxed)

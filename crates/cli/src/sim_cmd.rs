@@ -33,6 +33,12 @@ pub(crate) struct SimArgs {
     /// Measured clock: write the segment costs the run measured to this file (JSON).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) sim_save_segments: Option<std::path::PathBuf>,
+    /// The deterministic clock's calibration pass: run the command natively (no --machine),
+    /// time the lock stack's code between every two synchronization operations on this host,
+    /// and write the segment table to FILE (JSON) for `--machine P --sim-segments FILE`.
+    /// Run it at 1 client: contention is the simulator's to model, not the table's.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) time_segments: Option<std::path::PathBuf>,
 }
 
 /// The `--sim-clock` modes.
@@ -47,6 +53,25 @@ pub(crate) enum SimClock {
 
 /// Whether any simulation flag was given without `--machine` (refused: it would be ignored).
 pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
+    if a.time_segments.is_some() {
+        if a.machine.is_some() {
+            return Err(Failure::input(
+                "--time-segments runs natively to calibrate --machine runs; give it without --machine",
+            ));
+        }
+        if command == "machine" {
+            return Err(Failure::input("--time-segments applies to the workload commands, not to 'lockstack machine'"));
+        }
+        if a.sim_clock != SimClock::Deterministic || a.sim_segments.is_some() || a.sim_save_segments.is_some() {
+            return Err(Failure::input("--sim-clock, --sim-segments and --sim-save-segments need --machine"));
+        }
+        if let Some(p) = &a.time_segments
+            && p.is_dir()
+        {
+            return Err(Failure::input(format!("--time-segments {}: is a directory", p.display())));
+        }
+        return Ok(());
+    }
     if a.machine.is_none() {
         if a.sim_clock != SimClock::Deterministic || a.sim_segments.is_some() || a.sim_save_segments.is_some()
         {
@@ -106,7 +131,7 @@ pub(crate) fn reexec() -> Failure {
 }
 
 #[cfg(feature = "sim")]
-pub(crate) use simulating::{finish, pgbench_defaults, refuse_invisible, setup};
+pub(crate) use simulating::{finish, finish_timing, pgbench_defaults, refuse_invisible, setup, setup_timing};
 
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
@@ -136,6 +161,8 @@ mod simulating {
 
     /// The simulation every measured phase of this process runs on.
     static SIM: OnceLock<Simulation> = OnceLock::new();
+    /// Where the deterministic clock's segment costs come from (for the report).
+    static SEGMENT_SOURCE: OnceLock<String> = OnceLock::new();
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
 
@@ -161,7 +188,7 @@ mod simulating {
         let clock = match a.sim_clock {
             SimClock::Measured => ClockMode::Measured,
             SimClock::Deterministic => ClockMode::Deterministic(match &a.sim_segments {
-                None => SegmentTable::default(),
+                None => SegmentTable::builtin().clone(),
                 Some(p) => {
                     let text = std::fs::read_to_string(p)
                         .map_err(|e| Failure::input(format!("--sim-segments {}: {e}", p.display())))?;
@@ -175,10 +202,78 @@ mod simulating {
         {
             return Err(Failure::input(format!("--sim-save-segments {}: is a directory", p.display())));
         }
-        let sim = Simulation::new(profile).with_config(SimConfig { clock, ..SimConfig::default() });
+        // The lock stack's segments are host-timed (measured) or host-calibrated: the host's own
+        // cache misses are in them, so the model does not charge cold misses again.
+        let segment_overhead_ns =
+            if matches!(clock, ClockMode::Measured) { facade::segment_overhead_ns(&profile) } else { 0.0 };
+        // A segment the table does not know costs the table's median (20 ns, assumed, if empty).
+        let default_segment_ns = match &clock {
+            ClockMode::Deterministic(t) if !t.segments.is_empty() => t.median_ns(),
+            _ => SimConfig::default().default_segment_ns,
+        };
+        let source = match (&clock, &a.sim_segments) {
+            (ClockMode::Measured, _) => "host time, measured".to_string(),
+            (_, Some(p)) => format!("table {}", p.display()),
+            (_, None) => "built-in table (crates/sim/segments/builtin.json)".to_string(),
+        };
+        let _ = SEGMENT_SOURCE.set(format!("{source}; a segment it lacks costs its median, {default_segment_ns:.1} ns"));
+        let sim = Simulation::new(profile).with_config(SimConfig {
+            clock,
+            default_segment_ns,
+            segment_overhead_ns,
+            cold_misses: false,
+            ..SimConfig::default()
+        });
         if SIM.set(sim).is_err() || hook::set_phase_runner(run_phase).is_err() {
             return Err(Failure::run("the simulation was set up twice"));
         }
+        Ok(())
+    }
+
+    /// Each timed phase's segment table (`--time-segments`), in order.
+    static TIMED: Mutex<Vec<SegmentTable>> = Mutex::new(Vec::new());
+
+    fn time_phase(phase: &mut dyn FnMut()) {
+        let table = lockstack_sim::timer::time_phase(phase);
+        TIMED.lock().unwrap_or_else(|e| e.into_inner()).push(table);
+    }
+
+    /// `--time-segments`: registers the native timing pass as the phase runner.
+    pub(crate) fn setup_timing() -> Result<(), Failure> {
+        hook::set_phase_runner(time_phase).map_err(|_| Failure::run("the phase runner was set up twice"))
+    }
+
+    /// Merges tables of several phases (sample-weighted means).
+    fn merge_tables(tables: &[SegmentTable]) -> SegmentTable {
+        let mut table = SegmentTable::default();
+        for t in tables {
+            table.merge(t);
+        }
+        table
+    }
+
+    /// After a `--time-segments` command: writes the table and says what it holds.
+    pub(crate) fn finish_timing(path: &std::path::Path) -> Result<(), Failure> {
+        let tables = std::mem::take(&mut *TIMED.lock().unwrap_or_else(|e| e.into_inner()));
+        if tables.is_empty() {
+            return Err(Failure::input("--time-segments: this command has no measured phase to time"));
+        }
+        let table = merge_tables(&tables);
+        let text = serde_json::to_string_pretty(&table)
+            .map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Failure::output(format!("--time-segments {}: {e}", path.display())))?;
+        let samples: u64 = table.segments.values().map(|c| c.samples).sum();
+        let total: f64 = table.segments.values().map(|c| c.ns * c.samples as f64).sum();
+        outln!();
+        outln!(
+            "segment timing (native calibration pass): {} segments, {} samples, mean {:.1} ns after {:.1} ns of timing subtracted from each; written to {}",
+            table.segments.len(),
+            samples,
+            if samples == 0 { 0.0 } else { total / samples as f64 },
+            lockstack_sim::timer::timer_overhead_ns(),
+            path.display()
+        );
         Ok(())
     }
 
@@ -268,6 +363,15 @@ mod simulating {
         host_seconds: f64,
         events: u64,
         events_per_host_second: f64,
+        /// Measured clock: host ns subtracted from each segment as the measurement's own cost.
+        segment_overhead_ns: f64,
+        /// Measured clock: segments the host interrupted, charged their call-site pair's mean.
+        clipped_segments: u64,
+        /// Deterministic clock: where segment costs come from.
+        segment_costs: String,
+        /// Deterministic clock: segments charged from the table, and at its mean.
+        segments_from_table: u64,
+        segments_at_default: u64,
         transfers: u64,
         tasks: usize,
         /// Per wait class (LWLock tranche, `Lock:<tag kind>`, ...): share of the workers' time.
@@ -344,6 +448,11 @@ mod simulating {
             host_seconds,
             events,
             events_per_host_second: if host_seconds > 0.0 { events as f64 / host_seconds } else { 0.0 },
+            segment_overhead_ns: reports.first().map_or(0.0, |r| r.host.segment_overhead_ns),
+            clipped_segments: reports.iter().map(|r| r.host.clipped_segments).sum(),
+            segment_costs: SEGMENT_SOURCE.get().cloned().unwrap_or_default(),
+            segments_from_table: reports.iter().map(|r| r.stats.segments_from_table).sum(),
+            segments_at_default: reports.iter().map(|r| r.stats.segments_at_default).sum(),
             transfers: reports.iter().map(|r| r.stats.transfers).sum(),
             tasks,
             waits,
@@ -356,18 +465,8 @@ mod simulating {
     pub(crate) fn finish(a: &SimArgs, command: &str, args: &[String]) -> Result<(), Failure> {
         let reports = std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()));
         if let Some(path) = &a.sim_save_segments {
-            let mut table = SegmentTable::default();
-            for r in &reports {
-                for (k, v) in &r.segments.segments {
-                    let e = table
-                        .segments
-                        .entry(k.clone())
-                        .or_insert(lockstack_sim::SegmentCost { ns: 0.0, samples: 0 });
-                    let total = e.ns * e.samples as f64 + v.ns * v.samples as f64;
-                    e.samples += v.samples;
-                    e.ns = if e.samples == 0 { 0.0 } else { total / e.samples as f64 };
-                }
-            }
+            let tables: Vec<SegmentTable> = reports.iter().map(|r| r.segments.clone()).collect();
+            let table = merge_tables(&tables);
             let text = serde_json::to_string_pretty(&table)
                 .map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;
             std::fs::write(path, text + "\n")
@@ -389,6 +488,21 @@ mod simulating {
         outln!("  virtual seconds: {:.6}", s.virtual_seconds);
         outln!("  host seconds: {:.3}", s.host_seconds);
         outln!("  simulated events: {} ({:.0} per host second)", s.events, s.events_per_host_second);
+        if s.clock == "deterministic" {
+            let n = s.segments_from_table + s.segments_at_default;
+            outln!(
+                "  segment costs: {}; {:.1}% of segments found in it",
+                s.segment_costs,
+                if n == 0 { 100.0 } else { 100.0 * s.segments_from_table as f64 / n as f64 }
+            );
+        }
+        if s.clock == "measured" {
+            outln!(
+                "  measured segments: {:.1} host ns of measuring subtracted from each, {} interrupted by the host charged their mean",
+                s.segment_overhead_ns,
+                s.clipped_segments
+            );
+        }
         outln!("  line transfers: {}", s.transfers);
         outln!(
             "  waiting, share of the tasks' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"

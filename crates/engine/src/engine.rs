@@ -55,6 +55,11 @@ pub struct EngineConfig {
     /// Under `--machine` only: the client-server round trip per statement (`--set
     /// sim.client_rtt_us`; default: the profile's), slept in virtual time.
     pub sim_client_rtt: Option<std::time::Duration>,
+    /// Under `--machine` only: the server's work per statement that PostgreSQL does and this
+    /// engine does not (parse, plan, executor, protocol), charged on the backend's simulated
+    /// core (`--set sim.statement_cpu_us`; default 0). `lockstack experiment NAME --machine P
+    /// --calibrate` solves it from a published 1-client figure (issue 18's one unknown).
+    pub sim_statement_cpu: Option<std::time::Duration>,
 }
 
 /// The shared state of a run.
@@ -129,6 +134,7 @@ impl EngineConfig {
             vm_check: lockstack_bufmgr::vm::VmCheck::PageFlagFirst,
             sim_client_cpu: None,
             sim_client_rtt: None,
+            sim_statement_cpu: None,
         }
     }
 

@@ -98,6 +98,18 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
             Some(())
         },
     },
+    Knob {
+        key: "sim.statement_cpu_us",
+        values: "0..=1000000 (us, fractions allowed)",
+        doc: "--machine only: the server's work per statement that PostgreSQL does and this engine does not (parse, plan, executor, protocol), charged on the backend's simulated core; experiment --calibrate solves it from a published 1-client figure",
+        default: "0",
+        apply: |c, v| {
+            let us: f64 = v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.0..=1e6).contains(x))?;
+            let d = std::time::Duration::from_nanos((us * 1000.0).round() as u64);
+            c.sim_statement_cpu = (!d.is_zero()).then_some(d);
+            Some(())
+        },
+    },
 ];
 
 /// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
@@ -477,7 +489,7 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 35, "the knob count quoted in docs/engine.md");
+        assert_eq!(keys.len(), 36, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {

@@ -36,9 +36,12 @@ pub enum ClockMode {
     /// table cost [`SimConfig::default_segment_ns`]. The same inputs give byte-identical
     /// statistics.
     Deterministic(SegmentTable),
-    /// Each segment costs the host time it took (`Instant`), times the speed factor. The run
-    /// also fills a [`SegmentTable`] (returned in [`SimReport::segments`]): this is the
-    /// calibration pass of the deterministic mode.
+    /// Each segment costs the host time it took (the host's cycle counter, less
+    /// [`SimConfig::segment_overhead_ns`]), times the speed factor. The run also fills a
+    /// [`SegmentTable`] (returned in [`SimReport::segments`]): this is the calibration pass of
+    /// the deterministic mode. A segment the host interrupted (over 50 us and over 50 times
+    /// its key's mean of at least 16 earlier samples) is charged that mean instead and counted
+    /// in [`crate::stats::HostStats::clipped_segments`].
     Measured,
 }
 
@@ -49,6 +52,48 @@ pub enum ClockMode {
 pub struct SegmentTable {
     /// Segment key to its mean host cost.
     pub segments: BTreeMap<String, SegmentCost>,
+}
+
+impl SegmentTable {
+    /// The table built into this crate: crates/sim/segments/builtin.json, written by
+    /// `lockstack machine segments` (the native calibration pass over the workloads the
+    /// simulated machine runs) on an idle host. Keys whose code moved since cost the table's
+    /// median ([`SegmentTable::median_ns`]); the report says how many segments the table knew.
+    ///
+    /// # Panics
+    /// If the embedded file is not a valid table (a test parses it).
+    pub fn builtin() -> &'static SegmentTable {
+        static TABLE: std::sync::OnceLock<SegmentTable> = std::sync::OnceLock::new();
+        TABLE.get_or_init(|| {
+            serde_json::from_str(include_str!("../segments/builtin.json")).expect("the built-in segment table parses")
+        })
+    }
+
+    /// The sample-weighted mean host ns of a segment (0 for an empty table).
+    pub fn mean_ns(&self) -> f64 {
+        let n: u64 = self.segments.values().map(|c| c.samples).sum();
+        let total: f64 = self.segments.values().map(|c| c.ns * c.samples as f64).sum();
+        if n == 0 { 0.0 } else { total / n as f64 }
+    }
+
+    /// The median over the table's segments of their mean host ns (each call-site pair counts
+    /// once, however often it ran): what a segment the table does not know is charged
+    /// (0 for an empty table).
+    pub fn median_ns(&self) -> f64 {
+        let mut v: Vec<f64> = self.segments.values().map(|c| c.ns).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    /// Adds `other`'s samples to this table (sample-weighted means per key).
+    pub fn merge(&mut self, other: &SegmentTable) {
+        for (k, v) in &other.segments {
+            let e = self.segments.entry(k.clone()).or_insert(SegmentCost { ns: 0.0, samples: 0 });
+            let total = e.ns * e.samples as f64 + v.ns * v.samples as f64;
+            e.samples += v.samples;
+            e.ns = if e.samples == 0 { 0.0 } else { total / e.samples as f64 };
+        }
+    }
 }
 
 /// One segment's calibrated cost.
@@ -68,6 +113,17 @@ pub struct SimConfig {
     /// Host ns charged for a segment the table does not know (scaled by the speed factor):
     /// 20 ns, assumed (a few dozen instructions between two synchronization operations).
     pub default_segment_ns: f64,
+    /// Host ns subtracted from each measured segment (floored at 0): what the measurement
+    /// itself adds to a segment (the two cycle-counter reads and the path from the caller to
+    /// the executor and back), so that an empty segment costs 0. Default 0; the facade's
+    /// runner measures it ([`crate::facade::segment_overhead_ns`]) for the lock stack's path.
+    pub segment_overhead_ns: f64,
+    /// Whether a line no core holds costs `memory_ns` (a cold miss; default true). The model
+    /// has no cache capacity, so a line misses to memory exactly once per run, on first touch.
+    /// Runs of real code whose segments are host-timed or host-calibrated turn it off: the
+    /// host's own misses on that data are in the segments' time already, and charging them
+    /// again would count them twice.
+    pub cold_misses: bool,
     /// Each task's coroutine stack, bytes (default 256 KiB; mapped lazily).
     pub stack_size: usize,
     /// How many hottest lines [`SimStats::hot_lines`] lists (default 10).
@@ -81,6 +137,8 @@ impl Default for SimConfig {
         SimConfig {
             clock: ClockMode::Deterministic(SegmentTable::default()),
             default_segment_ns: 20.0,
+            segment_overhead_ns: 0.0,
+            cold_misses: true,
             stack_size: 256 * 1024,
             top_lines: 10,
             seed: 0,
@@ -233,7 +291,7 @@ pub(crate) struct Task {
     pub(crate) joiners: Vec<u32>,
     pub(crate) locals: HashMap<usize, Box<dyn Any>>,
     pub(crate) yielder: *const Yielder<(), ()>,
-    pub(crate) seg_start: Option<Instant>,
+    pub(crate) seg_start: Option<u64>,
     pub(crate) ops: u64,
     running_ps: u64,
     spinning_ps: BTreeMap<&'static str, u64>,
@@ -269,8 +327,16 @@ pub(crate) struct Exec {
     pub(crate) spawned: Vec<(u32, Box<dyn FnOnce()>)>,
     site_ids: LineMap<u32>,
     site_names: Vec<String>,
-    seg_cache: LineMap<u64>,
+    /// Segment key to (cost in ps, whether the table had it).
+    seg_cache: LineMap<(u64, bool)>,
+    /// Deterministic clock: segments charged from the table, and at the default cost.
+    segments_from_table: u64,
+    segments_at_default: u64,
     measured: Option<LineMap<(f64, u64)>>,
+    /// Host ns per cycle-counter tick, and the per-segment overhead subtracted (measured mode).
+    ns_per_tick: f64,
+    segment_overhead_ns: f64,
+    pub(crate) clipped_segments: u64,
     table: SegmentTable,
     default_segment_ps: u64,
     pub(crate) seed: u64,
@@ -315,7 +381,10 @@ pub(crate) enum After {
 
 impl Exec {
     fn new(profile: &MachineProfile, config: &SimConfig) -> Exec {
-        let m = Machine::new(profile);
+        let mut m = Machine::new(profile);
+        if !config.cold_misses {
+            m.no_cold_misses();
+        }
         let hw = profile.hw_threads() as usize;
         let (measured, table) = match &config.clock {
             ClockMode::Deterministic(t) => (None, t.clone()),
@@ -345,6 +414,15 @@ impl Exec {
             site_ids: LineMap::default(),
             site_names: vec!["<start>".to_string(), "<exit>".to_string()],
             seg_cache: LineMap::default(),
+            segments_from_table: 0,
+            segments_at_default: 0,
+            ns_per_tick: if matches!(config.clock, ClockMode::Measured) {
+                crate::hostclock::ns_per_tick()
+            } else {
+                1.0
+            },
+            segment_overhead_ns: config.segment_overhead_ns,
+            clipped_segments: 0,
             measured,
             table,
             default_segment_ps,
@@ -384,28 +462,44 @@ impl Exec {
     }
 
     /// Charges the local work since the task's previous operation (the segment ending at
-    /// `site`), and counts the operation.
-    pub(crate) fn enter(&mut self, id: u32, site: u32) {
+    /// `site`, whose end the host's cycle counter read as `end_ticks`), and counts the
+    /// operation.
+    pub(crate) fn enter(&mut self, id: u32, site: u32, end_ticks: u64) {
         self.events += 1;
         let from = self.tasks[id as usize].last_site;
         let key = (u64::from(from) << 32) | u64::from(site);
         let cost = if let Some(measured) = &mut self.measured {
             let t = &self.tasks[id as usize];
-            let host_ns = t.seg_start.map_or(0.0, |s| s.elapsed().as_nanos() as f64);
+            let raw = t.seg_start.map_or(0.0, |s| end_ticks.saturating_sub(s) as f64 * self.ns_per_tick);
+            let mut host_ns = (raw - self.segment_overhead_ns).max(0.0);
             let e = measured.entry(key).or_insert((0.0, 0));
+            if e.1 >= 16 && host_ns > 50_000.0 && host_ns > 50.0 * e.0 / e.1 as f64 {
+                host_ns = e.0 / e.1 as f64;
+                self.clipped_segments += 1;
+            }
             e.0 += host_ns;
             e.1 += 1;
             ps(host_ns * self.m.speed_factor)
-        } else if let Some(&c) = self.seg_cache.get(&key) {
-            c
         } else {
-            let name = format!("{} -> {}", self.site_names[from as usize], self.site_names[site as usize]);
-            let c = self
-                .table
-                .segments
-                .get(&name)
-                .map_or(self.default_segment_ps, |s| ps(s.ns * self.m.speed_factor));
-            self.seg_cache.insert(key, c);
+            let (c, found) = match self.seg_cache.get(&key) {
+                Some(&v) => v,
+                None => {
+                    let name =
+                        format!("{} -> {}", self.site_names[from as usize], self.site_names[site as usize]);
+                    let v = self
+                        .table
+                        .segments
+                        .get(&name)
+                        .map_or((self.default_segment_ps, false), |s| (ps(s.ns * self.m.speed_factor), true));
+                    self.seg_cache.insert(key, v);
+                    v
+                }
+            };
+            if found {
+                self.segments_from_table += 1;
+            } else {
+                self.segments_at_default += 1;
+            }
             c
         };
         self.charge(id, cost);
@@ -664,6 +758,8 @@ impl Exec {
             max_running: self.max_running,
             lines_touched: self.lines.map.len() as u64,
             transfers: self.lines.map.values().map(|l| l.transfers).sum(),
+            segments_from_table: self.segments_from_table,
+            segments_at_default: self.segments_at_default,
             hot_lines,
             tasks,
         }
@@ -843,6 +939,8 @@ impl Simulation {
             host: HostStats {
                 host_seconds,
                 events_per_second: if host_seconds > 0.0 { events as f64 / host_seconds } else { 0.0 },
+                clipped_segments: ex.clipped_segments,
+                segment_overhead_ns: if ex.measured.is_some() { ex.segment_overhead_ns } else { 0.0 },
             },
             segments: ex.segment_table(),
         })
@@ -881,7 +979,7 @@ fn task_body(id: u32, y: &Yielder<(), ()>, f: Box<dyn FnOnce()>) {
         let t = &mut ex.tasks[id as usize];
         t.yielder = y;
         if ex.measured.is_some() {
-            ex.tasks[id as usize].seg_start = Some(Instant::now());
+            ex.tasks[id as usize].seg_start = Some(crate::hostclock::ticks());
         }
     }
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(f));

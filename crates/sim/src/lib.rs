@@ -26,12 +26,15 @@
 
 pub mod calibrate;
 mod exec;
+mod hostclock;
 #[cfg(feature = "facade")]
 pub mod facade;
 pub mod machine;
 pub mod profile;
 pub mod stats;
 pub mod task;
+#[cfg(feature = "facade")]
+pub mod timer;
 
 pub use exec::{BlockedTask, ClockMode, SegmentCost, SegmentTable, SimConfig, SimError, Simulation, TaskId};
 pub use machine::Access;

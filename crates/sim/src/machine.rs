@@ -141,6 +141,12 @@ impl Machine {
         }
     }
 
+    /// Prices a fill from memory as an L1 hit ([`crate::SimConfig::cold_misses`] off).
+    pub(crate) fn no_cold_misses(&mut self) {
+        let l1 = self.l1;
+        self.node_memory.iter_mut().for_each(|c| *c = l1);
+    }
+
     /// A load by core `core` of memory homed on node `home`, in ps.
     fn memory(&self, core: u32, home: u32) -> u64 {
         self.node_memory[self.core_node[core as usize] as usize * self.nodes + home as usize]

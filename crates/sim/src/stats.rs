@@ -26,6 +26,12 @@ pub struct HostStats {
     pub host_seconds: f64,
     /// Simulated operations (facade calls that reached the scheduler) per host second.
     pub events_per_second: f64,
+    /// Measured clock only: segments the host interrupted, charged their call-site pair's
+    /// mean instead of their host time (see [`crate::ClockMode::Measured`]); 0 otherwise.
+    pub clipped_segments: u64,
+    /// Measured clock only: the host ns subtracted from each segment as the measurement's own
+    /// cost ([`crate::SimConfig::segment_overhead_ns`]).
+    pub segment_overhead_ns: f64,
 }
 
 /// Deterministic statistics of one run.
@@ -55,6 +61,11 @@ pub struct SimStats {
     pub lines_touched: u64,
     /// Core-to-core line hand-offs, all lines.
     pub transfers: u64,
+    /// Deterministic clock: segments whose cost came from the segment table.
+    pub segments_from_table: u64,
+    /// Deterministic clock: segments the table did not know, charged
+    /// [`crate::SimConfig::default_segment_ns`].
+    pub segments_at_default: u64,
     /// The hottest lines by hand-offs (at most [`crate::SimConfig::top_lines`]), hottest first.
     pub hot_lines: Vec<LineStats>,
     /// One entry per task, in task-id order.

@@ -63,6 +63,7 @@ fn suspend(ex: std::cell::RefMut<'_, Exec>) {
 /// turn, apply `f`, then preempt if the slice is used. Returns `None` in teardown (the
 /// operation did nothing).
 fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After) -> Option<()> {
+    let end_ticks = crate::hostclock::ticks();
     let cell = exec();
     let mut ex = cell.borrow_mut();
     if ex.teardown {
@@ -71,7 +72,7 @@ fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After)
     assert!(ex.in_task, "lockstack_sim::task: an operation outside a simulated task");
     let id = ex.current;
     let s = ex.site(site);
-    ex.enter(id, s);
+    ex.enter(id, s, end_ticks);
     if ex.must_yield(id) {
         ex.push_resume(id);
         suspend(ex);
@@ -94,7 +95,7 @@ fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After)
         ex = cell.borrow_mut();
     }
     if ex.measured_mode() {
-        ex.tasks[id as usize].seg_start = Some(std::time::Instant::now());
+        ex.tasks[id as usize].seg_start = Some(crate::hostclock::ticks());
     }
     Some(())
 }
@@ -197,7 +198,11 @@ pub fn current_task() -> TaskId {
 /// under the task's wait class, and a deadlock report names this call's caller.
 #[track_caller]
 pub fn park(deadline: Option<Duration>) -> bool {
-    let site = Location::caller();
+    park_at(deadline, Location::caller())
+}
+
+/// [`park`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn park_at(deadline: Option<Duration>, site: &'static Location<'static>) -> bool {
     let mut consumed = false;
     let r = op(site, |ex, id| {
         let t = &mut ex.tasks[id as usize];
@@ -231,7 +236,11 @@ pub fn park(deadline: Option<Duration>) -> bool {
 /// When `task` is no task of this simulation.
 #[track_caller]
 pub fn unpark(task: TaskId) {
-    let site = Location::caller();
+    unpark_at(task, Location::caller())
+}
+
+/// [`unpark`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn unpark_at(task: TaskId, site: &'static Location<'static>) {
     op(site, |ex, id| {
         assert!((task.0 as usize) < ex.tasks.len(), "unpark of {task}, which does not exist");
         match ex.tasks[task.0 as usize].state {
@@ -260,7 +269,11 @@ pub fn unpark(task: TaskId) {
 /// the local work so far and `costs.clock_read_ns`).
 #[track_caller]
 pub fn now() -> Duration {
-    let site = Location::caller();
+    now_at(Location::caller())
+}
+
+/// [`now`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn now_at(site: &'static Location<'static>) -> Duration {
     op(site, |ex, id| {
         let c = ex.m.clock_read;
         ex.charge(id, c);
@@ -274,7 +287,11 @@ pub fn now() -> Duration {
 /// after the timer expires.
 #[track_caller]
 pub fn sleep(d: Duration) {
-    let site = Location::caller();
+    sleep_at(d, Location::caller())
+}
+
+/// [`sleep`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn sleep_at(d: Duration, site: &'static Location<'static>) {
     op(site, |ex, id| {
         let c = ex.m.syscall;
         ex.charge(id, c);
@@ -289,7 +306,11 @@ pub fn sleep(d: Duration) {
 /// the spawner's clock (which pays `futex_wake_ns`, a `clone` being of that order: assumed).
 #[track_caller]
 pub fn spawn(name: &str, f: Box<dyn FnOnce() + Send + 'static>) -> TaskId {
-    let site = Location::caller();
+    spawn_at(name, f, Location::caller())
+}
+
+/// [`spawn`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn spawn_at(name: &str, f: Box<dyn FnOnce() + Send + 'static>, site: &'static Location<'static>) -> TaskId {
     let mut new = None;
     op(site, |ex, id| {
         let c = ex.m.futex_wake;
@@ -309,7 +330,11 @@ pub fn spawn(name: &str, f: Box<dyn FnOnce() + Send + 'static>) -> TaskId {
 /// exist, was joined before, or the simulation is being torn down.
 #[track_caller]
 pub fn join(task: TaskId) -> Result<(), Box<dyn Any + Send + 'static>> {
-    let site = Location::caller();
+    join_at(task, Location::caller())
+}
+
+/// [`join`] booked at `site` (a backend whose callers' sites are not its own).
+pub fn join_at(task: TaskId, site: &'static Location<'static>) -> Result<(), Box<dyn Any + Send + 'static>> {
     let mut early: Option<&'static str> = None;
     let r = op(site, |ex, id| {
         let Some(t) = ex.tasks.get(task.0 as usize) else {
@@ -346,13 +371,14 @@ pub fn join(task: TaskId) -> Result<(), Box<dyn Any + Send + 'static>> {
 /// The task's exit operation (the end of [`crate::exec`]'s task body).
 pub(crate) fn exit(outcome: Result<(), Box<dyn Any + Send + 'static>>) {
     let mut outcome = Some(outcome);
+    let end_ticks = crate::hostclock::ticks();
     let cell = exec();
     let mut ex = cell.borrow_mut();
     if ex.teardown {
         return;
     }
     let id = ex.current;
-    ex.enter(id, SITE_EXIT);
+    ex.enter(id, SITE_EXIT, end_ticks);
     if ex.must_yield(id) {
         ex.push_resume(id);
         suspend(ex);

@@ -235,12 +235,14 @@ struct ClientOut {
     lat_sq_ns: f64,
 }
 
-/// Under `--machine` only: the client's own work and its round trip to the backend for one
-/// statement (`--set sim.client_cpu_us`, `sim.client_rtt_us`), in virtual time.
+/// Under `--machine` only: the client's own work, the server's work PostgreSQL does and this
+/// engine does not, and the round trip to the backend for one statement (`--set
+/// sim.client_cpu_us`, `sim.statement_cpu_us`, `sim.client_rtt_us`), in virtual time.
 #[inline]
 fn sim_statement(c: &EngineConfig) {
     if lockstack_common::sync::hook::simulated() {
-        if let Some(cpu) = c.sim_client_cpu {
+        let cpu = c.sim_client_cpu.unwrap_or_default() + c.sim_statement_cpu.unwrap_or_default();
+        if !cpu.is_zero() {
             lockstack_common::sync::hook::compute(cpu);
         }
         if let Some(rtt) = c.sim_client_rtt.filter(|d| !d.is_zero()) {
