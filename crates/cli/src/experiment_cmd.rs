@@ -55,6 +55,11 @@ pub(crate) struct ExperimentArgs {
     /// Base seed of pgbench's client random generators (run r uses seed + r).
     #[arg(long = "random-seed", default_value_t = 0)]
     random_seed: u64,
+    /// With --machine (one of the seed's machines): solve sim.statement_cpu_us so that the
+    /// baseline's simulated throughput at the thread's fewest published clients (1 where given)
+    /// equals the thread's figure, print it and the catalogue entry to store, and exit.
+    #[arg(long)]
+    calibrate: bool,
 }
 
 fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
@@ -67,7 +72,7 @@ fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
         .collect()
 }
 
-fn options(args: &ExperimentArgs) -> Result<Options, Failure> {
+fn options(args: &ExperimentArgs, machine: Option<&str>) -> Result<Options, Failure> {
     let clients = match &args.clients {
         Some(s) => Some(parse_clients(s)?),
         None if args.smoke => Some(vec![1, 2]),
@@ -91,10 +96,57 @@ fn options(args: &ExperimentArgs) -> Result<Options, Failure> {
         set: args.set.clone(),
         workloads,
         seed: args.random_seed,
+        machine: machine.map(str::to_string),
     })
 }
 
-pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
+/// `--calibrate`: solves and prints each workload's calibration.
+fn calibrate(exp: &'static Experiment, opts: &Options, machine: Option<&str>) -> Result<(), Failure> {
+    let Some(machine) = machine else {
+        let names: Vec<&str> = exp.machines.iter().map(|m| m.profile).collect();
+        return Err(Failure::input(format!(
+            "--calibrate needs --machine PROFILE, one of {}'s machines: {}",
+            exp.name,
+            names.join(", ")
+        )));
+    };
+    let (solved, skipped) =
+        lockstack_workloads::experiments::calibrate::solve(exp, opts, machine).map_err(Failure::input)?;
+    for line in &skipped {
+        outln!("{line}");
+    }
+    for s in &solved {
+        let c = &s.calibrated;
+        outln!(
+            "{}: calibrated to \"{}\" at {} client{}, {:.1} tps: sim.statement_cpu_us = {:.2} (without it {:.1} tps; check run {:.1} tps, {:+.2}%)",
+            c.workload,
+            c.series,
+            c.clients,
+            if c.clients == 1 { "" } else { "s" },
+            c.tps,
+            c.statement_cpu_us,
+            s.tps_without,
+            s.tps_check,
+            (s.tps_check / c.tps - 1.0) * 100.0
+        );
+    }
+    outln!("catalogue entries (crates/workloads/src/experiments/catalog.rs, {}'s `calibrated`):", exp.name);
+    for s in &solved {
+        let c = &s.calibrated;
+        outln!(
+            "    Calibrated {{ machine: {:?}, workload: {:?}, series: {:?}, clients: {}, tps: {:?}, statement_cpu_us: {:?} }},",
+            c.machine,
+            c.workload,
+            c.series,
+            c.clients,
+            c.tps,
+            c.statement_cpu_us
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Failure> {
     if args.set.iter().any(|s| s == "help") {
         print_knobs();
         return Ok(());
@@ -104,7 +156,10 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
-    let plan = Plan::new(exp, &options(&args)?).map_err(Failure::input)?;
+    if args.calibrate {
+        return calibrate(exp, &options(&args, machine)?, machine);
+    }
+    let plan = Plan::new(exp, &options(&args, machine)?).map_err(Failure::input)?;
     let out = args.out.clone().unwrap_or_else(|| Path::new("out/experiments").join(exp.name));
     std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     crate::prepare_json(args.json.as_deref())?;
@@ -295,6 +350,16 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         r.points.len(),
         wall_s
     );
+    if let Some(m) = &plan.machine {
+        if plan.calibrated.is_empty() {
+            outln!(
+                "simulated on {m}, not calibrated (sim.statement_cpu_us as given, default 0): `--calibrate` solves it"
+            );
+        }
+        for c in &plan.calibrated {
+            outln!("calibrated to: {}", c.line());
+        }
+    }
     outln!("variants (assignments applied after the preset, in order; the first is the baseline):");
     let wname = e.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);
     for (v, (_, set)) in e.variants.iter().zip(&r.variant_sets) {

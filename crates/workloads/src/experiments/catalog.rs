@@ -4,7 +4,7 @@
 //! experiment finishes in under a minute on a 2-core machine; `docs/experiments.md` has the
 //! figures we measured with them.
 
-use super::{Counter, Experiment, Per, Published, Thread, Variant, Workload, WorkloadKind};
+use super::{Counter, Experiment, Per, Published, SeedMachine, Thread, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::BufferScenario;
 
 const TPCB: Workload = Workload {
@@ -153,6 +153,11 @@ const PGXACT: Experiment = Experiment {
         "Linnakangas, 8-core x64 box: no measurable pgbench difference with the patch, with or \
          without -N / -S",
     ],
+    machines: &[
+        SeedMachine { profile: "xeon-32", series: &[HAAS_S, HAAS_W], clients: &[1, 8, 32, 80] },
+        SeedMachine { profile: "itanium-32", series: &[PAVAN_N, PAVAN_B], clients: &[1, 4, 32, 48, 64, 80] },
+    ],
+    calibrated: &[],
 };
 
 const AMIT: &str = "Kapila, 192-thread POWER8, -S -M prepared";
@@ -208,6 +213,8 @@ const OLD_SNAPSHOT: Experiment = Experiment {
         p("select-only", AMIT, 64, "ost=1+fix", None, 191741.0, None),
     ],
     published_notes: &[],
+    machines: &[SeedMachine { profile: "power8-192", series: &[AMIT], clients: &[1, 32, 64] }],
+    calibrated: &[],
 };
 
 const KEVIN_P: &str = "Grittner, 32 cores, -M prepared";
@@ -305,6 +312,12 @@ const FLEXLOCK: Experiment = Experiment {
         p("tpcb-like", KEVIN_S, 128, "flexlock", None, 25883.023093, None),
     ],
     published_notes: &[],
+    machines: &[SeedMachine {
+        profile: "xeon-32",
+        series: &[KEVIN_P, KEVIN_S],
+        clients: &[1, 2, 4, 8, 16, 32, 64, 80, 96, 128],
+    }],
+    calibrated: &[],
 };
 
 const HAAS_36: &str = "Haas, 24 cores, -c 36 -j 36 -n -S";
@@ -369,6 +382,8 @@ const FASTPATH: Experiment = Experiment {
          locks (roughly 800k shared and 12000 exclusive acquisitions, 850 blocks; one lock ~5x \
          hotter than the rest)",
     ],
+    machines: &[SeedMachine { profile: "opteron-24", series: &[HAAS_36], clients: &[1, 8, 24, 36] }],
+    calibrated: &[],
 };
 
 /// Seed 004: checking the visibility map instead of PD_ALL_VISIBLE, and the VM page's pin.
@@ -432,6 +447,8 @@ const VM_PIN: Experiment = Experiment {
          reproduce; no difference between #1 and #3",
         "vm-delete: no difference between #1 and #2",
     ],
+    machines: &[SeedMachine { profile: "xeon-12", series: &[], clients: &[1, 4, 12, 24, 64] }],
+    calibrated: &[],
 };
 
 /// The catalog, by seed number.

@@ -15,6 +15,7 @@
 //!
 //! Like the rest of this crate, nothing here prints: the CLI formats the tables.
 
+pub mod calibrate;
 pub mod catalog;
 pub mod driver;
 pub mod output;
@@ -195,6 +196,61 @@ pub struct Experiment {
     /// Other figures the seed gives (counters, percentages), with the numbers as the seed
     /// states them.
     pub published_notes: &'static [&'static str],
+    /// The simulated machines the seed's figures come from (`--machine` profiles), with the
+    /// client counts the thread ran on each.
+    pub machines: &'static [SeedMachine],
+    /// Calibrations solved by `lockstack experiment NAME --machine P --calibrate` and stored:
+    /// under `--machine P` each pgbench workload with an entry runs with its
+    /// `sim.statement_cpu_us` (unless the caller's `--set` gives one).
+    pub calibrated: &'static [Calibrated],
+}
+
+/// A machine a seed thread measured on, as a simulated profile.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SeedMachine {
+    /// The built-in profile (`lockstack machine list`).
+    pub profile: &'static str,
+    /// The published series ([`Published::series`]) measured on it.
+    pub series: &'static [&'static str],
+    /// The client counts the thread ran there: the default `--clients` under `--machine`
+    /// with this profile.
+    pub clients: &'static [usize],
+}
+
+/// One stored calibration (issue 18): on `machine`, the baseline variant of `workload` at
+/// `clients` simulated to the published `tps` of `series` with `statement_cpu_us` of server
+/// work per statement that PostgreSQL does and this engine does not. Everything else in a run
+/// (every other client count, every other variant) is prediction.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Calibrated {
+    /// The profile.
+    pub machine: &'static str,
+    /// Our workload.
+    pub workload: &'static str,
+    /// The published series the figure comes from.
+    pub series: &'static str,
+    /// The figure's client count (1 where the thread gives one).
+    pub clients: u32,
+    /// The figure (tps).
+    pub tps: f64,
+    /// The solved `sim.statement_cpu_us`.
+    pub statement_cpu_us: f64,
+}
+
+impl Calibrated {
+    /// One line: what the run was calibrated to.
+    pub fn line(&self) -> String {
+        format!(
+            "{} on {}: {} at {} client{} = {:.0} tps (sim.statement_cpu_us = {:.2})",
+            self.workload,
+            self.machine,
+            self.series,
+            self.clients,
+            if self.clients == 1 { "" } else { "s" },
+            self.tps,
+            self.statement_cpu_us
+        )
+    }
 }
 
 impl Experiment {
@@ -209,6 +265,16 @@ impl Experiment {
     /// The workload called `name`.
     pub fn workload(&self, name: &str) -> Option<&Workload> {
         self.workloads.iter().find(|w| w.name == name)
+    }
+
+    /// The seed's machine entry for profile `name`, if the thread measured there.
+    pub fn machine(&self, name: &str) -> Option<&SeedMachine> {
+        self.machines.iter().find(|m| m.profile == name)
+    }
+
+    /// The stored calibration of `workload` on `machine`.
+    pub fn calibration(&self, machine: &str, workload: &str) -> Option<&Calibrated> {
+        self.calibrated.iter().find(|c| c.machine == machine && c.workload == workload)
     }
 
     /// Points one run of the defaults measures: workloads x clients x variants x runs.

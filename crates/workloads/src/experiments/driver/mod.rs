@@ -69,6 +69,10 @@ pub struct Options {
     pub workloads: Option<Vec<String>>,
     /// Base seed of pgbench's client random generators (run `r` uses `seed + r`).
     pub seed: u64,
+    /// The `--machine` profile's name when the run is simulated: the default client counts
+    /// become the seed's on that machine ([`crate::experiments::SeedMachine`]) and stored
+    /// calibrations for it apply.
+    pub machine: Option<String>,
 }
 
 /// An experiment with every option resolved and validated: what [`run`] executes.
@@ -92,7 +96,16 @@ pub struct Plan {
     pub scale: i64,
     /// Base random seed.
     pub seed: u64,
+    /// The simulated machine's profile name, under `--machine`.
+    pub machine: Option<String>,
+    /// The stored calibrations in effect (one per pgbench workload at most): each sets
+    /// `sim.statement_cpu_us` for its workload. Empty natively, without a stored calibration for
+    /// the machine, or when the caller's `--set` gives `sim.statement_cpu_us`.
+    pub calibrated: Vec<crate::experiments::Calibrated>,
 }
+
+/// The knob a stored calibration sets.
+pub const STATEMENT_CPU_KEY: &str = "sim.statement_cpu_us";
 
 fn key_of(assignment: &str) -> &str {
     assignment.split_once('=').map_or(assignment, |(k, _)| k).trim()
@@ -114,7 +127,9 @@ impl Plan {
     /// experiment's variants sets (it would erase the comparison), or (`vm-pin`) a key other
     /// than [`VM_PIN_KEYS`] (and [`VM_CHECK_KEY`] for the others).
     pub fn new(experiment: &'static Experiment, opts: &Options) -> Result<Plan, String> {
-        let mut clients = opts.clients.clone().unwrap_or_else(|| experiment.clients.to_vec());
+        let seed_machine = opts.machine.as_deref().and_then(|m| experiment.machine(m));
+        let default_clients = seed_machine.map_or(experiment.clients, |m| m.clients);
+        let mut clients = opts.clients.clone().unwrap_or_else(|| default_clients.to_vec());
         if clients.is_empty() {
             return Err("--clients: no client count given".into());
         }
@@ -187,6 +202,13 @@ impl Plan {
                 ));
             }
         }
+        let own_statement_cpu = opts.set.iter().any(|a| key_of(a) == STATEMENT_CPU_KEY);
+        let calibrated = match (&opts.machine, own_statement_cpu) {
+            (Some(m), false) => {
+                workloads.iter().filter_map(|w| experiment.calibration(m, w.name).copied()).collect()
+            }
+            _ => Vec::new(),
+        };
         let plan = Plan {
             experiment,
             preset,
@@ -197,6 +219,8 @@ impl Plan {
             runs,
             scale,
             seed: opts.seed,
+            machine: opts.machine.clone(),
+            calibrated,
         };
         for v in experiment.variants {
             plan.config(v, 1)?;
@@ -430,7 +454,15 @@ fn run_pgbench(
     clients: usize,
     run: usize,
 ) -> Result<Point, String> {
-    let (engine, _) = plan.config(variant, clients)?;
+    let (mut engine, _) = plan.config(variant, clients)?;
+    let is_this = |c: &&crate::experiments::Calibrated| {
+        plan.experiment
+            .workload(c.workload)
+            .is_some_and(|w| matches!(w.kind, WorkloadKind::Pgbench { builtin: b } if b == builtin))
+    };
+    if let Some(c) = plan.calibrated.iter().find(is_this) {
+        settings::KNOBS.set(&mut engine, STATEMENT_CPU_KEY, &format!("{}", c.statement_cpu_us)).map_err(|e| e.to_string())?;
+    }
     let cfg = PgbenchConfig {
         scale: plan.scale,
         fillfactor: 100,
