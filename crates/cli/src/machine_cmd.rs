@@ -1,4 +1,4 @@
-//! `lockstack machine list|show|calibrate`: the simulated machines' profiles (crate
+//! `lockstack machine list|show|calibrate|sweep`: the simulated machines' profiles (crate
 //! `lockstack-sim`).
 
 use clap::{Args, Subcommand};
@@ -30,10 +30,14 @@ enum MachineAction {
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
     },
+    /// Run pgbench -S on simulated machines for every profile, preset and client count (one
+    /// child run per point) and write DIR/sweep.csv, DIR/sweep.svg and a table.
+    Sweep(crate::machine_sweep::SweepArgs),
 }
 
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
     match args.action {
+        MachineAction::Sweep(sweep) => crate::machine_sweep::run(sweep),
         MachineAction::List => {
             for (name, _) in BUILTIN {
                 let p = MachineProfile::builtin(name)
