@@ -563,6 +563,7 @@ fn render_svg(plan: &Plan, results: &[PointResult]) -> Result<String, String> {
                 .configure_mesh()
                 .x_labels(((x1 - x0).ceil() as usize + 2).max(3))
                 .x_label_formatter(&xlabel)
+                .light_line_style(RGBColor(242, 242, 242))
                 .x_desc("clients (log2 scale)")
                 .y_desc("tps")
                 .y_label_formatter(&|y| short(*y))
