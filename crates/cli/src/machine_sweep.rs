@@ -245,7 +245,8 @@ struct Running {
 }
 
 /// Starts one point: this binary, `pgbench -s S -S -c C -j C -t T --machine P --preset X --json
-/// FILE`, its stdout (the report) in `points/STEM.txt`, its stderr in `points/STEM.err`.
+/// FILE`, its stdout (the report) in `points/STEM.txt`, its stderr in `points/STEM.err` (removed
+/// after a success if empty).
 fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, Failure> {
     let stem = point.stem();
     let json = dir.join(format!("{stem}.json"));
@@ -390,6 +391,10 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
             let code =
                 status.code().map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}"));
             break Err(Failure::run(format!("point {label} failed ({code}): {}", last_line(&r.err))));
+        }
+        // A successful child's stderr is kept only when it said something.
+        if std::fs::metadata(&r.err).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&r.err);
         }
         match read_result(&r.point, &r.json) {
             Ok(res) => results.push(res),
