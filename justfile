@@ -25,6 +25,11 @@ run:
 experiment NAME *ARGS:
     cargo run --release -p lockstack-cli -- experiment {{NAME}} {{ARGS}}
 
+# pgbench -S on every simulated machine profile under pg91, pg92 and pg17 at 1..128 clients
+# (docs/sim.md, "Sweeps"): out/sweep/sweep.csv, sweep.svg and a table; extra flags pass through.
+sweep *ARGS:
+    cargo run --release -p lockstack-cli -- machine sweep --out out/sweep {{ARGS}}
+
 # Everything CI runs.
 ci:
     bash .ci/run

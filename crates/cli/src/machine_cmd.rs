@@ -1,4 +1,4 @@
-//! `lockstack machine list|show|calibrate`: the simulated machines' profiles (crate
+//! `lockstack machine list|show|calibrate|sweep`: the simulated machines' profiles (crate
 //! `lockstack-sim`).
 
 use clap::{Args, Subcommand};
@@ -44,6 +44,9 @@ enum MachineAction {
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
     },
+    /// Run pgbench -S on simulated machines for every profile, preset and client count (one
+    /// child run per point) and write DIR/sweep.csv, DIR/sweep.svg and a table.
+    Sweep(crate::machine_sweep::SweepArgs),
 }
 
 /// The runs of `machine segments`: each is `lockstack ARGS --time-segments FILE`.
@@ -137,6 +140,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
 
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
     match args.action {
+        MachineAction::Sweep(sweep) => crate::machine_sweep::run(sweep),
         MachineAction::List => {
             for (name, _) in BUILTIN {
                 let p = MachineProfile::builtin(name)

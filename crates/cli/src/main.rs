@@ -36,6 +36,7 @@ mod isolation_cmd;
 mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;
+mod machine_sweep;
 mod pgbench_cmd;
 mod sim_cmd;
 mod snapshot_cmd;
@@ -110,7 +111,8 @@ enum Command {
     /// counters, the seed's figures, CSV/JSON/SVG.
     Experiment(experiment_cmd::ExperimentArgs),
     /// The simulated machines' profiles: `machine list`, `machine show NAME|FILE`,
-    /// `machine calibrate [--out FILE]` (measure this host).
+    /// `machine calibrate [--out FILE]` (measure this host), `machine sweep --out DIR` (pgbench
+    /// -S on every profile, preset and client count).
     Machine(machine_cmd::MachineArgs),
 }
 

@@ -1,0 +1,675 @@
+//! `lockstack machine sweep`: pgbench's select-only workload (`-S`) on simulated machines,
+//! every (profile, preset, clients) point one child run of this binary
+//! (`lockstack pgbench -S ... --machine PROFILE --preset PRESET --json FILE`), collected into
+//! `DIR/sweep.csv`, a table on stdout and `DIR/sweep.svg` (one panel per profile, tps against
+//! clients on a log2 axis, one line per preset). docs/sim.md, "Sweeps", describes the columns.
+//!
+//! The points run as child processes rather than in this process because a simulated run takes
+//! over its process's sync facade (crates/sim) and the simulating binary is a separate build
+//! (crates/cli/build.rs); a child also keeps one point's failure from taking the others down.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use lockstack_common::sync::{Duration, Instant, sleep};
+use lockstack_sim::MachineProfile;
+use lockstack_sim::profile::BUILTIN;
+use plotters::prelude::*;
+
+use crate::Failure;
+
+/// Arguments of `lockstack machine sweep`.
+#[derive(Args, Debug)]
+pub(crate) struct SweepArgs {
+    /// Machine profiles, comma-separated: built-in names (`lockstack machine list`) or profile
+    /// files, or `all` for every built-in profile.
+    #[arg(long, default_value = "all", value_name = "all|NAME,...")]
+    profiles: String,
+    /// Release presets of the lock stack, comma-separated (pg91, pg92, pg96, pg14, pg17).
+    #[arg(long, default_value = "pg91,pg92,pg17", value_name = "PRESET,...")]
+    presets: String,
+    /// Client counts, comma-separated, each 1 to 1000 (pgbench's -c; -j is the same).
+    #[arg(long, default_value = "1,2,4,8,16,32,64,128", value_name = "N,...")]
+    clients: String,
+    /// Transactions per point in total, split evenly over the clients: each client runs
+    /// ceil(N / clients) (pgbench's -t), so every point does about the same work.
+    #[arg(long, default_value_t = 8192, allow_negative_numbers = true, value_name = "N")]
+    transactions: i64,
+    /// pgbench scale factor (-s): 100,000 pgbench_accounts rows per unit, loaded natively by
+    /// each point before its measured phase.
+    #[arg(short = 's', long, default_value_t = 1, allow_negative_numbers = true)]
+    scale: i64,
+    /// Points run at once (child processes); each simulated run uses one host thread.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
+    jobs: i64,
+    /// Directory for sweep.csv, sweep.svg and points/ (each point's report and --json);
+    /// created if missing.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+/// Largest pgbench client count (`lockstack pgbench -c`).
+const MAX_CLIENTS: usize = 1000;
+
+/// One point of the sweep and, once run, its result.
+#[derive(Debug, Clone)]
+struct Point {
+    profile: String,
+    preset: String,
+    clients: usize,
+    /// pgbench's -t: transactions per client.
+    per_client: u64,
+}
+
+impl Point {
+    /// The point's file stem in `DIR/points/`.
+    fn stem(&self) -> String {
+        format!("{}-{}-c{}", self.profile, self.preset, self.clients)
+    }
+
+    /// How error messages and the progress bar name the point.
+    fn label(&self) -> String {
+        format!("{} {} -c {}", self.profile, self.preset, self.clients)
+    }
+}
+
+/// What one point's `--json` says (pgbench's result and its `simulated_machine` section).
+#[derive(Debug, Clone)]
+struct PointResult {
+    point: Point,
+    /// Transactions processed.
+    transactions: u64,
+    /// Transactions per virtual second (pgbench's tps without initial connection time).
+    tps: f64,
+    /// Virtual seconds the simulated machine ran (all measured phases).
+    virtual_s: f64,
+    /// Host seconds the simulation took (not deterministic).
+    host_s: f64,
+    /// Simulated events.
+    events: u64,
+    /// Core-to-core cache-line transfers.
+    transfers: u64,
+    /// The wait class with the largest share of the tasks' virtual time, "unclassified"
+    /// (pgbench's start and stop gates, joins) left out; "none" when nothing waited.
+    top_wait: String,
+    /// Its share, 0 to 1.
+    top_wait_share: f64,
+    /// The "unclassified" share, 0 to 1.
+    unclassified_share: f64,
+    /// The line with the most core-to-core transfers ("none" if no line moved).
+    hot_line: String,
+    /// Its transfers.
+    hot_line_transfers: u64,
+}
+
+/// The sweep's points, validated.
+#[derive(Debug)]
+struct Plan {
+    profiles: Vec<(String, String)>,
+    presets: Vec<String>,
+    clients: Vec<usize>,
+    transactions: u64,
+    scale: u64,
+    jobs: usize,
+}
+
+/// Splits a comma-separated list, refusing empty items and duplicates.
+fn list<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, Failure> {
+    let mut items: Vec<&str> = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(Failure::input(format!("{flag}: empty item in \"{s}\"")));
+        }
+        if items.contains(&item) {
+            return Err(Failure::input(format!("{flag}: \"{item}\" is given twice in \"{s}\"")));
+        }
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// `--clients`: counts from 1 to [`MAX_CLIENTS`], no repeats, sorted ascending.
+fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
+    let mut out = Vec::new();
+    for item in list("--clients", s)? {
+        let c: usize = item
+            .parse()
+            .map_err(|_| Failure::input(format!("--clients: invalid count \"{item}\" in \"{s}\"")))?;
+        if !(1..=MAX_CLIENTS).contains(&c) {
+            return Err(Failure::input(format!("--clients: {c} is outside 1 to {MAX_CLIENTS}")));
+        }
+        if out.contains(&c) {
+            return Err(Failure::input(format!("--clients: {c} is given twice in \"{s}\"")));
+        }
+        out.push(c);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// `--profiles`: (name for the CSV and the plot, argument for `--machine`).
+fn parse_profiles(s: &str) -> Result<Vec<(String, String)>, Failure> {
+    if s.trim() == "all" {
+        return Ok(BUILTIN.iter().map(|(n, _)| (n.to_string(), n.to_string())).collect());
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for item in list("--profiles", s)? {
+        let p = MachineProfile::resolve(item).map_err(|e| Failure::input(format!("--profiles: {e}")))?;
+        if out.iter().any(|(n, _)| *n == p.name) {
+            return Err(Failure::input(format!("--profiles: two profiles are named \"{}\"", p.name)));
+        }
+        out.push((p.name, item.to_string()));
+    }
+    Ok(out)
+}
+
+/// `--presets`: names from [`lockstack_engine::engine::PRESETS`].
+fn parse_presets(s: &str) -> Result<Vec<String>, Failure> {
+    let valid = lockstack_engine::engine::PRESETS;
+    list("--presets", s)?
+        .into_iter()
+        .map(|p| {
+            if valid.contains(&p) {
+                Ok(p.to_string())
+            } else {
+                Err(Failure::input(format!(
+                    "--presets: unknown preset \"{p}\" (valid: {})",
+                    valid.join(", ")
+                )))
+            }
+        })
+        .collect()
+}
+
+/// A count flag that must be at least 1.
+fn positive(flag: &str, v: i64) -> Result<u64, Failure> {
+    u64::try_from(v)
+        .ok()
+        .filter(|&v| v >= 1)
+        .ok_or_else(|| Failure::input(format!("{flag} must be at least 1, got {v}")))
+}
+
+impl Plan {
+    fn new(args: &SweepArgs) -> Result<Plan, Failure> {
+        let jobs = positive("--jobs", args.jobs)?;
+        if jobs > 64 {
+            return Err(Failure::input(format!("--jobs must be at most 64, got {jobs}")));
+        }
+        let scale = positive("--scale", args.scale)?;
+        if scale > 1000 {
+            return Err(Failure::input(format!("--scale must be at most 1000, got {scale}")));
+        }
+        Ok(Plan {
+            profiles: parse_profiles(&args.profiles)?,
+            presets: parse_presets(&args.presets)?,
+            clients: parse_clients(&args.clients)?,
+            transactions: positive("--transactions", args.transactions)?,
+            scale,
+            jobs: jobs as usize,
+        })
+    }
+
+    /// Every point, profile-major, then preset, then clients.
+    fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for (profile, _) in &self.profiles {
+            for preset in &self.presets {
+                for &clients in &self.clients {
+                    out.push(Point {
+                        profile: profile.clone(),
+                        preset: preset.clone(),
+                        clients,
+                        per_client: self.transactions.div_ceil(clients as u64),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The `--machine` argument of a profile name.
+    fn machine_arg<'a>(&'a self, profile: &'a str) -> &'a str {
+        self.profiles.iter().find(|(n, _)| n == profile).map_or(profile, |(_, a)| a.as_str())
+    }
+}
+
+/// A running point.
+struct Running {
+    point: Point,
+    child: Child,
+    json: PathBuf,
+    err: PathBuf,
+}
+
+/// Starts one point: this binary, `pgbench -s S -S -c C -j C -t T --machine P --preset X --json
+/// FILE`, its stdout (the report) in `points/STEM.txt`, its stderr in `points/STEM.err` (removed
+/// after a success if empty).
+fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, Failure> {
+    let stem = point.stem();
+    let json = dir.join(format!("{stem}.json"));
+    let txt = dir.join(format!("{stem}.txt"));
+    let err = dir.join(format!("{stem}.err"));
+    let _ = std::fs::remove_file(&json);
+    let file = |p: &Path| {
+        std::fs::File::create(p).map_err(|e| Failure::output(format!("--out: {}: {e}", p.display())))
+    };
+    let c = point.clients.to_string();
+    let child = Command::new(exe)
+        .args(["pgbench", "-s", &plan.scale.to_string(), "-S", "-c", &c, "-j", &c])
+        .args(["-t", &point.per_client.to_string(), "--machine", plan.machine_arg(&point.profile)])
+        .args(["--preset", &point.preset, "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(file(&txt)?)
+        .stderr(file(&err)?)
+        .spawn()
+        .map_err(|e| {
+            Failure::run(format!("point {}: could not start {}: {e}", point.label(), exe.display()))
+        })?;
+    Ok(Running { point: point.clone(), child, json, err })
+}
+
+/// Reads a finished point's `--json`.
+fn read_result(point: &Point, json: &Path) -> Result<PointResult, String> {
+    let text = std::fs::read_to_string(json).map_err(|e| format!("reading {}: {e}", json.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", json.display()))?;
+    let num = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| format!("{}: no number \"{key}\"", json.display()))
+    };
+    let sim = v
+        .get("simulated_machine")
+        .filter(|s| s.is_object())
+        .ok_or_else(|| format!("{}: no simulated_machine section", json.display()))?;
+    let transactions = num(&v, "transactions")?;
+    let elapsed = num(&v, "elapsed_s")?;
+    if elapsed <= 0.0 {
+        return Err(format!("{}: elapsed_s is {elapsed}", json.display()));
+    }
+    let waits = sim.get("waits").and_then(|w| w.as_array()).cloned().unwrap_or_default();
+    let share_of = |w: &serde_json::Value| w.get("share").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    let class_of = |w: &serde_json::Value| w.get("class").and_then(|c| c.as_str()).unwrap_or("").to_string();
+    let unclassified = waits.iter().filter(|w| class_of(w) == "unclassified").map(share_of).sum();
+    let top = waits
+        .iter()
+        .filter(|w| class_of(w) != "unclassified" && share_of(w) > 0.0)
+        .max_by(|a, b| share_of(a).total_cmp(&share_of(b)));
+    let hot = sim.get("hot_lines").and_then(|h| h.as_array()).and_then(|h| {
+        h.iter().max_by_key(|l| l.get("transfers").and_then(serde_json::Value::as_u64).unwrap_or(0))
+    });
+    let hot_transfers = hot.and_then(|l| l.get("transfers")).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    Ok(PointResult {
+        point: point.clone(),
+        transactions: transactions as u64,
+        tps: transactions / elapsed,
+        virtual_s: num(sim, "virtual_seconds")?,
+        host_s: num(sim, "host_seconds")?,
+        events: num(sim, "events")? as u64,
+        transfers: num(sim, "transfers")? as u64,
+        top_wait: top.map_or_else(|| "none".to_string(), class_of),
+        top_wait_share: top.map_or(0.0, share_of),
+        unclassified_share: unclassified,
+        hot_line: match hot {
+            Some(l) if hot_transfers > 0 => l.get("name").and_then(|n| n.as_str()).unwrap_or("?").to_string(),
+            _ => "none".to_string(),
+        },
+        hot_line_transfers: hot_transfers,
+    })
+}
+
+/// The last non-empty line of a failed child's stderr.
+fn last_line(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()))
+        .unwrap_or_else(|| "no message".to_string())
+}
+
+/// Runs every point, `plan.jobs` at a time. On the first failure the running children are
+/// killed and the failure names the point (exit 2).
+fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::run(format!("cannot find this binary to run the points: {e}")))?;
+    let points = plan.points();
+    let bar = ProgressBar::new(points.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("sweep [{bar:30}] {pos}/{len} points, eta {eta} {msg}")
+            .map_err(|e| Failure::run(format!("progress bar: {e}")))?
+            .progress_chars("=> "),
+    );
+    let mut queue = points.iter();
+    let mut running: Vec<Running> = Vec::new();
+    let mut results: Vec<PointResult> = Vec::new();
+    let outcome = loop {
+        let mut not_started = None;
+        while not_started.is_none()
+            && running.len() < plan.jobs
+            && let Some(p) = queue.next()
+        {
+            match start(&exe, plan, p, dir) {
+                Ok(r) => running.push(r),
+                Err(f) => not_started = Some(f),
+            }
+            bar.set_message(p.label());
+        }
+        if let Some(f) = not_started {
+            break Err(f);
+        }
+        if running.is_empty() {
+            break Ok(());
+        }
+        let mut finished = None;
+        for (i, r) in running.iter_mut().enumerate() {
+            match r.child.try_wait() {
+                Ok(Some(status)) => {
+                    finished = Some((i, Ok(status)));
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    finished = Some((i, Err(e)));
+                    break;
+                }
+            }
+        }
+        let Some((i, status)) = finished else {
+            sleep(Duration::from_millis(10));
+            continue;
+        };
+        let r = running.swap_remove(i);
+        let label = r.point.label();
+        let status = match status {
+            Ok(s) => s,
+            Err(e) => break Err(Failure::run(format!("point {label}: waiting for the child: {e}"))),
+        };
+        if !status.success() {
+            let code =
+                status.code().map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}"));
+            break Err(Failure::run(format!("point {label} failed ({code}): {}", last_line(&r.err))));
+        }
+        // A successful child's stderr is kept only when it said something.
+        if std::fs::metadata(&r.err).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&r.err);
+        }
+        match read_result(&r.point, &r.json) {
+            Ok(res) => results.push(res),
+            Err(e) => break Err(Failure::run(format!("point {label}: {e}"))),
+        }
+        bar.inc(1);
+    };
+    bar.finish_and_clear();
+    if let Err(f) = outcome {
+        for mut r in running {
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+        return Err(f);
+    }
+    // Points finish out of order; the CSV and the table are in plan order.
+    results.sort_by_key(|r| points.iter().position(|p| p.stem() == r.point.stem()));
+    Ok(results)
+}
+
+/// The CSV's header. Every column but the last (`host_s`) repeats from run to run.
+const CSV_HEADER: &str = "profile,preset,clients,transactions,tps,virtual_s,events,transfers,top_wait,\
+top_wait_share,unclassified_share,hot_line,hot_line_transfers,host_s";
+
+/// A CSV field, quoted when it holds a comma or a quote.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// `sweep.csv`'s text.
+fn csv_text(results: &[PointResult]) -> String {
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in results {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{:.1},{:.6},{},{},{},{:.4},{:.4},{},{},{:.3}",
+            field(&r.point.profile),
+            r.point.preset,
+            r.point.clients,
+            r.transactions,
+            r.tps,
+            r.virtual_s,
+            r.events,
+            r.transfers,
+            field(&r.top_wait),
+            r.top_wait_share,
+            r.unclassified_share,
+            field(&r.hot_line),
+            r.hot_line_transfers,
+            r.host_s
+        );
+    }
+    s
+}
+
+/// `y` with a k / M suffix.
+fn short(y: f64) -> String {
+    if y.abs() >= 1e6 {
+        format!("{:.2}M", y / 1e6)
+    } else if y.abs() >= 1e4 {
+        format!("{:.0}k", y / 1e3)
+    } else if y.abs() >= 1e3 {
+        format!("{:.1}k", y / 1e3)
+    } else {
+        format!("{y:.0}")
+    }
+}
+
+/// The table on stdout: tps per (profile, preset) row and client column, then the top wait
+/// class at the largest client count.
+fn table(plan: &Plan, results: &[PointResult]) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "{:<12} {:<6}", "profile", "preset");
+    for c in &plan.clients {
+        let _ = write!(s, " {:>8}", format!("c={c}"));
+    }
+    let cmax = plan.clients.last().copied().unwrap_or(1);
+    let _ = writeln!(s, "  top wait at c={cmax}");
+    for (profile, _) in &plan.profiles {
+        for preset in &plan.presets {
+            let _ = write!(s, "{profile:<12} {preset:<6}");
+            let row = |c: usize| {
+                results.iter().find(|r| {
+                    r.point.profile == *profile && r.point.preset == *preset && r.point.clients == c
+                })
+            };
+            for &c in &plan.clients {
+                let _ = write!(s, " {:>8}", row(c).map_or("-".to_string(), |r| short(r.tps)));
+            }
+            match row(cmax) {
+                Some(r) if r.top_wait != "none" => {
+                    let _ = writeln!(s, "  {} {:.1}%", r.top_wait, r.top_wait_share * 100.0);
+                }
+                _ => {
+                    let _ = writeln!(s, "  none");
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Line colours, one per preset (the experiments' palette).
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+];
+
+/// Pixel size of one profile's panel, and the height of the title and legend strip.
+const PANEL: (u32, u32) = (520, 360);
+const HEADER: u32 = 70;
+
+/// `sweep.svg`'s text: a title and one legend (a line per preset) across the top, then one
+/// panel per profile (up to three a row) with tps per virtual second from 0 on the y axis and
+/// clients on a log2 x axis, one line with dots per preset. Each preset's line is one
+/// `<polyline>` per panel, plus one in the legend.
+///
+/// # Errors
+/// A drawing error from plotters, as text.
+fn render_svg(plan: &Plan, results: &[PointResult]) -> Result<String, String> {
+    let n = plan.profiles.len().max(1);
+    let cols = n.min(3);
+    let rows = n.div_ceil(cols);
+    let size = (PANEL.0 * cols as u32, HEADER + PANEL.1 * rows as u32);
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (head, body) = root.split_vertically(HEADER);
+        let title = format!(
+            "lockstack pgbench -S -s {} on simulated machines: tps per virtual second ({} transactions a point)",
+            plan.scale, plan.transactions
+        );
+        head.draw(&Text::new(title, (16, 10), ("sans-serif", 18).into_font())).map_err(|e| e.to_string())?;
+        for (i, preset) in plan.presets.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let x = 16 + 120 * i as i32;
+            head.draw(&PathElement::new(vec![(x, 48), (x + 28, 48)], color.stroke_width(3)))
+                .map_err(|e| e.to_string())?;
+            head.draw(&Text::new(preset.clone(), (x + 34, 40), ("sans-serif", 16).into_font()))
+                .map_err(|e| e.to_string())?;
+        }
+        let lo = plan.clients.first().copied().unwrap_or(1) as f64;
+        let hi = plan.clients.last().copied().unwrap_or(1) as f64;
+        let (x0, x1) = (lo.log2() - 0.3, hi.log2() + 0.3);
+        let areas = body.split_evenly((rows, cols));
+        for ((profile, _), area) in plan.profiles.iter().zip(areas.iter()) {
+            let mine: Vec<&PointResult> = results.iter().filter(|r| r.point.profile == *profile).collect();
+            let top = mine.iter().map(|r| r.tps).fold(0.0f64, f64::max).max(1.0) * 1.12;
+            let mut chart = ChartBuilder::on(area)
+                .caption(profile, ("sans-serif", 18))
+                .margin(10)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d(x0..x1, 0.0..top)
+                .map_err(|e| e.to_string())?;
+            let xlabel = |x: &f64| {
+                let k = x.round();
+                if (x - k).abs() < 1e-6 && k >= 0.0 {
+                    format!("{}", 2f64.powi(k as i32))
+                } else {
+                    String::new()
+                }
+            };
+            chart
+                .configure_mesh()
+                .x_labels(((x1 - x0).ceil() as usize + 2).max(3))
+                .x_label_formatter(&xlabel)
+                .light_line_style(RGBColor(242, 242, 242))
+                .x_desc("clients (log2 scale)")
+                .y_desc("tps")
+                .y_label_formatter(&|y| short(*y))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (i, preset) in plan.presets.iter().enumerate() {
+                let color = COLORS[i % COLORS.len()];
+                let pts: Vec<(f64, f64)> = mine
+                    .iter()
+                    .filter(|r| r.point.preset == *preset)
+                    .map(|r| ((r.point.clients as f64).log2(), r.tps))
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(text)
+}
+
+/// Runs `lockstack machine sweep`.
+///
+/// # Errors
+/// Bad input (an unknown profile or preset, a bad client list, `--out` that is a file): exit 1.
+/// A point whose child fails, or whose `--json` is unreadable: exit 2, naming the point. A file
+/// that cannot be written: exit 1.
+pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
+    let plan = Plan::new(&args)?;
+    let out = &args.out;
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::input(format!("--out {}: is not a directory", out.display())));
+    }
+    let points_dir = out.join("points");
+    std::fs::create_dir_all(&points_dir)
+        .map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
+    let t0 = Instant::now();
+    let results = run_points(&plan, &points_dir)?;
+    let wall = t0.elapsed().as_secs_f64();
+    out!("{}", table(&plan, &results));
+    let csv = out.join("sweep.csv");
+    std::fs::write(&csv, csv_text(&results))
+        .map_err(|e| Failure::output(format!("{}: {e}", csv.display())))?;
+    let svg_text =
+        render_svg(&plan, &results).map_err(|e| Failure::run(format!("drawing sweep.svg: {e}")))?;
+    let svg = out.join("sweep.svg");
+    std::fs::write(&svg, svg_text).map_err(|e| Failure::output(format!("{}: {e}", svg.display())))?;
+    outln!(
+        "{} points in {wall:.1} host seconds (--jobs {}); wrote {}, {} and {}",
+        results.len(),
+        plan.jobs,
+        csv.display(),
+        svg.display(),
+        points_dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_checked() {
+        assert_eq!(parse_clients("8, 1,2").map_err(|f| f.message).unwrap(), vec![1, 2, 8]);
+        for bad in ["", "1,,2", "0", "1001", "x", "2,2", "-1"] {
+            let f = parse_clients(bad).unwrap_err();
+            assert_eq!(f.code, 1, "{bad}");
+            assert!(f.message.starts_with("--clients"), "{}", f.message);
+        }
+        assert!(parse_presets("pg92,pg17").is_ok());
+        assert!(parse_presets("pg93").unwrap_err().message.contains("pg91"));
+        assert!(parse_profiles("host,cray-1").unwrap_err().message.contains("cray-1"));
+        assert_eq!(parse_profiles("all").map_err(|f| f.message).unwrap().len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn transactions_are_split_over_the_clients() {
+        let plan = Plan {
+            profiles: vec![("host".into(), "host".into())],
+            presets: vec!["pg92".into()],
+            clients: vec![1, 3, 128],
+            transactions: 1000,
+            scale: 1,
+            jobs: 1,
+        };
+        let t: Vec<u64> = plan.points().iter().map(|p| p.per_client).collect();
+        assert_eq!(t, vec![1000, 334, 8]);
+    }
+
+    #[test]
+    fn csv_fields_with_commas_are_quoted() {
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(field("buffer 12 state"), "buffer 12 state");
+    }
+}

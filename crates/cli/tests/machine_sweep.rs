@@ -1,0 +1,164 @@
+//! `lockstack machine sweep` (issue 17): a tiny sweep (two profiles, two presets, one and two
+//! clients) writes one CSV row per point and an SVG with one line per (profile, preset); two
+//! sweeps give the same CSV but for the host-seconds column; bad input is one line and exit
+//! code 1; a point whose child fails is exit code 2 naming the point.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn lockstack(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstack")).args(args).output().expect("run lockstack")
+}
+
+const PROFILES: [&str; 2] = ["host", "xeon-12"];
+const PRESETS: [&str; 2] = ["pg92", "pg17"];
+
+/// The tiny sweep's arguments, writing into `out`.
+fn tiny(out: &Path) -> Vec<String> {
+    [
+        "machine",
+        "sweep",
+        "--profiles",
+        "host,xeon-12",
+        "--presets",
+        "pg92,pg17",
+        "--clients",
+        "2,1",
+        "--transactions",
+        "40",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([out.to_str().unwrap().to_string()])
+    .collect()
+}
+
+/// Runs the tiny sweep into `out`, expecting success; returns stdout and the CSV's text.
+fn run_tiny(out: &Path) -> (String, String) {
+    let args = tiny(out);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = lockstack(&args);
+    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{:?}\n{err}\n{stdout}", o.status);
+    (stdout.into_owned(), std::fs::read_to_string(out.join("sweep.csv")).expect("sweep.csv"))
+}
+
+/// The CSV's rows without the last column (host seconds, which differ from run to run).
+fn stable(csv: &str) -> Vec<String> {
+    csv.lines().map(|l| l.rsplit_once(',').map_or(l, |(head, _)| head).to_string()).collect()
+}
+
+#[test]
+fn a_tiny_sweep_writes_every_point_and_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_out, a) = run_tiny(&dir.path().join("a"));
+
+    // The CSV: one row per (profile, preset, clients), in that order, each a real run.
+    let mut rdr = csv::Reader::from_reader(a.as_bytes());
+    let header: Vec<String> = rdr.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(header.first().map(String::as_str), Some("profile"));
+    assert_eq!(header.last().map(String::as_str), Some("host_s"));
+    let col =
+        |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    let mut expected = Vec::new();
+    for p in PROFILES {
+        for x in PRESETS {
+            for c in ["1", "2"] {
+                expected.push((p, x, c));
+            }
+        }
+    }
+    let got: Vec<(&str, &str, &str)> = rows.iter().map(|r| (&r[0], &r[1], &r[2])).collect();
+    assert_eq!(got, expected);
+    for r in &rows {
+        assert_eq!(&r[col("transactions")], "40", "{r:?}");
+        let tps: f64 = r[col("tps")].parse().unwrap();
+        let virtual_s: f64 = r[col("virtual_s")].parse().unwrap();
+        let events: u64 = r[col("events")].parse().unwrap();
+        let share: f64 = r[col("top_wait_share")].parse().unwrap();
+        assert!(tps > 0.0 && virtual_s > 0.0 && events > 0, "{r:?}");
+        assert!((0.0..=1.0).contains(&share), "{r:?}");
+        assert!(!r[col("top_wait")].is_empty() && !r[col("hot_line")].is_empty(), "{r:?}");
+    }
+    // The table names every profile and preset; each point left its report and JSON.
+    for p in PROFILES {
+        for x in PRESETS {
+            assert!(a_out.lines().any(|l| l.starts_with(p) && l.contains(x)), "{p} {x} missing:\n{a_out}");
+            assert!(dir.path().join(format!("a/points/{p}-{x}-c2.json")).is_file());
+        }
+    }
+
+    // The SVG parses as XML: a panel caption per profile, a legend entry per preset, and one
+    // coloured polyline per (profile, preset) plus one per preset in the legend (the axes and
+    // grid are black).
+    let svg = std::fs::read_to_string(dir.path().join("a/sweep.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for name in PROFILES.iter().chain(PRESETS.iter()) {
+        assert!(texts.contains(name), "{name} is not a text of the SVG: {texts:?}");
+    }
+    let series = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke").is_some_and(|s| s != "#000000"))
+        .count();
+    assert_eq!(series, PROFILES.len() * PRESETS.len() + PRESETS.len());
+
+    // Deterministic: a second sweep gives the same CSV but for host seconds.
+    let (_, b) = run_tiny(&dir.path().join("b"));
+    assert_eq!(stable(&a), stable(&b), "two sweeps differ");
+}
+
+#[test]
+fn bad_sweep_input_is_one_line_and_exit_code_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: [(&[&str], &str); 8] = [
+        (&["--profiles", "host,cray-1", "--out", out], "cray-1"),
+        (&["--presets", "pg92,pg93", "--out", out], "pg93"),
+        (&["--clients", "1,x", "--out", out], "--clients"),
+        (&["--clients", "0,2", "--out", out], "--clients"),
+        (&["--clients", "2,2", "--out", out], "--clients"),
+        (&["--clients", "", "--out", out], "--clients"),
+        (&["--jobs", "0", "--out", out], "--jobs"),
+        (&["--out", file.to_str().unwrap()], "not a directory"),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["machine", "sweep"];
+        all.extend_from_slice(args);
+        let o = lockstack(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{all:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{all:?}: {err}");
+        assert!(err.contains(needle), "{all:?}: {err}");
+    }
+    assert!(!dir.path().join("out").exists(), "bad input must not create --out");
+}
+
+#[test]
+fn a_failing_point_is_exit_code_2_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // The points' children cannot find the simulating binary, so each fails.
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["machine", "sweep", "--profiles", "xeon-12", "--presets", "pg92", "--clients", "1", "--out"])
+        .arg(&out)
+        .env("LOCKSTACK_SIM_BIN", dir.path().join("no-such-binary"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("point xeon-12 pg92 -c 1 failed") && err.contains("simulating binary"), "{err}");
+    assert!(!out.join("sweep.csv").exists());
+}
