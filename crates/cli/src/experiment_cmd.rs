@@ -180,7 +180,9 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
         }
     });
     bar.finish_and_clear();
-    let result = result.map_err(Failure::run)?;
+    let mut result = result.map_err(Failure::run)?;
+    // Under --machine the busy threads are the simulated machine's, not this host's.
+    result.machine = crate::sim_cmd::machine_note(result.machine.threads);
     let wall = t0.elapsed().as_secs_f64();
 
     print_report(&result, wall);
