@@ -328,6 +328,10 @@ mod simulating {
         }
         let tally =
             ADOPTED.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| tally_of(&reports));
+        if tally.phases.is_empty() {
+            // Nothing was simulated (`experiment NAME --list-points`): no section.
+            return Ok(());
+        }
         let s = super::section(&tally);
         super::print_section(command, &s);
         if let Some(path) = json_path(args) {
