@@ -1,23 +1,48 @@
 //! `lockstack experiment NAME`: the five seed experiments, each one command with the seed-style
 //! table (clients, baseline, variants, gain %), the key counters per variant, the seed's own
 //! figures, and CSV / JSON / SVG files; `lockstack experiment list` lists them.
+//!
+//! A sweep can be spread: `--list-points` prints the plan's points, `--point K --out DIR`
+//! measures one into `DIR/NAME-point-K.json`, `experiment merge DIR` builds the files a
+//! single-process run writes from those, and `--jobs N` (under `--machine`) does all three with
+//! N child processes of this binary.
 
 use lockstack_common::sync::Instant;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lockstack_engine::settings;
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
-use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output};
+use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output, points};
 
 use crate::Failure;
+use crate::sim_cmd::{SimArgs, SimClock, SimTally};
 
 /// Arguments of `lockstack experiment`.
 #[derive(Args, Debug)]
 pub(crate) struct ExperimentArgs {
-    /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`.
+    /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`, or
+    /// `merge` (with DIR).
     name: String,
+    /// `experiment merge DIR`: the directory of NAME-point-K.json files to merge (the merged
+    /// files go to --out, default DIR itself).
+    #[arg(value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print the plan's points, one a line (K, run, workload, clients, variant), and exit.
+    #[arg(long)]
+    list_points: bool,
+    /// Run only point K of the plan (0-based, as --list-points numbers it) and write it to
+    /// --out as NAME-point-K.json, for `experiment merge`.
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    point: Option<i64>,
+    /// Run the points in N child processes of this binary, then merge them (under --machine
+    /// only: native points running side by side would measure each other).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    jobs: Option<i64>,
     /// Client counts, comma-separated (worker threads for vm-pin); default: the experiment's.
     #[arg(long, value_name = "N,N,...")]
     clients: Option<String>,
@@ -146,7 +171,8 @@ fn calibrate(exp: &'static Experiment, opts: &Options, machine: Option<&str>) ->
     Ok(())
 }
 
-pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Failure> {
+pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
+    let machine = sim.machine.as_deref();
     if args.set.iter().any(|s| s == "help") {
         print_knobs();
         return Ok(());
@@ -155,11 +181,59 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
         print_list();
         return Ok(());
     }
+    if args.name == "merge" {
+        return merge(&args, sim);
+    }
+    if let Some(d) = &args.dir {
+        return Err(Failure::input(format!(
+            "unexpected argument \"{}\": only 'experiment merge DIR' takes a directory",
+            d.display()
+        )));
+    }
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
     if args.calibrate {
+        if args.list_points || args.point.is_some() || args.jobs.is_some() {
+            return Err(Failure::input("--calibrate runs its own points: not with --list-points, --point or --jobs"));
+        }
         return calibrate(exp, &options(&args, machine)?, machine);
     }
     let plan = Plan::new(exp, &options(&args, machine)?).map_err(Failure::input)?;
+    if args.list_points {
+        if args.point.is_some() || args.jobs.is_some() {
+            return Err(Failure::input(
+                "--list-points prints the plan and exits: not with --point or --jobs",
+            ));
+        }
+        for s in plan.point_specs() {
+            outln!(
+                "{} run={} workload={} clients={} variant={}",
+                s.index,
+                s.run,
+                s.workload.name,
+                s.clients,
+                s.variant.name
+            );
+        }
+        return Ok(());
+    }
+    if let Some(k) = args.point {
+        return run_point(&args, sim, &plan, k);
+    }
+    let jobs = match args.jobs {
+        None => 1,
+        Some(n) if n < 1 => return Err(Failure::input(format!("--jobs must be at least 1, got {n}"))),
+        Some(n) => usize::try_from(n).map_err(|_| Failure::input(format!("--jobs: {n} is too large")))?,
+    };
+    if jobs > 1 && sim.machine.is_none() {
+        return Err(Failure::input(format!(
+            "--jobs {jobs} needs --machine PROFILE: natively, points running side by side would measure each other"
+        )));
+    }
+    if jobs > 1 && sim.sim_save_segments.is_some() {
+        return Err(Failure::input(format!(
+            "--jobs {jobs} with --sim-save-segments: each child would measure its own table; save one with --jobs 1"
+        )));
+    }
     let out = args.out.clone().unwrap_or_else(|| Path::new("out/experiments").join(exp.name));
     std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     crate::prepare_json(args.json.as_deref())?;
@@ -172,22 +246,51 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
     );
     bar.set_prefix(exp.name);
     let t0 = Instant::now();
-    let result = driver::run(&plan, &mut |s| {
-        if s.finished.is_some() {
-            bar.set_position(s.done as u64);
-        } else {
-            bar.set_message(format!("{} {} c={} run {}", s.workload, s.variant, s.clients, s.run + 1));
+    let result = if jobs > 1 {
+        let r = run_children(&plan, sim, jobs, &out, &bar);
+        bar.finish_and_clear();
+        let (result, tally) = r?;
+        #[cfg(feature = "sim")]
+        if let Some(t) = tally {
+            crate::sim_cmd::adopt(t);
         }
-    });
-    bar.finish_and_clear();
-    let mut result = result.map_err(Failure::run)?;
-    // Under --machine the busy threads are the simulated machine's, not this host's.
-    result.machine = crate::sim_cmd::machine_note(result.machine.threads);
+        #[cfg(not(feature = "sim"))]
+        let _ = tally;
+        result
+    } else {
+        let result = driver::run(&plan, &mut |s| {
+            if s.finished.is_some() {
+                bar.set_position(s.done as u64);
+            } else {
+                bar.set_message(format!("{} {} c={} run {}", s.workload, s.variant, s.clients, s.run + 1));
+            }
+        });
+        bar.finish_and_clear();
+        let mut result = result.map_err(Failure::run)?;
+        result.machine = machine_note(&plan);
+        result
+    };
     let wall = t0.elapsed().as_secs_f64();
+    finish_run(&args, &result, &out, wall)
+}
 
-    print_report(&result, wall);
-    let written = output::write_all(&result, &out).map_err(Failure::run)?;
-    crate::write_json(args.json.as_deref(), &result)?;
+/// The machine note of `plan`'s largest client count: the simulated machine's under
+/// `--machine`, this host's otherwise.
+fn machine_note(plan: &Plan) -> lockstack_workloads::report::MachineNote {
+    crate::sim_cmd::machine_note(plan.clients.iter().copied().max().unwrap_or(1))
+}
+
+/// The report, the files, `--json`, the smoke check and the consistency verdict of a result.
+fn finish_run(
+    args: &ExperimentArgs,
+    result: &ExperimentResult,
+    out: &Path,
+    wall: f64,
+) -> Result<(), Failure> {
+    let exp = result.plan.experiment;
+    print_report(result, wall);
+    let written = output::write_all(result, out).map_err(Failure::run)?;
+    crate::write_json(args.json.as_deref(), result)?;
     outln!(
         "wrote {}, {}, {}, {}",
         written.csv.display(),
@@ -197,7 +300,7 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
     );
     if args.smoke {
         let names: Vec<&str> = exp.variants.iter().map(|v| v.name).collect();
-        let v = output::verify(&out, exp.name, &names, result.points.len(), result.summary.len())
+        let v = output::verify(out, exp.name, &names, result.points.len(), result.summary.len())
             .map_err(|e| Failure::run(format!("smoke check: {e}")))?;
         outln!(
             "smoke check: ok ({} points, {} summary rows, {} SVG lines)",
@@ -206,7 +309,12 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
             v.svg_lines
         );
     }
-    if let Some(p) = result.points.iter().find(|p| !p.ok) {
+    consistency(result.points.iter())
+}
+
+/// Exit 2 naming the first point whose consistency check failed.
+fn consistency<'a>(mut pts: impl Iterator<Item = &'a driver::Point>) -> Result<(), Failure> {
+    if let Some(p) = pts.find(|p| !p.ok) {
         return Err(Failure::run(format!(
             "consistency check failed: {} {} c={} run {}: {}",
             p.workload,
@@ -217,6 +325,257 @@ pub(crate) fn run(args: ExperimentArgs, machine: Option<&str>) -> Result<(), Fai
         )));
     }
     Ok(())
+}
+
+/// What must agree between the point files of one sweep besides the plan: the simulated
+/// machine and its clock (empty natively).
+fn context(sim: &SimArgs) -> BTreeMap<String, String> {
+    let mut c = BTreeMap::new();
+    if let Some(m) = &sim.machine {
+        c.insert("machine".to_string(), m.clone());
+        let clock = match sim.sim_clock {
+            SimClock::Deterministic => "deterministic",
+            SimClock::Measured => "measured",
+        };
+        c.insert("sim_clock".to_string(), clock.to_string());
+        if let Some(p) = &sim.sim_segments {
+            c.insert("sim_segments".to_string(), p.display().to_string());
+        }
+    }
+    c
+}
+
+/// `--point K --out DIR`: measures point K and writes its file.
+fn run_point(args: &ExperimentArgs, sim: &SimArgs, plan: &Plan, k: i64) -> Result<(), Failure> {
+    if args.jobs.is_some() {
+        return Err(Failure::input("--point K runs one point in this process: not with --jobs"));
+    }
+    if args.smoke || args.json.is_some() {
+        return Err(Failure::input(
+            "--point K writes its point file only: not with --smoke or --json (give them to 'experiment merge')",
+        ));
+    }
+    let Some(out) = &args.out else {
+        return Err(Failure::input(format!(
+            "--point {k} needs --out DIR (where {} goes)",
+            points::file_name(plan.experiment.name, k.max(0) as usize)
+        )));
+    };
+    let total = plan.points();
+    let spec = usize::try_from(k).ok().and_then(|k| plan.point_specs().get(k).copied()).ok_or_else(|| {
+        Failure::input(format!("--point {k}: the plan has {total} points (0..={})", total.saturating_sub(1)))
+    })?;
+    std::fs::create_dir_all(out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
+    let mut file = points::run_one(plan, &spec, context(sim), machine_note(plan)).map_err(Failure::run)?;
+    file.simulated = simulated_tally()?;
+    let path = points::write(out, &file).map_err(Failure::output)?;
+    let p = &file.point;
+    outln!(
+        "point {k} of {total}: run {} {} c={} {}: {:.0} {}; wrote {}",
+        p.run,
+        p.workload,
+        p.clients,
+        p.variant,
+        p.throughput,
+        spec.workload.unit,
+        path.display()
+    );
+    consistency(std::iter::once(p))
+}
+
+/// This process's simulated phases as JSON, under `--machine`; `None` natively.
+fn simulated_tally() -> Result<Option<serde_json::Value>, Failure> {
+    #[cfg(feature = "sim")]
+    {
+        serde_json::to_value(crate::sim_cmd::tally())
+            .map(Some)
+            .map_err(|e| Failure::run(format!("encoding the simulated machine's tally: {e}")))
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        Ok(None)
+    }
+}
+
+/// The simulated machine's phases of every merged point, in point order (`None` for a native
+/// sweep).
+fn merged_tally(m: &points::Merged) -> Result<Option<SimTally>, String> {
+    let mut tally: Option<SimTally> = None;
+    for (v, path) in m.simulated.iter().zip(&m.files) {
+        let Some(v) = v else { continue };
+        let t: SimTally = serde_json::from_value(v.clone())
+            .map_err(|e| format!("{}: simulated: not a simulated machine's tally: {e}", path.display()))?;
+        match &mut tally {
+            None => tally = Some(t),
+            Some(all) => all.phases.extend(t.phases),
+        }
+    }
+    Ok(tally)
+}
+
+/// The arguments of the child that measures point `k` of `plan` into `dir`: every option of
+/// the plan spelled out, and the simulation flags.
+fn child_args(plan: &Plan, sim: &SimArgs, k: usize, dir: &Path) -> Vec<OsString> {
+    let id = points::PlanId::of(plan);
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |s: &str| a.push(s.into());
+    push("experiment");
+    push(&id.experiment);
+    push("--clients");
+    push(&list(&id.clients));
+    push("--duration");
+    push(&id.duration_s.to_string());
+    push("--runs");
+    push(&id.runs.to_string());
+    push("--scale");
+    push(&id.scale.to_string());
+    push("--preset");
+    push(&id.preset);
+    push("--workload");
+    push(&id.workloads.join(","));
+    push("--random-seed");
+    push(&id.seed.to_string());
+    for s in &id.set {
+        push("--set");
+        push(s);
+    }
+    for (key, value) in context(sim) {
+        push(&format!("--{}", key.replace('_', "-")));
+        push(&value);
+    }
+    push("--point");
+    push(&k.to_string());
+    a.push("--out".into());
+    a.push(dir.as_os_str().to_owned());
+    a
+}
+
+/// `--jobs N`: runs every point of `plan` in a child process (at most `jobs` at once) into a
+/// temporary directory under `out`, then merges them. A child that fails ends the run: the
+/// others are killed and the child's last stderr line is the error (exit 2).
+fn run_children(
+    plan: &Plan,
+    sim: &SimArgs,
+    jobs: usize,
+    out: &Path,
+    bar: &ProgressBar,
+) -> Result<(ExperimentResult, Option<SimTally>), Failure> {
+    let exe =
+        std::env::current_exe().map_err(|e| Failure::run(format!("--jobs: this binary's path: {e}")))?;
+    let tmp = out.join(format!(".points-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| Failure::input(format!("--out {}: {e}", tmp.display())))?;
+    let specs = plan.point_specs();
+    let mut running: Vec<(usize, Child, PathBuf)> = Vec::new();
+    let mut next = 0;
+    let mut done = 0;
+    let fail = |running: &mut Vec<(usize, Child, PathBuf)>, msg: String| {
+        for (_, c, _) in running.iter_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        Failure::run(msg)
+    };
+    while done < specs.len() {
+        while running.len() < jobs && next < specs.len() {
+            let err_path = tmp.join(format!("point-{next}.stderr"));
+            let err = std::fs::File::create(&err_path)
+                .map_err(|e| fail(&mut running, format!("{}: {e}", err_path.display())))?;
+            let child = Command::new(&exe)
+                .args(child_args(plan, sim, next, &tmp))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(err)
+                .spawn()
+                .map_err(|e| fail(&mut running, format!("--jobs: could not run {}: {e}", exe.display())))?;
+            running.push((next, child, err_path));
+            next += 1;
+        }
+        let mut finished = false;
+        let mut i = 0;
+        while i < running.len() {
+            match running[i].1.try_wait() {
+                Ok(None) => i += 1,
+                Ok(Some(status)) => {
+                    let (k, _, err_path) = running.swap_remove(i);
+                    finished = true;
+                    if !status.success() {
+                        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+                        let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+                        let line = line.strip_prefix("lockstack: ").unwrap_or(line);
+                        let s = &specs[k];
+                        let how = status
+                            .code()
+                            .map_or_else(|| "killed by a signal".to_string(), |c| format!("exit {c}"));
+                        return Err(fail(
+                            &mut running,
+                            format!(
+                                "--jobs: point {k} (run {} {} c={} {}) failed ({how}): {line}",
+                                s.run, s.workload.name, s.clients, s.variant.name
+                            ),
+                        ));
+                    }
+                    done += 1;
+                    bar.set_position(done as u64);
+                }
+                Err(e) => {
+                    let msg = format!("--jobs: waiting for point {}: {e}", running[i].0);
+                    return Err(fail(&mut running, msg));
+                }
+            }
+        }
+        if !finished {
+            lockstack_common::sync::time::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let merged = points::merge(&tmp).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
+    let tally = merged_tally(&merged).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
+    std::fs::remove_dir_all(&tmp)
+        .map_err(|e| Failure::run(format!("--jobs: removing {}: {e}", tmp.display())))?;
+    Ok((merged.result, tally))
+}
+
+/// `experiment merge DIR`: the files, report and (when the points ran under `--machine`) the
+/// simulated machine's section of the points in DIR.
+fn merge(args: &ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
+    let Some(dir) = &args.dir else {
+        return Err(Failure::input("experiment merge needs DIR, the directory of NAME-point-K.json files"));
+    };
+    let plan_flags = [
+        (args.clients.is_some(), "--clients"),
+        (args.duration.is_some(), "--duration"),
+        (args.runs.is_some(), "--runs"),
+        (args.scale.is_some(), "--scale"),
+        (args.preset.is_some(), "--preset"),
+        (!args.set.is_empty(), "--set"),
+        (args.workload.is_some(), "--workload"),
+        (args.random_seed != 0, "--random-seed"),
+        (args.list_points, "--list-points"),
+        (args.point.is_some(), "--point"),
+        (args.jobs.is_some(), "--jobs"),
+        (sim.machine.is_some(), "--machine"),
+    ];
+    if let Some((_, flag)) = plan_flags.iter().find(|(given, _)| *given) {
+        return Err(Failure::input(format!(
+            "experiment merge takes the plan and machine from the point files: {flag} is not accepted"
+        )));
+    }
+    let t0 = Instant::now();
+    let merged = points::merge(dir).map_err(Failure::input)?;
+    let tally = merged_tally(&merged).map_err(Failure::input)?;
+    let out = args.out.clone().unwrap_or_else(|| dir.clone());
+    std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
+    crate::prepare_json(args.json.as_deref())?;
+    outln!("merged {} point files from {}", merged.files.len(), dir.display());
+    let verdict = finish_run(args, &merged.result, &out, t0.elapsed().as_secs_f64());
+    if let Some(t) = tally {
+        let s = crate::sim_cmd::section(&t);
+        crate::sim_cmd::print_section("experiment", &s);
+        if let Some(path) = &args.json {
+            crate::sim_cmd::add_to_json(path, &s)?;
+        }
+    }
+    verdict
 }
 
 /// `experiment NAME --help`: what the experiment reruns (the thread it comes from, its

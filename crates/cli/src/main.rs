@@ -380,7 +380,7 @@ fn main() -> ExitCode {
         Command::Locks(args) => phase(|| locks_cmd::run(args)),
         Command::Isolation(args) => phase(|| isolation_cmd::run(args)),
         Command::Pgbench(args) => pgbench_cmd::run(args),
-        Command::Experiment(args) => experiment_cmd::run(args, cli.sim.machine.as_deref()),
+        Command::Experiment(args) => experiment_cmd::run(args, &cli.sim),
         Command::Machine(args) => machine_cmd::run(args),
     };
     let result = match result {

@@ -11,7 +11,10 @@
 //! After the command's own report it prints the "simulated machine" section (and adds it to the
 //! `--json` document).
 
+use std::collections::BTreeMap;
+
 use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
 
 use crate::Failure;
 
@@ -131,7 +134,7 @@ pub(crate) fn reexec() -> Failure {
 }
 
 #[cfg(feature = "sim")]
-pub(crate) use simulating::{finish, finish_timing, pgbench_defaults, refuse_invisible, setup, setup_timing};
+pub(crate) use simulating::{adopt, finish, finish_timing, pgbench_defaults, refuse_invisible, setup, setup_timing, tally};
 
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
@@ -149,15 +152,12 @@ pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineCon
 
 #[cfg(feature = "sim")]
 mod simulating {
-    use std::collections::BTreeMap;
     use std::sync::{Mutex, OnceLock};
 
+    use super::{HotLine, PhaseTally, SimArgs, SimClock, SimTally};
+    use crate::Failure;
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
-    use serde::Serialize;
-
-    use super::{SimArgs, SimClock};
-    use crate::Failure;
 
     /// The simulation every measured phase of this process runs on.
     static SIM: OnceLock<Simulation> = OnceLock::new();
@@ -165,6 +165,77 @@ mod simulating {
     static SEGMENT_SOURCE: OnceLock<String> = OnceLock::new();
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
+    /// The tally [`finish`] prints instead of this process's own phases (`experiment --jobs`:
+    /// its children's phases, merged).
+    static ADOPTED: Mutex<Option<SimTally>> = Mutex::new(None);
+
+    /// The tally of `reports`: the simulated machine's profile and each phase's figures.
+    fn tally_of(reports: &[SimReport]) -> SimTally {
+        let sim = SIM.get().expect("set up");
+        let p = sim.profile();
+        SimTally {
+            profile: p.name.clone(),
+            cores: p.cores(),
+            hw_threads: p.hw_threads(),
+            segment_costs: SEGMENT_SOURCE.get().cloned().unwrap_or_default(),
+            phases: reports.iter().map(PhaseTally::of).collect(),
+        }
+    }
+
+    /// The tally of this process's phases so far (`experiment --point K` stores it in the
+    /// point file).
+    pub(crate) fn tally() -> SimTally {
+        tally_of(&REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Makes [`finish`] print `tally` (other processes' phases) instead of this process's.
+    pub(crate) fn adopt(tally: SimTally) {
+        *ADOPTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(tally);
+    }
+
+    impl PhaseTally {
+        fn of(r: &SimReport) -> PhaseTally {
+            let mut t = PhaseTally {
+                clock: r.stats.clock_mode.clone(),
+                virtual_seconds: r.stats.virtual_seconds,
+                host_seconds: r.host.host_seconds,
+                events: r.stats.events,
+                transfers: r.stats.transfers,
+                segment_overhead_ns: r.host.segment_overhead_ns,
+                clipped_segments: r.host.clipped_segments,
+                segments_from_table: r.stats.segments_from_table,
+                segments_at_default: r.stats.segments_at_default,
+                ..PhaseTally::default()
+            };
+            for task in r.stats.tasks.iter().skip(1) {
+                t.tasks += 1;
+                t.worker_ns += task.running_ns
+                    + task.spinning_ns.values().sum::<u64>()
+                    + task.waiting_ns.values().sum::<u64>()
+                    + task.sleeping_ns
+                    + task.joining_ns
+                    + task.runnable_ns;
+                for (c, v) in &task.waiting_ns {
+                    *t.waiting_ns.entry(c.clone()).or_default() += v;
+                }
+                for (c, v) in &task.spinning_ns {
+                    *t.spinning_ns.entry(c.clone()).or_default() += v;
+                }
+            }
+            t.hot_lines = r
+                .stats
+                .hot_lines
+                .iter()
+                .map(|l| HotLine {
+                    name: l.name.clone(),
+                    transfers: l.transfers,
+                    invalidations: l.invalidations,
+                    accesses: l.accesses,
+                })
+                .collect();
+            t
+        }
+    }
 
     /// The phase runner: the measured phase as the main task of [`SIM`]. A simulation that
     /// cannot complete (a deadlock of the simulated tasks) fails the run: exit code 2.
@@ -333,133 +404,6 @@ mod simulating {
         Ok(())
     }
 
-    /// One wait class's share of the workers' virtual time.
-    #[derive(Serialize)]
-    struct ClassShare {
-        class: String,
-        waiting_ms: f64,
-        spinning_ms: f64,
-        share: f64,
-    }
-
-    /// One hot line.
-    #[derive(Serialize)]
-    struct HotLine {
-        name: String,
-        transfers: u64,
-        invalidations: u64,
-        accesses: u64,
-    }
-
-    /// The "simulated machine" section.
-    #[derive(Serialize)]
-    struct Section {
-        profile: String,
-        cores: u32,
-        hw_threads: u32,
-        clock: String,
-        phases: usize,
-        virtual_seconds: f64,
-        host_seconds: f64,
-        events: u64,
-        events_per_host_second: f64,
-        /// Measured clock: host ns subtracted from each segment as the measurement's own cost.
-        segment_overhead_ns: f64,
-        /// Measured clock: segments the host interrupted, charged their call-site pair's mean.
-        clipped_segments: u64,
-        /// Deterministic clock: where segment costs come from.
-        segment_costs: String,
-        /// Deterministic clock: segments charged from the table, and at its mean.
-        segments_from_table: u64,
-        segments_at_default: u64,
-        transfers: u64,
-        tasks: usize,
-        /// Per wait class (LWLock tranche, `Lock:<tag kind>`, ...): share of the workers' time.
-        waits: Vec<ClassShare>,
-        hot_lines: Vec<HotLine>,
-    }
-
-    fn section(reports: &[SimReport]) -> Section {
-        let sim = SIM.get().expect("set up");
-        let p = sim.profile();
-        let (mut waits, mut spins): (BTreeMap<String, u64>, BTreeMap<String, u64>) = Default::default();
-        let mut lines: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
-        let mut worker_ns = 0u64;
-        let mut tasks = 0;
-        for r in reports {
-            for t in r.stats.tasks.iter().skip(1) {
-                tasks += 1;
-                worker_ns += t.running_ns
-                    + t.spinning_ns.values().sum::<u64>()
-                    + t.waiting_ns.values().sum::<u64>()
-                    + t.sleeping_ns
-                    + t.joining_ns
-                    + t.runnable_ns;
-                for (c, v) in &t.waiting_ns {
-                    *waits.entry(c.clone()).or_default() += v;
-                }
-                for (c, v) in &t.spinning_ns {
-                    *spins.entry(c.clone()).or_default() += v;
-                }
-            }
-            for l in &r.stats.hot_lines {
-                let e = lines.entry(l.name.clone()).or_default();
-                e.0 += l.transfers;
-                e.1 += l.invalidations;
-                e.2 += l.accesses;
-            }
-        }
-        let mut classes: Vec<String> = waits.keys().chain(spins.keys()).cloned().collect();
-        classes.sort();
-        classes.dedup();
-        let mut waits: Vec<ClassShare> = classes
-            .into_iter()
-            .map(|c| {
-                let (w, s) = (waits.get(&c).copied().unwrap_or(0), spins.get(&c).copied().unwrap_or(0));
-                ClassShare {
-                    share: if worker_ns == 0 { 0.0 } else { (w + s) as f64 / worker_ns as f64 },
-                    waiting_ms: w as f64 / 1e6,
-                    spinning_ms: s as f64 / 1e6,
-                    class: c,
-                }
-            })
-            .collect();
-        waits.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.class.cmp(&b.class)));
-        let mut hot: Vec<HotLine> = lines
-            .into_iter()
-            .map(|(name, (transfers, invalidations, accesses))| HotLine {
-                name,
-                transfers,
-                invalidations,
-                accesses,
-            })
-            .collect();
-        hot.sort_by(|a, b| b.transfers.cmp(&a.transfers).then_with(|| a.name.cmp(&b.name)));
-        hot.truncate(10);
-        let host_seconds: f64 = reports.iter().map(|r| r.host.host_seconds).sum();
-        let events: u64 = reports.iter().map(|r| r.stats.events).sum();
-        Section {
-            profile: p.name.clone(),
-            cores: p.cores(),
-            hw_threads: p.hw_threads(),
-            clock: reports.first().map_or_else(String::new, |r| r.stats.clock_mode.clone()),
-            phases: reports.len(),
-            virtual_seconds: reports.iter().map(|r| r.stats.virtual_seconds).sum(),
-            host_seconds,
-            events,
-            events_per_host_second: if host_seconds > 0.0 { events as f64 / host_seconds } else { 0.0 },
-            segment_overhead_ns: reports.first().map_or(0.0, |r| r.host.segment_overhead_ns),
-            clipped_segments: reports.iter().map(|r| r.host.clipped_segments).sum(),
-            segment_costs: SEGMENT_SOURCE.get().cloned().unwrap_or_default(),
-            segments_from_table: reports.iter().map(|r| r.stats.segments_from_table).sum(),
-            segments_at_default: reports.iter().map(|r| r.stats.segments_at_default).sum(),
-            transfers: reports.iter().map(|r| r.stats.transfers).sum(),
-            tasks,
-            waits,
-            hot_lines: hot,
-        }
-    }
-
     /// After the command: saves a measured segment table, prints the section and adds it to
     /// the `--json` document (`args`: the raw arguments, for `--json FILE`).
     pub(crate) fn finish(a: &SimArgs, command: &str, args: &[String]) -> Result<(), Failure> {
@@ -472,68 +416,16 @@ mod simulating {
             std::fs::write(path, text + "\n")
                 .map_err(|e| Failure::output(format!("--sim-save-segments {}: {e}", path.display())))?;
         }
-        let s = section(&reports);
-        outln!();
-        outln!(
-            "simulated machine: {} ({} cores, {} hardware threads), {} clock",
-            s.profile,
-            s.cores,
-            s.hw_threads,
-            s.clock
-        );
-        if command == "pgbench" {
-            outln!("  tps and latencies above are per virtual second of the simulated machine");
+        let tally =
+            ADOPTED.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| tally_of(&reports));
+        if tally.phases.is_empty() {
+            // Nothing was simulated (`experiment NAME --list-points`): no section.
+            return Ok(());
         }
-        outln!("  measured phases: {}, simulated tasks: {}", s.phases, s.tasks);
-        outln!("  virtual seconds: {:.6}", s.virtual_seconds);
-        outln!("  host seconds: {:.3}", s.host_seconds);
-        outln!("  simulated events: {} ({:.0} per host second)", s.events, s.events_per_host_second);
-        if s.clock == "deterministic" {
-            let n = s.segments_from_table + s.segments_at_default;
-            outln!(
-                "  segment costs: {}; {:.1}% of segments found in it",
-                s.segment_costs,
-                if n == 0 { 100.0 } else { 100.0 * s.segments_from_table as f64 / n as f64 }
-            );
-        }
-        if s.clock == "measured" {
-            outln!(
-                "  measured segments: {:.1} host ns of measuring subtracted from each, {} interrupted by the host charged their mean",
-                s.segment_overhead_ns,
-                s.clipped_segments
-            );
-        }
-        outln!("  line transfers: {}", s.transfers);
-        outln!(
-            "  waiting, share of the tasks' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"
-        );
-        if s.waits.is_empty() {
-            outln!("    (no waits)");
-        }
-        for w in &s.waits {
-            outln!(
-                "    {:<28} {:>7.3}%  parked {:.3} ms, spinning {:.3} ms",
-                w.class,
-                w.share * 100.0,
-                w.waiting_ms,
-                w.spinning_ms
-            );
-        }
-        outln!("  hottest cache lines (by core-to-core transfers):");
-        if s.hot_lines.is_empty() {
-            outln!("    (no line moved between cores)");
-        }
-        for l in &s.hot_lines {
-            outln!(
-                "    {:<40} {:>10} transfers {:>10} invalidations {:>10} accesses",
-                l.name,
-                l.transfers,
-                l.invalidations,
-                l.accesses
-            );
-        }
+        let s = super::section(&tally);
+        super::print_section(command, &s);
         if let Some(path) = json_path(args) {
-            add_to_json(&path, &s)?;
+            super::add_to_json(&path, &s)?;
         }
         Ok(())
     }
@@ -549,26 +441,263 @@ mod simulating {
         }
         out
     }
+}
 
-    /// Adds the section to the `--json` document the command wrote, as `simulated_machine`.
-    fn add_to_json(path: &std::path::Path, s: &Section) -> Result<(), Failure> {
-        if !path.is_file() {
-            // A device or FIFO was written once; it cannot be amended.
-            return Ok(());
+/// The figures of one simulated phase that the "simulated machine" section adds up: sums over
+/// its tasks (the main task excluded), wait classes and hot lines by name. A phase's tally
+/// goes into `experiment --point K`'s file, so that merging a sweep prints the section a
+/// single process prints.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub(crate) struct PhaseTally {
+    /// `deterministic` or `measured`.
+    clock: String,
+    /// Virtual seconds of the phase.
+    virtual_seconds: f64,
+    /// Host wall-clock seconds the phase took.
+    host_seconds: f64,
+    /// Simulated events.
+    events: u64,
+    /// Core-to-core line transfers.
+    transfers: u64,
+    /// Simulated tasks other than the main one.
+    tasks: usize,
+    /// Their virtual time, ns: running, spinning, waiting, sleeping, joining, runnable.
+    worker_ns: u64,
+    /// Parked time per wait class, ns.
+    waiting_ns: BTreeMap<String, u64>,
+    /// Spinning time per wait class, ns.
+    spinning_ns: BTreeMap<String, u64>,
+    /// The phase's hot lines, as the simulator reports them.
+    hot_lines: Vec<HotLine>,
+    /// Measured clock: host ns subtracted from each segment as the measurement's own cost.
+    #[serde(default)]
+    segment_overhead_ns: f64,
+    /// Measured clock: segments the host interrupted, charged their call-site pair's mean.
+    #[serde(default)]
+    clipped_segments: u64,
+    /// Deterministic clock: segments charged from the segment table, and at its median.
+    #[serde(default)]
+    segments_from_table: u64,
+    #[serde(default)]
+    segments_at_default: u64,
+}
+
+/// The simulated machine a process ran on and its phases, in order.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct SimTally {
+    /// Profile name.
+    pub(crate) profile: String,
+    /// Cores of the profile.
+    pub(crate) cores: u32,
+    /// Hardware threads of the profile.
+    pub(crate) hw_threads: u32,
+    /// Deterministic clock: where segment costs came from (the table and its default).
+    #[serde(default)]
+    pub(crate) segment_costs: String,
+    /// Each measured phase.
+    pub(crate) phases: Vec<PhaseTally>,
+}
+
+/// One wait class's share of the workers' virtual time.
+#[derive(Serialize)]
+struct ClassShare {
+    class: String,
+    waiting_ms: f64,
+    spinning_ms: f64,
+    share: f64,
+}
+
+/// One hot line.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+struct HotLine {
+    name: String,
+    transfers: u64,
+    invalidations: u64,
+    accesses: u64,
+}
+
+/// The "simulated machine" section.
+#[derive(Serialize)]
+pub(crate) struct Section {
+    profile: String,
+    cores: u32,
+    hw_threads: u32,
+    clock: String,
+    phases: usize,
+    virtual_seconds: f64,
+    host_seconds: f64,
+    events: u64,
+    events_per_host_second: f64,
+    /// Measured clock: host ns subtracted from each segment as the measurement's own cost.
+    segment_overhead_ns: f64,
+    /// Measured clock: segments the host interrupted, charged their call-site pair's mean.
+    clipped_segments: u64,
+    /// Deterministic clock: where segment costs come from.
+    segment_costs: String,
+    /// Deterministic clock: segments charged from the table, and at its median.
+    segments_from_table: u64,
+    segments_at_default: u64,
+    transfers: u64,
+    tasks: usize,
+    /// Per wait class (LWLock tranche, `Lock:<tag kind>`, ...): share of the workers' time.
+    waits: Vec<ClassShare>,
+    hot_lines: Vec<HotLine>,
+}
+
+/// The section of `t`: its phases added up, wait classes by share, the ten hottest lines.
+pub(crate) fn section(t: &SimTally) -> Section {
+    let (mut waits, mut spins): (BTreeMap<String, u64>, BTreeMap<String, u64>) = Default::default();
+    let mut lines: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    let mut worker_ns = 0u64;
+    let mut tasks = 0;
+    for r in &t.phases {
+        tasks += r.tasks;
+        worker_ns += r.worker_ns;
+        for (c, v) in &r.waiting_ns {
+            *waits.entry(c.clone()).or_default() += v;
         }
-        let bad = |e: &dyn std::fmt::Display| Failure::output(format!("--json {}: {e}", path.display()));
-        let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
-        let mut doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
-        let value = serde_json::to_value(s).map_err(|e| bad(&e))?;
-        match &mut doc {
-            serde_json::Value::Object(m) => {
-                m.insert("simulated_machine".to_string(), value);
-            }
-            other => {
-                let inner = std::mem::take(other);
-                *other = serde_json::json!({ "result": inner, "simulated_machine": value });
-            }
+        for (c, v) in &r.spinning_ns {
+            *spins.entry(c.clone()).or_default() += v;
         }
-        crate::write_json(Some(path), &doc)
+        for l in &r.hot_lines {
+            let e = lines.entry(l.name.clone()).or_default();
+            e.0 += l.transfers;
+            e.1 += l.invalidations;
+            e.2 += l.accesses;
+        }
     }
+    let mut classes: Vec<String> = waits.keys().chain(spins.keys()).cloned().collect();
+    classes.sort();
+    classes.dedup();
+    let mut waits: Vec<ClassShare> = classes
+        .into_iter()
+        .map(|c| {
+            let (w, s) = (waits.get(&c).copied().unwrap_or(0), spins.get(&c).copied().unwrap_or(0));
+            ClassShare {
+                share: if worker_ns == 0 { 0.0 } else { (w + s) as f64 / worker_ns as f64 },
+                waiting_ms: w as f64 / 1e6,
+                spinning_ms: s as f64 / 1e6,
+                class: c,
+            }
+        })
+        .collect();
+    waits.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.class.cmp(&b.class)));
+    let mut hot: Vec<HotLine> = lines
+        .into_iter()
+        .map(|(name, (transfers, invalidations, accesses))| HotLine {
+            name,
+            transfers,
+            invalidations,
+            accesses,
+        })
+        .collect();
+    hot.sort_by(|a, b| b.transfers.cmp(&a.transfers).then_with(|| a.name.cmp(&b.name)));
+    hot.truncate(10);
+    let host_seconds: f64 = t.phases.iter().map(|r| r.host_seconds).sum();
+    let events: u64 = t.phases.iter().map(|r| r.events).sum();
+    Section {
+        profile: t.profile.clone(),
+        cores: t.cores,
+        hw_threads: t.hw_threads,
+        clock: t.phases.first().map_or_else(String::new, |r| r.clock.clone()),
+        phases: t.phases.len(),
+        virtual_seconds: t.phases.iter().map(|r| r.virtual_seconds).sum(),
+        host_seconds,
+        events,
+        events_per_host_second: if host_seconds > 0.0 { events as f64 / host_seconds } else { 0.0 },
+        segment_overhead_ns: t.phases.first().map_or(0.0, |r| r.segment_overhead_ns),
+        clipped_segments: t.phases.iter().map(|r| r.clipped_segments).sum(),
+        segment_costs: t.segment_costs.clone(),
+        segments_from_table: t.phases.iter().map(|r| r.segments_from_table).sum(),
+        segments_at_default: t.phases.iter().map(|r| r.segments_at_default).sum(),
+        transfers: t.phases.iter().map(|r| r.transfers).sum(),
+        tasks,
+        waits,
+        hot_lines: hot,
+    }
+}
+
+/// Prints the "simulated machine" section after `command`'s report.
+pub(crate) fn print_section(command: &str, s: &Section) {
+    outln!();
+    outln!(
+        "simulated machine: {} ({} cores, {} hardware threads), {} clock",
+        s.profile,
+        s.cores,
+        s.hw_threads,
+        s.clock
+    );
+    if command == "pgbench" {
+        outln!("  tps and latencies above are per virtual second of the simulated machine");
+    }
+    outln!("  measured phases: {}, simulated tasks: {}", s.phases, s.tasks);
+    outln!("  virtual seconds: {:.6}", s.virtual_seconds);
+    outln!("  host seconds: {:.3}", s.host_seconds);
+    outln!("  simulated events: {} ({:.0} per host second)", s.events, s.events_per_host_second);
+    if s.clock == "deterministic" {
+        let n = s.segments_from_table + s.segments_at_default;
+        outln!(
+            "  segment costs: {}; {:.1}% of segments found in it",
+            s.segment_costs,
+            if n == 0 { 100.0 } else { 100.0 * s.segments_from_table as f64 / n as f64 }
+        );
+    }
+    if s.clock == "measured" {
+        outln!(
+            "  measured segments: {:.1} host ns of measuring subtracted from each, {} interrupted by the host charged their mean",
+            s.segment_overhead_ns,
+            s.clipped_segments
+        );
+    }
+    outln!("  line transfers: {}", s.transfers);
+    outln!(
+        "  waiting, share of the tasks' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"
+    );
+    if s.waits.is_empty() {
+        outln!("    (no waits)");
+    }
+    for w in &s.waits {
+        outln!(
+            "    {:<28} {:>7.3}%  parked {:.3} ms, spinning {:.3} ms",
+            w.class,
+            w.share * 100.0,
+            w.waiting_ms,
+            w.spinning_ms
+        );
+    }
+    outln!("  hottest cache lines (by core-to-core transfers):");
+    if s.hot_lines.is_empty() {
+        outln!("    (no line moved between cores)");
+    }
+    for l in &s.hot_lines {
+        outln!(
+            "    {:<40} {:>10} transfers {:>10} invalidations {:>10} accesses",
+            l.name,
+            l.transfers,
+            l.invalidations,
+            l.accesses
+        );
+    }
+}
+
+/// Adds the section to the `--json` document the command wrote, as `simulated_machine`.
+pub(crate) fn add_to_json(path: &std::path::Path, s: &Section) -> Result<(), Failure> {
+    if !path.is_file() {
+        // A device or FIFO was written once; it cannot be amended.
+        return Ok(());
+    }
+    let bad = |e: &dyn std::fmt::Display| Failure::output(format!("--json {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
+    let value = serde_json::to_value(s).map_err(|e| bad(&e))?;
+    match &mut doc {
+        serde_json::Value::Object(m) => {
+            m.insert("simulated_machine".to_string(), value);
+        }
+        other => {
+            let inner = std::mem::take(other);
+            *other = serde_json::json!({ "result": inner, "simulated_machine": value });
+        }
+    }
+    crate::write_json(Some(path), &doc)
 }

@@ -122,6 +122,69 @@ fn bad_flags_are_one_line_and_exit_1() {
     }
 }
 
+/// A spread sweep's flags and point files: `--point` with `--jobs` or without `--out`, a K
+/// outside the plan, `--jobs` natively, and `experiment merge` of a missing, empty, foreign,
+/// damaged, incomplete or mixed directory: each one line and exit 1, nothing half-written.
+#[test]
+fn spread_sweep_input_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (out, empty, foreign, pts) = (p("out"), p("empty"), p("foreign"), p("points"));
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(Path::new(&foreign).join("vm-pin.csv"), "workload\n").unwrap();
+    let vm =
+        ["experiment", "vm-pin", "--workload", "scan", "--clients", "1", "--runs", "1", "--duration", "0.01"];
+    let with = |extra: &[&str]| -> Vec<String> { vm.iter().chain(extra).map(|s| s.to_string()).collect() };
+    for (args, want) in [
+        (
+            with(&["--point", "0", "--jobs", "2", "--out", &out]),
+            "--point K runs one point in this process: not with --jobs",
+        ),
+        (with(&["--point", "0"]), "--point 0 needs --out DIR (where vm-pin-point-0.json goes)"),
+        (with(&["--point", "3", "--out", &out]), "--point 3: the plan has 3 points (0..=2)"),
+        (with(&["--point", "-1", "--out", &out]), "--point -1: the plan has 3 points"),
+        (with(&["--jobs", "2", "--out", &out]), "--jobs 2 needs --machine PROFILE"),
+        (with(&["--jobs", "0", "--out", &out]), "--jobs must be at least 1, got 0"),
+        (with(&["--list-points", "--point", "1"]), "--list-points prints the plan and exits"),
+        (vec!["experiment".into(), "merge".into()], "experiment merge needs DIR"),
+        (
+            vec!["experiment".into(), "vm-pin".into(), empty.clone()],
+            "only 'experiment merge DIR' takes a directory",
+        ),
+        (vec!["experiment".into(), "merge".into(), p("nowhere")], "nowhere: No such file"),
+        (vec!["experiment".into(), "merge".into(), empty.clone()], "no point files"),
+        (vec!["experiment".into(), "merge".into(), foreign.clone()], "no point files"),
+        (
+            vec!["experiment".into(), "merge".into(), empty.clone(), "--clients".into(), "1".into()],
+            "--clients is not accepted",
+        ),
+    ] {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        bad(&a, want);
+    }
+    assert!(!Path::new(&out).exists(), "a refused run created --out");
+
+    // One real point file, then copies of it made incomplete, damaged and foreign.
+    let o = lockstack(&with(&["--point", "1", "--out", &pts]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let merge = ["experiment", "merge", pts.as_str()];
+    bad(&merge, "2 of 3 points missing: 0, 2");
+    let file = Path::new(&pts).join("vm-pin-point-1.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let other = Path::new(&pts).join("vm-pin-point-0.json");
+    std::fs::write(&other, &good[..good.len() / 2]).unwrap();
+    bad(&merge, "vm-pin-point-0.json: not a point file: ");
+    std::fs::write(&other, good.replace("\"seed\": 0", "\"seed\": 9")).unwrap();
+    bad(&merge, "come from different plans: seed (9 vs 0)");
+    std::fs::write(&other, &good).unwrap();
+    bad(&merge, "point 1 is present twice: ");
+    std::fs::write(&other, good.replace("\"index\": 1", "\"index\": 0")).unwrap();
+    bad(&merge, "point 0 is run 0 scan c=1 always-vm, but the plan's point 0 is run 0 scan c=1 page-flag");
+    // Nothing was merged into the directory.
+    assert!(!Path::new(&pts).join("vm-pin.json").exists());
+}
+
 #[test]
 fn micro_commands_take_presets_and_knobs() {
     let dir = tempfile::tempdir().unwrap();

@@ -130,3 +130,91 @@ fn bad_input_is_one_line_and_exit_code_1() {
     // Nothing was measured, so nothing was written.
     assert_eq!(std::fs::read_dir(Path::new(out)).unwrap().count(), 0);
 }
+
+/// The files `experiment ... --out DIR` writes.
+const FILES: [&str; 4] = ["vm-pin.csv", "vm-pin-runs.csv", "vm-pin.json", "vm-pin.svg"];
+
+/// The lines of the simulated machine's section that depend only on the simulation: phases
+/// and tasks, virtual seconds, line transfers (not host seconds, events per host second).
+fn simulated_lines(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with("simulated machine: ")
+                || l.contains("measured phases: ")
+                || l.contains("virtual seconds: ")
+                || l.contains("line transfers: ")
+        })
+        .collect()
+}
+
+/// A sweep spread over processes writes what one process writes, byte for byte: a tiny
+/// `vm-pin` sweep (one workload, clients 1,2, one run) on the simulated `host` machine with the
+/// deterministic clock, run in one process (`--jobs 1`), in two child processes (`--jobs 2`),
+/// and point by point (`--point K` for every K of `--list-points`, then `experiment merge`).
+/// All four files are compared whole: none carries host time here (the buffer workload loads
+/// no tables, so `load_s` is 0, which the test checks; `elapsed_s` is virtual; the machine note
+/// is the simulated machine's).
+#[test]
+fn spread_sweeps_equal_a_single_process_run_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let base = [
+        "experiment",
+        "vm-pin",
+        "--machine",
+        "host",
+        "--duration",
+        "0.02",
+        "--runs",
+        "1",
+        "--clients",
+        "1,2",
+        "--workload",
+        "scan",
+    ];
+    let run = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        let o = lockstack(&a);
+        assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let listed = run(&["--list-points"]);
+    let ks: Vec<&str> = listed.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(ks, ["0", "1", "2", "3", "4", "5"], "{listed}");
+    assert!(listed.starts_with("0 run=0 workload=scan clients=1 variant=page-flag\n"), "{listed}");
+    assert!(!listed.contains("simulated machine"), "{listed}");
+
+    let (one, two, pts, merged) = (d("one"), d("two"), d("points"), d("merged"));
+    let single = run(&["--jobs", "1", "--out", &one]);
+    let jobs = run(&["--jobs", "2", "--out", &two]);
+    for k in &ks {
+        let said = run(&["--point", k, "--out", &pts]);
+        assert!(said.contains(&format!("vm-pin-point-{k}.json")), "{said}");
+    }
+    let o = lockstack(&["experiment", "merge", &pts, "--out", &merged]);
+    assert!(o.status.success(), "merge: {}", text(&o.stderr));
+    let merge = text(&o.stdout);
+    assert!(merge.starts_with("merged 6 point files from "), "{merge}");
+
+    let mut rd = csv::Reader::from_path(Path::new(&one).join("vm-pin-runs.csv")).unwrap();
+    let load = rd.headers().unwrap().iter().position(|h| h == "load_s").unwrap();
+    for r in rd.records() {
+        assert_eq!(&r.unwrap()[load], "0.000000");
+    }
+    for f in FILES {
+        let a = std::fs::read(Path::new(&one).join(f)).unwrap();
+        assert_eq!(a, std::fs::read(Path::new(&two).join(f)).unwrap(), "--jobs 2: {f} differs");
+        assert_eq!(a, std::fs::read(Path::new(&merged).join(f)).unwrap(), "merge: {f} differs");
+    }
+    // The simulated machine's section adds up the same phases, whichever way they ran.
+    let want = simulated_lines(&single);
+    assert_eq!(want.len(), 4, "{single}");
+    assert!(want[0].starts_with("simulated machine: host"), "{single}");
+    assert_eq!(simulated_lines(&jobs), want, "{jobs}");
+    assert_eq!(simulated_lines(&merge), want, "{merge}");
+    // --jobs cleaned its temporary directory up.
+    let left: Vec<_> = std::fs::read_dir(&two).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), FILES.len(), "{left:?}");
+}

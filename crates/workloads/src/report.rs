@@ -12,7 +12,7 @@ use lockstack_common::{Counters, TrancheId};
 use serde::{Serialize, Serializer};
 
 /// The machine a run was measured on, and whether its thread count oversubscribes it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MachineNote {
     /// Logical CPUs available to this process.
     pub cores: usize,

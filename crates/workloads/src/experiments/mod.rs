@@ -12,6 +12,8 @@
 //!   summarises min / median / max throughput and the key counters per transaction.
 //! * [`output`]: CSV, JSON and SVG files of a result, and the checks the CLI's smoke mode runs
 //!   on them.
+//! * [`points`]: one file per point (`--point K`) and their merge into the result a
+//!   single-process run produces (`experiment merge DIR`, `--jobs N`).
 //!
 //! Like the rest of this crate, nothing here prints: the CLI formats the tables.
 
@@ -19,6 +21,7 @@ pub mod calibrate;
 pub mod catalog;
 pub mod driver;
 pub mod output;
+pub mod points;
 
 use serde::Serialize;
 

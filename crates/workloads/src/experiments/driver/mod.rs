@@ -5,11 +5,17 @@
 //!
 //! Points are ordered run by run, and within a run variants alternate at each client count, so
 //! that a slow stretch of a shared machine spreads over every variant instead of penalising one.
+//!
+//! A run is three steps that a sweep spread over processes or hosts can also take apart:
+//! [`Plan::point_specs`] enumerates the points (index K, in that order), [`run_point`] measures
+//! one and returns its serializable [`Point`], and [`assemble`] builds the [`ExperimentResult`]
+//! from every point; [`run`] is the three in one process, and
+//! [`super::points`] writes and merges the per-point files of `--point K`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Counter, Experiment, Per, VM_CHECK_KEY, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
@@ -312,8 +318,43 @@ impl Plan {
     }
 }
 
+/// One point of a plan, before it is measured: what [`run_point`] runs.
+#[derive(Clone, Copy, Debug)]
+pub struct PointSpec {
+    /// Index K in the plan's order (0-based), as `--list-points` prints it and `--point K`
+    /// takes it.
+    pub index: usize,
+    /// Run number, from 0.
+    pub run: usize,
+    /// The workload.
+    pub workload: &'static Workload,
+    /// Clients (worker threads for `vm-pin`).
+    pub clients: usize,
+    /// The variant.
+    pub variant: &'static Variant,
+}
+
+impl Plan {
+    /// Every point of the plan in the order [`run`] measures them: run by run, then workload,
+    /// client count and variant; `point_specs()[k].index == k`, and the length is
+    /// [`Plan::points`].
+    pub fn point_specs(&self) -> Vec<PointSpec> {
+        let mut specs = Vec::with_capacity(self.points());
+        for run in 0..self.runs {
+            for &workload in &self.workloads {
+                for &clients in &self.clients {
+                    for variant in self.experiment.variants {
+                        specs.push(PointSpec { index: specs.len(), run, workload, clients, variant });
+                    }
+                }
+            }
+        }
+        specs
+    }
+}
+
 /// One measured point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
     /// Workload name.
     pub workload: String,
@@ -596,43 +637,42 @@ pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
     rows
 }
 
-/// Runs every point of `plan`, calling `on_step` before and after each.
+/// Measures one point of `plan` on a fresh engine (pgbench workloads) or buffer pool
+/// (`vm-pin`), on a thread of its own.
+///
+/// The thread matters under `--machine`: the simulated machine maps every address to a
+/// 64-byte line, so which stack variables share a line is part of its input. The main
+/// thread's stack starts below the process's arguments and environment, so its layout (and a
+/// simulated point's figures) would shift with their length; a spawned thread's stack is a
+/// fresh mapping, the same in every process, so a point measured by `--point K` in a child
+/// process equals the same point measured in a single-process sweep.
 ///
 /// # Errors
 /// A configuration the engine or buffer pool refuses, or an engine error other than a failed
 /// transaction (those are counted in [`Point::failed`]). A failed consistency check is not an
-/// error: it marks the point (`ok = false`) and the run goes on.
-pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, String> {
+/// error: it marks the point (`ok = false`).
+pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, String> {
+    let measure = || {
+        let (v, clients, run) = (spec.variant, spec.clients, spec.run);
+        let mut p = match spec.workload.kind {
+            WorkloadKind::Pgbench { builtin } => run_pgbench(plan, builtin, v, clients, run)?,
+            WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
+        };
+        p.workload = spec.workload.name.into();
+        Ok(p)
+    };
+    lockstack_common::sync::thread::scope(|s| match s.spawn(measure).join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// Builds the result of `plan` from its measured `points` (in plan order, one per
+/// [`Plan::point_specs`] entry) and the machine note of the run: the summary, the counter
+/// labels and the variants' assignment lists. [`run`] and the merge of per-point files
+/// ([`super::points::merge`]) both end here, so their results cannot differ.
+pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> ExperimentResult {
     let e = plan.experiment;
-    let total = plan.points();
-    let mut points = Vec::with_capacity(total);
-    for run in 0..plan.runs {
-        for w in &plan.workloads {
-            for &clients in &plan.clients {
-                for v in e.variants {
-                    let mut step = Step {
-                        done: points.len(),
-                        total,
-                        workload: w.name,
-                        variant: v.name,
-                        clients,
-                        run,
-                        finished: None,
-                    };
-                    on_step(&step);
-                    let mut p = match w.kind {
-                        WorkloadKind::Pgbench { builtin } => run_pgbench(plan, builtin, v, clients, run)?,
-                        WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
-                    };
-                    p.workload = w.name.into();
-                    step.done += 1;
-                    step.finished = Some(&p);
-                    on_step(&step);
-                    points.push(p);
-                }
-            }
-        }
-    }
     let counter_labels = e
         .counters
         .iter()
@@ -641,14 +681,45 @@ pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<Experiment
             format!("{}{}", c.label, c.per.suffix(op))
         })
         .collect();
-    Ok(ExperimentResult {
+    ExperimentResult {
         summary: summarise(plan, &points),
         counter_labels,
         variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),
-        machine: MachineNote::for_threads(plan.clients.iter().copied().max().unwrap_or(1)),
+        machine,
         plan: plan.clone(),
         points,
-    })
+    }
+}
+
+/// Runs every point of `plan` in this process ([`run_point`] for each of
+/// [`Plan::point_specs`], then [`assemble`] with this host's [`MachineNote`] at the largest
+/// client count), calling `on_step` before and after each.
+///
+/// # Errors
+/// As [`run_point`]; the first error ends the run.
+pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, String> {
+    let specs = plan.point_specs();
+    let total = specs.len();
+    let mut points = Vec::with_capacity(total);
+    for spec in &specs {
+        let mut step = Step {
+            done: points.len(),
+            total,
+            workload: spec.workload.name,
+            variant: spec.variant.name,
+            clients: spec.clients,
+            run: spec.run,
+            finished: None,
+        };
+        on_step(&step);
+        let p = run_point(plan, spec)?;
+        step.done += 1;
+        step.finished = Some(&p);
+        on_step(&step);
+        points.push(p);
+    }
+    let machine = MachineNote::for_threads(plan.clients.iter().copied().max().unwrap_or(1));
+    Ok(assemble(plan, points, machine))
 }
 
 #[cfg(test)]
