@@ -108,6 +108,19 @@ pub(crate) fn reexec() -> Failure {
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{finish, pgbench_defaults, refuse_invisible, setup};
 
+/// The simulation an experiment's driver collects each point's time split from: `None`
+/// without `--machine` (and in the ordinary binary, which never simulates).
+pub(crate) fn experiment_simulation() -> Option<lockstack_workloads::experiments::driver::Simulation> {
+    #[cfg(feature = "sim")]
+    {
+        simulating::experiment_simulation()
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        None
+    }
+}
+
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
 pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::MachineNote {
@@ -130,6 +143,8 @@ mod simulating {
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
     use serde::Serialize;
+
+    use lockstack_workloads::experiments::driver::{self, SimulatedMachine, TimeSplit};
 
     use super::{SimArgs, SimClock};
     use crate::Failure;
@@ -180,6 +195,43 @@ mod simulating {
             return Err(Failure::run("the simulation was set up twice"));
         }
         Ok(())
+    }
+
+    /// Every phase's time split so far, the main task (the phase's own body: timer, progress,
+    /// joins) left out as in the report's section.
+    fn phase_times() -> Vec<TimeSplit> {
+        let reports = REPORTS.lock().unwrap_or_else(|e| e.into_inner());
+        reports
+            .iter()
+            .map(|r| {
+                let mut s = TimeSplit::default();
+                for t in r.stats.tasks.iter().skip(1) {
+                    s.tasks += 1;
+                    s.running_ns += t.running_ns;
+                    for (c, v) in t.waiting_ns.iter().chain(&t.spinning_ns) {
+                        *s.waits_ns.entry(c.clone()).or_default() += v;
+                    }
+                    s.sleeping_ns += t.sleeping_ns;
+                    s.joining_ns += t.joining_ns;
+                    s.runnable_ns += t.runnable_ns;
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// The experiment driver's view of the simulation, under `--machine`.
+    pub(super) fn experiment_simulation() -> Option<driver::Simulation> {
+        let sim = SIM.get()?;
+        let p = sim.profile();
+        Some(driver::Simulation {
+            machine: SimulatedMachine {
+                profile: p.name.clone(),
+                cores: p.cores(),
+                hw_threads: p.hw_threads(),
+            },
+            phase_times,
+        })
     }
 
     /// The simulated machine's hardware threads, under `--machine`.

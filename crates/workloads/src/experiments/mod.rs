@@ -10,14 +10,17 @@
 //! * [`driver`]: resolves a definition and the caller's options into a [`driver::Plan`], runs
 //!   every (run, workload, clients, variant) point on a fresh engine or buffer pool, and
 //!   summarises min / median / max throughput and the key counters per transaction.
-//! * [`output`]: CSV, JSON and SVG files of a result, and the checks the CLI's smoke mode runs
-//!   on them.
+//! * [`output`]: CSV, JSON and SVG files of a result (throughput against clients with the
+//!   seed's published points; under `--machine`, where the simulated backends' time went), and
+//!   the checks the CLI's smoke mode runs on them.
+//! * [`usl`]: Gunther's Universal Scalability Law fitted to each throughput curve.
 //!
 //! Like the rest of this crate, nothing here prints: the CLI formats the tables.
 
 pub mod catalog;
 pub mod driver;
 pub mod output;
+pub mod usl;
 
 use serde::Serialize;
 

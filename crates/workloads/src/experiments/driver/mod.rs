@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::usl::{self, UslRow};
 use super::{Counter, Experiment, Per, VM_CHECK_KEY, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
 use crate::pgbench::runner::{self, PgbenchConfig};
@@ -69,6 +70,80 @@ pub struct Options {
     pub workloads: Option<Vec<String>>,
     /// Base seed of pgbench's client random generators (run `r` uses `seed + r`).
     pub seed: u64,
+    /// Set when the measured phases run on a simulated machine (`--machine`): which machine,
+    /// and where each point's [`Point::time`] comes from.
+    pub simulation: Option<Simulation>,
+}
+
+/// The simulated machine a run's measured phases ran on (`--machine PROFILE`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimulatedMachine {
+    /// The profile's name (`opteron-24`) or the profile file given.
+    pub profile: String,
+    /// Physical cores.
+    pub cores: u32,
+    /// Hardware threads (cores x SMT ways).
+    pub hw_threads: u32,
+}
+
+/// The time split of every measured phase the process has simulated so far, one entry per
+/// phase in the order run (the caller's bridge to the simulator's per-task statistics, which
+/// this crate does not depend on: under `--machine` the CLI converts each phase's
+/// `lockstack_sim::SimStats::tasks`, leaving out the phase's main task).
+pub type PhaseTimes = fn() -> Vec<TimeSplit>;
+
+/// How a run under `--machine` reaches the simulation.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    /// The machine.
+    pub machine: SimulatedMachine,
+    /// Every simulated phase's time split so far; [`run`] takes the phases each point added.
+    pub phase_times: PhaseTimes,
+}
+
+/// Where the simulated backends (every task of a measured phase but its main task: clients,
+/// workers, the WAL flusher) spent their virtual time, summed over the tasks, ns. The parts add
+/// up to [`TimeSplit::total_ns`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSplit {
+    /// Tasks summed.
+    pub tasks: usize,
+    /// Running outside any wait class (local work and operations).
+    pub running_ns: u64,
+    /// Parked or spinning, per wait class as the simulator books it: an LWLock tranche by its
+    /// name (`ProcArray`, `LockManager`), `Lock:<tag kind>` for heavyweight locks, another wait
+    /// event as `Type:Name` (`IO:WALSync`), `unclassified` for a park with no wait event set
+    /// (start and stop gates).
+    pub waits_ns: BTreeMap<String, u64>,
+    /// Asleep (timed sleeps: modelled fsyncs, client think time, back-off).
+    pub sleeping_ns: u64,
+    /// Waiting to join another task.
+    pub joining_ns: u64,
+    /// Runnable without a hardware thread (time-sliced out, or every thread busy).
+    pub runnable_ns: u64,
+}
+
+impl TimeSplit {
+    /// The tasks' whole virtual time: the sum of the parts.
+    pub fn total_ns(&self) -> u64 {
+        self.running_ns
+            + self.waits_ns.values().sum::<u64>()
+            + self.sleeping_ns
+            + self.joining_ns
+            + self.runnable_ns
+    }
+
+    /// Adds `other`'s tasks and times to this one.
+    pub fn add(&mut self, other: &TimeSplit) {
+        self.tasks += other.tasks;
+        self.running_ns += other.running_ns;
+        for (k, v) in &other.waits_ns {
+            *self.waits_ns.entry(k.clone()).or_default() += v;
+        }
+        self.sleeping_ns += other.sleeping_ns;
+        self.joining_ns += other.joining_ns;
+        self.runnable_ns += other.runnable_ns;
+    }
 }
 
 /// An experiment with every option resolved and validated: what [`run`] executes.
@@ -92,6 +167,10 @@ pub struct Plan {
     pub scale: i64,
     /// Base random seed.
     pub seed: u64,
+    /// The simulated machine the measured phases run on (`--machine`), if any; in the JSON
+    /// file as [`ExperimentResult::simulated`].
+    #[serde(skip)]
+    pub simulation: Option<Simulation>,
 }
 
 fn key_of(assignment: &str) -> &str {
@@ -197,6 +276,7 @@ impl Plan {
             runs,
             scale,
             seed: opts.seed,
+            simulation: opts.simulation.clone(),
         };
         for v in experiment.variants {
             plan.config(v, 1)?;
@@ -320,6 +400,10 @@ pub struct Point {
     pub ok: bool,
     /// The first failed check, if any.
     pub error: Option<String>,
+    /// Under `--machine`: where the simulated backends' virtual time went during the point's
+    /// measured phase(s); `None` natively.
+    #[serde(default)]
+    pub time: Option<TimeSplit>,
 }
 
 impl Point {
@@ -374,13 +458,23 @@ pub struct ExperimentResult {
     pub counter_labels: Vec<String>,
     /// The full assignment list of each variant, in variant order (name, assignments).
     pub variant_sets: Vec<(String, Vec<String>)>,
-    /// Cores and oversubscription at the largest client count.
+    /// Cores and oversubscription at the largest client count (the simulated machine's
+    /// hardware threads under `--machine`).
     pub machine: MachineNote,
+    /// The simulated machine the points ran on; `None` when they ran on this host.
+    pub simulated: Option<SimulatedMachine>,
+    /// What the simulated machine was calibrated to (a host, a published figure), when a
+    /// calibration was applied; `None` (and nothing printed) otherwise. Filled by the
+    /// calibration flow, not by [`run`].
+    pub calibrated_to: Option<String>,
     /// Every point, in the order measured.
     pub points: Vec<Point>,
     /// One row per (workload, variant, clients), workloads and clients in plan order, variants
     /// in experiment order.
     pub summary: Vec<SummaryRow>,
+    /// The Universal Scalability Law fitted to each (workload, variant)'s medians
+    /// ([`usl::fit_summary`]).
+    pub usl: Vec<UslRow>,
 }
 
 impl ExperimentResult {
@@ -460,6 +554,7 @@ fn run_pgbench(
         counters,
         ok: bad.is_none(),
         error: bad.map(|c| format!("{} ({})", c.name, c.detail)),
+        time: None,
     })
 }
 
@@ -503,6 +598,7 @@ fn run_buffers(
         counters,
         ok: row.invariant_ok,
         error: row.error,
+        time: None,
     })
 }
 
@@ -564,7 +660,20 @@ pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
     rows
 }
 
-/// Runs every point of `plan`, calling `on_step` before and after each.
+/// The time split of the phases `times` lists past the first `seen`, summed (`None` when the
+/// point ran no simulated phase).
+fn phase_split(times: &[TimeSplit], seen: usize) -> Option<TimeSplit> {
+    let new = times.get(seen..).filter(|t| !t.is_empty())?;
+    let mut sum = TimeSplit::default();
+    for t in new {
+        sum.add(t);
+    }
+    Some(sum)
+}
+
+/// Runs every point of `plan`, calling `on_step` before and after each. Under a simulation
+/// ([`Plan::simulation`]: the measured phases run on a simulated machine) each point's
+/// [`Point::time`] is the time split of the phases it ran.
 ///
 /// # Errors
 /// A configuration the engine or buffer pool refuses, or an engine error other than a failed
@@ -572,6 +681,8 @@ pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
 /// error: it marks the point (`ok = false`) and the run goes on.
 pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, String> {
     let e = plan.experiment;
+    let simulation = plan.simulation.as_ref();
+    let mut phases_seen = simulation.map_or(0, |s| (s.phase_times)().len());
     let total = plan.points();
     let mut points = Vec::with_capacity(total);
     for run in 0..plan.runs {
@@ -593,6 +704,11 @@ pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<Experiment
                         WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
                     };
                     p.workload = w.name.into();
+                    if let Some(s) = simulation {
+                        let times = (s.phase_times)();
+                        p.time = phase_split(&times, phases_seen);
+                        phases_seen = times.len();
+                    }
                     step.done += 1;
                     step.finished = Some(&p);
                     on_step(&step);
@@ -609,11 +725,23 @@ pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<Experiment
             format!("{}{}", c.label, c.per.suffix(op))
         })
         .collect();
+    let summary = summarise(plan, &points);
+    let threads = plan.clients.iter().copied().max().unwrap_or(1);
+    let machine = match simulation {
+        Some(s) => {
+            let hw = s.machine.hw_threads as usize;
+            MachineNote { cores: hw, threads, oversubscribed: threads > hw }
+        }
+        None => MachineNote::for_threads(threads),
+    };
     Ok(ExperimentResult {
-        summary: summarise(plan, &points),
+        usl: usl::fit_summary(plan, &summary),
+        summary,
         counter_labels,
         variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),
-        machine: MachineNote::for_threads(plan.clients.iter().copied().max().unwrap_or(1)),
+        machine,
+        simulated: simulation.map(|s| s.machine.clone()),
+        calibrated_to: None,
         plan: plan.clone(),
         points,
     })
