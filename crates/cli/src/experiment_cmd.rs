@@ -41,7 +41,8 @@ pub(crate) struct ExperimentArgs {
     /// Only these workloads, comma-separated (e.g. select-only); default: all of the experiment's.
     #[arg(long, value_name = "NAME,...")]
     workload: Option<String>,
-    /// Directory for NAME.csv, NAME-runs.csv, NAME.json and NAME.svg [default: out/experiments/NAME].
+    /// Directory for NAME.csv, NAME-runs.csv, NAME-usl.csv, NAME.json, NAME.svg and (under
+    /// --machine) NAME-time.svg [default: out/experiments/NAME].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// CI mode: 0.05 s per point, 1 run, clients 1,2 (unless given), then re-read and check

@@ -126,7 +126,7 @@ fn every_experiment_runs_a_tiny_plan() {
     }
 }
 
-thread_local! {
+lockstack_common::thread_local! {
     /// The fake simulation's phases: each call of `fake_phases` reports one phase more.
     static PHASES: std::cell::RefCell<Vec<TimeSplit>> = const { std::cell::RefCell::new(Vec::new()) };
 }

@@ -351,6 +351,8 @@ fn draw_time(r: &ExperimentResult, t: &TimeShares) -> Result<String, String> {
                 chart
                     .configure_mesh()
                     .disable_x_mesh()
+                    .light_line_style(WHITE)
+                    .y_labels(11)
                     .x_labels(0)
                     .x_desc("clients")
                     .y_desc("share of virtual time")
