@@ -129,11 +129,12 @@ fn legend(area: &Area<'_>, entries: &[(Mark, String)], per_column: usize, col_w:
 
 /// Renders the throughput plot as SVG text. Above the panels, a title naming the experiment,
 /// the machine and (when present) what it was calibrated to. One panel per workload: clients on
-/// a linear x axis, throughput on the y axis from 0; per variant (one colour each) a line
+/// the x axis, throughput on the y axis from 0; per variant (one colour each) a line
 /// through the median of the runs with a bar from the lowest to the highest run, the USL fit
-/// as a dashed line, and the seed's published figures for that variant as markers of the same
+/// as a dashed line over the measured client counts, and the seed's published figures for that variant as markers of the same
 /// colour (one marker shape per published series, with the thread's low-high range when it
-/// gave one). Below each panel, a legend saying which is which.
+/// gave one). Clients are on a base-2 logarithmic axis, so that a few measured counts and the
+/// seed's counts up to 80 both stay readable. Below each panel, a legend saying which is which.
 ///
 /// # Errors
 /// A drawing error from plotters, as text.
@@ -180,17 +181,18 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
                 .map(|&c| c as f64)
                 .chain(published.iter().map(|p| f64::from(p.clients)))
                 .fold(1.0f64, f64::max);
-            let xmax = xmax_clients * 1.06 + 1.0;
+            let xmax = xmax_clients * 1.3;
+            let measured_max = r.plan.clients.iter().copied().max().unwrap_or(1) as f64;
             let mut chart = ChartBuilder::on(&chart_area)
                 .caption(format!("{} ({}): {}", w.name, w.about, w.unit), ("sans-serif", 17))
                 .margin(12)
                 .x_label_area_size(40)
                 .y_label_area_size(64)
-                .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+                .build_cartesian_2d((0.8..xmax).log_scale().base(2.0), 0.0..ymax)
                 .map_err(err)?;
             chart
                 .configure_mesh()
-                .x_desc("clients")
+                .x_desc("clients (log scale)")
                 .y_desc(w.unit)
                 .x_label_formatter(&|x| format!("{x:.0}"))
                 .y_label_formatter(&|y| short(*y))
@@ -222,9 +224,11 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
                 if let Some(f) =
                     r.usl.iter().find(|u| u.workload == w.name && u.variant == v.name).and_then(|u| u.fit)
                 {
+                    // Over the measured client counts only: the fit describes those.
                     let curve: Vec<(f64, f64)> = (0..=120)
-                        .map(|i| 1.0 + (xmax - 1.0) * f64::from(i) / 120.0)
-                        .map(|n| (n, f.throughput(n).min(ymax)))
+                        .map(|i| measured_max.powf(f64::from(i) / 120.0))
+                        .map(|n| (n, f.throughput(n)))
+                        .filter(|p| p.1 <= ymax)
                         .collect();
                     chart
                         .draw_series(DashedLineSeries::new(curve, 6, 4, color.stroke_width(1)))
@@ -273,7 +277,7 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
             }
             entries.push((
                 Mark::Dashed(BLACK),
-                format!("USL fit to the {kind} medians, in each variant's colour"),
+                format!("USL fit to the {kind} medians (measured range), in each variant's colour"),
             ));
             legend(&legend_area, &entries, legend_rows, PANEL.0 as i32)?;
         }
