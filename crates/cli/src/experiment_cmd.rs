@@ -66,7 +66,8 @@ pub(crate) struct ExperimentArgs {
     /// Only these workloads, comma-separated (e.g. select-only); default: all of the experiment's.
     #[arg(long, value_name = "NAME,...")]
     workload: Option<String>,
-    /// Directory for NAME.csv, NAME-runs.csv, NAME.json and NAME.svg [default: out/experiments/NAME].
+    /// Directory for NAME.csv, NAME-runs.csv, NAME-usl.csv, NAME.json, NAME.svg and (under
+    /// --machine) NAME-time.svg [default: out/experiments/NAME].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// CI mode: 0.05 s per point, 1 run, clients 1,2 (unless given), then re-read and check
@@ -122,6 +123,7 @@ fn options(args: &ExperimentArgs, machine: Option<&str>) -> Result<Options, Fail
         workloads,
         seed: args.random_seed,
         machine: machine.map(str::to_string),
+        simulation: crate::sim_cmd::experiment_simulation(),
     })
 }
 
@@ -292,21 +294,28 @@ fn finish_run(
     let written = output::write_all(result, out).map_err(Failure::run)?;
     crate::write_json(args.json.as_deref(), result)?;
     outln!(
-        "wrote {}, {}, {}, {}",
+        "wrote {}, {}, {}, {}, {}",
         written.csv.display(),
         written.runs_csv.display(),
+        written.usl_csv.display(),
         written.json.display(),
         written.svg.display()
     );
+    match &written.time_svg {
+        Some(p) => outln!("wrote {} (where the simulated backends' time went)", p.display()),
+        None => outln!("not written: {}-time.svg (where the time went needs --machine)", exp.name),
+    }
     if args.smoke {
         let names: Vec<&str> = exp.variants.iter().map(|v| v.name).collect();
         let v = output::verify(out, exp.name, &names, result.points.len(), result.summary.len())
             .map_err(|e| Failure::run(format!("smoke check: {e}")))?;
         outln!(
-            "smoke check: ok ({} points, {} summary rows, {} SVG lines)",
+            "smoke check: ok ({} points, {} summary rows, {} SVG lines, {} USL rows, {} timed points)",
             v.points,
             v.summary_rows,
-            v.svg_lines
+            v.svg_lines,
+            v.usl_rows,
+            v.timed_points
         );
     }
     consistency(result.points.iter())
@@ -777,9 +786,50 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         }
         print_table(&header, &rows);
     }
+    print_usl(r);
     print_published(r);
     outln!();
     outln!("{}", r.machine.line());
+    if r.simulated.is_some() {
+        outln!("machine: {}", output::machine_title(r));
+    }
+    if let Some(c) = &r.calibrated_to {
+        outln!("calibrated to: {c}");
+    }
+}
+
+/// The Universal Scalability Law fits (Gunther, "Guerrilla Capacity Planning", 2007).
+fn print_usl(r: &ExperimentResult) {
+    outln!();
+    outln!(
+        "USL fit per curve, X(N) = lambda N / (1 + alpha (N-1) + beta N (N-1)), least squares on the medians \
+         (Gunther, \"Guerrilla Capacity Planning\", 2007); N* = sqrt((1-alpha)/beta), the peak:"
+    );
+    let header: Vec<String> =
+        ["workload", "variant", "lambda", "alpha", "beta", "N*", "X(N*)", "R^2"].map(String::from).to_vec();
+    let rows: Vec<Vec<String>> = r
+        .usl
+        .iter()
+        .map(|u| {
+            let mut row = vec![u.workload.clone(), u.variant.clone()];
+            match (&u.fit, &u.no_fit) {
+                (Some(f), _) => row.extend([
+                    format!("{:.0}", f.lambda),
+                    format!("{:.4}", f.alpha),
+                    format!("{:.2e}", f.beta),
+                    f.peak_clients.map_or("none".into(), |n| format!("{n:.1}")),
+                    f.peak_throughput.map_or("-".into(), |x| format!("{x:.0}")),
+                    format!("{:.3}", f.r_squared),
+                ]),
+                (None, reason) => {
+                    row.push(reason.clone().unwrap_or_else(|| "no fit".into()));
+                    row.extend(std::iter::repeat_n(String::new(), 5));
+                }
+            }
+            row
+        })
+        .collect();
+    print_table(&header, &rows);
 }
 
 fn print_published(r: &ExperimentResult) {

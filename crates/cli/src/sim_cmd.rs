@@ -136,6 +136,19 @@ pub(crate) fn reexec() -> Failure {
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{adopt, finish, finish_timing, pgbench_defaults, refuse_invisible, setup, setup_timing, tally};
 
+/// The simulation an experiment's driver collects each point's time split from: `None`
+/// without `--machine` (and in the ordinary binary, which never simulates).
+pub(crate) fn experiment_simulation() -> Option<lockstack_workloads::experiments::driver::Simulation> {
+    #[cfg(feature = "sim")]
+    {
+        simulating::experiment_simulation()
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        None
+    }
+}
+
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
 pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::MachineNote {
@@ -158,6 +171,8 @@ mod simulating {
     use crate::Failure;
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
+
+    use lockstack_workloads::experiments::driver::{self, SimulatedMachine, TimeSplit};
 
     /// The simulation every measured phase of this process runs on.
     static SIM: OnceLock<Simulation> = OnceLock::new();
@@ -348,6 +363,44 @@ mod simulating {
         Ok(())
     }
 
+    /// Every phase's time split so far, the main task (the phase's own body: timer, progress,
+    /// joins) left out as in the report's section.
+    fn phase_times() -> Vec<TimeSplit> {
+        let reports = REPORTS.lock().unwrap_or_else(|e| e.into_inner());
+        reports
+            .iter()
+            .map(|r| {
+                let mut s = TimeSplit::default();
+                for t in r.stats.tasks.iter().skip(1) {
+                    s.tasks += 1;
+                    s.running_ns += t.running_ns;
+                    for (c, v) in t.waiting_ns.iter().chain(&t.spinning_ns) {
+                        *s.waits_ns.entry(c.clone()).or_default() += v;
+                    }
+                    s.sleeping_ns += t.sleeping_ns;
+                    s.joining_ns += t.joining_ns;
+                    s.runnable_ns += t.runnable_ns;
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// The experiment driver's view of the simulation, under `--machine`.
+    pub(super) fn experiment_simulation() -> Option<driver::Simulation> {
+        let sim = SIM.get()?;
+        let p = sim.profile();
+        Some(driver::Simulation {
+            machine: SimulatedMachine {
+                profile: p.name.clone(),
+                cores: p.cores(),
+                hw_threads: p.hw_threads(),
+            },
+            phase_times,
+            engine_defaults: experiment_engine_defaults,
+        })
+    }
+
     /// The simulated machine's hardware threads, under `--machine`.
     pub(super) fn hw_threads() -> Option<usize> {
         SIM.get().map(|s| s.profile().hw_threads() as usize)
@@ -365,6 +418,23 @@ mod simulating {
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
         if matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory) {
+            engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
+        }
+    }
+
+    /// An experiment point's engine under `--machine`: the client's costs as pgbench's, and
+    /// (`flush`) the profile's WAL flush in place of an in-memory or modelled sink (an
+    /// experiment's own modelled figure is for native runs; the machine's storage is a property
+    /// of its profile).
+    fn experiment_engine_defaults(engine: &mut lockstack_engine::engine::EngineConfig, flush: bool) {
+        let Some(sim) = SIM.get() else {
+            return;
+        };
+        let p = &sim.profile().pgbench;
+        let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
+        engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
+        engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
+        if flush && matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. }) {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }
     }

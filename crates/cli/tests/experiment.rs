@@ -36,6 +36,18 @@ fn every_experiment_runs_in_smoke_mode() {
         let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
         assert!(o.status.success(), "{name}: {stderr}\n{stdout}");
         assert!(stdout.contains("smoke check: ok"), "{name}: {stdout}");
+        // Natively there is no where-time-went plot, and the listing says so; two client
+        // counts are too few for a USL fit, and the table says so per curve.
+        assert!(stdout.contains(&format!("not written: {name}-time.svg")), "{name}: {stdout}");
+        assert!(!out.join(format!("{name}-time.svg")).exists(), "{name}");
+        assert!(stdout.contains("USL fit per curve"), "{name}: {stdout}");
+        assert_eq!(
+            stdout.matches("no fit: 2 client count(s), need 3").count(),
+            workloads * variants,
+            "{name}"
+        );
+        let mut rd = csv::Reader::from_path(out.join(format!("{name}-usl.csv"))).unwrap();
+        assert_eq!(rd.records().map(Result::unwrap).count(), workloads * variants, "{name}");
 
         // Smoke mode: 1 run at clients 1 and 2.
         let points = workloads * 2 * variants;

@@ -109,6 +109,12 @@ fn machine_works_on_every_workload_command() {
         let out = ok(args);
         assert!(out.contains("\nsimulated machine: "), "lockstack {args:?} printed no section:\n{out}");
         assert!(out.contains("virtual seconds: "), "{out}");
+        if args[0] == "experiment" {
+            // Under --machine the experiment writes and checks the where-time-went plot.
+            assert!(out.contains("vm-pin-time.svg (where the simulated backends' time went)"), "{out}");
+            assert!(out.contains("smoke check: ok") && !out.contains(" 0 timed points"), "{out}");
+            assert!(out.contains("machine: simulated xeon-12 ("), "{out}");
+        }
     }
     let _ = std::fs::remove_dir_all(&json);
     let out = ok(&[

@@ -14,6 +14,10 @@
 //!   on them.
 //! * [`points`]: one file per point (`--point K`) and their merge into the result a
 //!   single-process run produces (`experiment merge DIR`, `--jobs N`).
+//! * [`output`]: CSV, JSON and SVG files of a result (throughput against clients with the
+//!   seed's published points; under `--machine`, where the simulated backends' time went), and
+//!   the checks the CLI's smoke mode runs on them.
+//! * [`usl`]: Gunther's Universal Scalability Law fitted to each throughput curve.
 //!
 //! Like the rest of this crate, nothing here prints: the CLI formats the tables.
 
@@ -22,6 +26,7 @@ pub mod catalog;
 pub mod driver;
 pub mod output;
 pub mod points;
+pub mod usl;
 
 use serde::Serialize;
 

@@ -1,22 +1,26 @@
 //! Files of an experiment run, and the checks CI's smoke mode runs on them.
 //!
-//! [`write_all`] writes four files named after the experiment into one directory:
+//! [`write_all`] writes these files named after the experiment into one directory:
 //!
 //! | file | contents |
 //! |---|---|
-//! | `NAME.json` | the whole [`ExperimentResult`] (plan, variants' assignments, every point, summary) |
+//! | `NAME.json` | the whole [`ExperimentResult`] (plan, variants' assignments, every point with its time split under `--machine`, summary, USL fits) |
 //! | `NAME.csv` | the summary: one row per (workload, variant, clients) with min / median / max throughput, gain % and the counters |
 //! | `NAME-runs.csv` | one row per measured point |
-//! | `NAME.svg` | throughput against clients, one panel per workload, one line per variant through the medians, min-max bars |
+//! | `NAME-usl.csv` | one row per (workload, variant): the Universal Scalability Law fit ([`super::usl`]) or why there is none |
+//! | `NAME.svg` | throughput against clients, one panel per workload: per variant a line through the medians with min-max bars, the USL fit dashed, the seed's published points as markers of the variant's colour; the machine (and calibration) in the title |
+//! | `NAME-time.svg` | under `--machine` only: per (workload, variant), stacked bars per client count of where the simulated backends' virtual time went ([`time_shares`]) |
 //!
-//! [`verify`] re-reads them with serde_json, the csv reader and a structural look at the SVG.
+//! [`verify`] re-reads them with serde_json, the csv reader and a structural look at the SVGs.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
 use serde::Serialize;
 
-use super::driver::ExperimentResult;
+use super::driver::{ExperimentResult, TimeSplit};
+
+mod svg;
 
 /// Paths of the files [`write_all`] wrote.
 #[derive(Clone, Debug, Serialize)]
@@ -27,8 +31,13 @@ pub struct Written {
     pub csv: PathBuf,
     /// `NAME-runs.csv` (every point).
     pub runs_csv: PathBuf,
-    /// `NAME.svg`.
+    /// `NAME-usl.csv` (the USL fits).
+    pub usl_csv: PathBuf,
+    /// `NAME.svg` (throughput).
     pub svg: PathBuf,
+    /// `NAME-time.svg` (where the time went); `None` from [`write_all`] when it was not written
+    /// (no point has a time split: a native run).
+    pub time_svg: Option<PathBuf>,
 }
 
 impl Written {
@@ -38,7 +47,9 @@ impl Written {
             json: dir.join(format!("{name}.json")),
             csv: dir.join(format!("{name}.csv")),
             runs_csv: dir.join(format!("{name}-runs.csv")),
+            usl_csv: dir.join(format!("{name}-usl.csv")),
             svg: dir.join(format!("{name}.svg")),
+            time_svg: Some(dir.join(format!("{name}-time.svg"))),
         }
     }
 }
@@ -114,119 +125,202 @@ fn write_runs_csv(r: &ExperimentResult, path: &Path) -> Result<(), String> {
     w.flush().map_err(|e| io_err(path, e))
 }
 
-/// Line colours, one per variant (the first four of matplotlib's "tab10", readable on white).
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(140, 86, 75),
+/// Summary columns of `NAME-usl.csv`.
+pub const USL_COLUMNS: [&str; 10] = [
+    "workload",
+    "variant",
+    "clients",
+    "lambda",
+    "alpha",
+    "beta",
+    "peak_clients",
+    "peak_throughput",
+    "r_squared",
+    "no_fit",
 ];
 
-/// `y` with a k / M suffix, for axis labels.
-fn short(y: f64) -> String {
-    if y.abs() >= 1e6 {
-        format!("{:.1}M", y / 1e6)
-    } else if y.abs() >= 1e4 {
-        format!("{:.0}k", y / 1e3)
+fn write_usl_csv(r: &ExperimentResult, path: &Path) -> Result<(), String> {
+    let mut w = csv::Writer::from_path(path).map_err(|e| io_err(path, e))?;
+    w.write_record(USL_COLUMNS).map_err(|e| io_err(path, e))?;
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
+    for u in &r.usl {
+        let clients: Vec<String> = u.clients.iter().map(usize::to_string).collect();
+        let f = u.fit;
+        w.write_record([
+            u.workload.clone(),
+            u.variant.clone(),
+            clients.join(" "),
+            opt(f.map(|f| f.lambda)),
+            f.map_or(String::new(), |f| format!("{:.6e}", f.alpha)),
+            f.map_or(String::new(), |f| format!("{:.6e}", f.beta)),
+            opt(f.and_then(|f| f.peak_clients)),
+            opt(f.and_then(|f| f.peak_throughput)),
+            opt(f.map(|f| f.r_squared)),
+            u.no_fit.clone().unwrap_or_default(),
+        ])
+        .map_err(|e| io_err(path, e))?;
+    }
+    w.flush().map_err(|e| io_err(path, e))
+}
+
+/// The shares of the time plot: its categories, bottom of the stack first, and one row of
+/// shares per (workload, variant, clients) that has a time split.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeShares {
+    /// Category names: `running`, then `LWLock:<tranche>` by decreasing largest share,
+    /// `Lock:* (heavyweight)`, `IO:WALSync`, `sleep`, `runnable (no core)`, `other` (joins,
+    /// waits with no wait event, other wait events, and tranches whose share never reaches
+    /// [`SMALL_TRANCHE`]); only categories with some time in some row.
+    pub categories: Vec<String>,
+    /// One row per (workload, variant, clients), in summary order.
+    pub rows: Vec<TimeRow>,
+}
+
+/// One bar of the time plot.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeRow {
+    /// Workload name.
+    pub workload: String,
+    /// Variant name.
+    pub variant: String,
+    /// Clients.
+    pub clients: usize,
+    /// Share of the backends' virtual time per category (in [`TimeShares::categories`]
+    /// order), the mean over the runs of each run's shares; they sum to 1.
+    pub shares: Vec<f64>,
+}
+
+/// An LWLock tranche whose share stays below this (0.5%) in every bar goes to `other`, so the
+/// legend stays readable.
+pub const SMALL_TRANCHE: f64 = 0.005;
+
+/// What [`time_shares`] books a wait class under, before small tranches are folded.
+fn category_of(class: &str) -> String {
+    if class == "unclassified" {
+        "other".into()
+    } else if class.starts_with("Lock:") {
+        "Lock:* (heavyweight)".into()
+    } else if class == "IO:WALSync" {
+        class.into()
+    } else if class.contains(':') {
+        "other".into()
     } else {
-        format!("{y:.0}")
+        format!("LWLock:{class}")
     }
 }
 
-/// Pixel size of one workload's panel.
-const PANEL: (u32, u32) = (560, 400);
-
-/// Renders the plot as SVG text: one panel per workload, clients evenly spaced on the x axis
-/// (labelled with the client counts), throughput on the y axis from 0, one coloured line per
-/// variant through the medians, and a bar from the lowest to the highest run at each point.
-///
-/// # Errors
-/// A drawing error from plotters, as text.
-pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
-    let e = r.plan.experiment;
-    let panels = r.plan.workloads.len().max(1);
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, (PANEL.0 * panels as u32, PANEL.1)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let areas = root.split_evenly((1, panels));
-        let clients = &r.plan.clients;
-        let n = clients.len() as i32;
-        for (w, area) in r.plan.workloads.iter().zip(areas.iter()) {
-            let rows: Vec<_> = r.summary.iter().filter(|s| s.workload == w.name).collect();
-            let top = rows.iter().map(|s| s.max).fold(0.0f64, f64::max).max(1.0) * 1.1;
-            let mut chart = ChartBuilder::on(area)
-                .caption(format!("{}: {} ({})", e.name, w.name, w.unit), ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(64)
-                .build_cartesian_2d(-1..n, 0.0..top)
-                .map_err(|e| e.to_string())?;
-            let label = |x: &i32| {
-                usize::try_from(*x).ok().and_then(|i| clients.get(i)).map_or(String::new(), |c| c.to_string())
-            };
-            chart
-                .configure_mesh()
-                .x_labels((n + 2) as usize)
-                .x_label_formatter(&label)
-                .x_desc("clients")
-                .y_desc(w.unit)
-                .y_label_formatter(&|y| short(*y))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            for (vi, v) in e.variants.iter().enumerate() {
-                let color = COLORS[vi % COLORS.len()];
-                let pts: Vec<(i32, f64, f64, f64)> = clients
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, &c)| {
-                        r.row(w.name, v.name, c).map(|s| (i as i32, s.min, s.median, s.max))
-                    })
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                chart
-                    .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), color.stroke_width(2)))
-                    .map_err(|e| e.to_string())?
-                    .label(v.name)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-                chart
-                    .draw_series(pts.iter().map(|p| ErrorBar::new_vertical(p.0, p.1, p.2, p.3, color, 8)))
-                    .map_err(|e| e.to_string())?;
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new((p.0, p.2), 3, color.filled())))
-                    .map_err(|e| e.to_string())?;
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(|e| e.to_string())?;
+/// The shares the time plot draws, from the points' [`TimeSplit`]s; `None` when no point has
+/// one (a native run). A point whose split has no time is left out.
+pub fn time_shares(r: &ExperimentResult) -> Option<TimeShares> {
+    let split_shares = |t: &TimeSplit| -> Option<BTreeMap<String, f64>> {
+        let total = t.total_ns();
+        if total == 0 {
+            return None;
         }
-        root.present().map_err(|e| e.to_string())?;
+        let mut m: BTreeMap<String, f64> = BTreeMap::new();
+        let mut add = |k: String, ns: u64| *m.entry(k).or_default() += ns as f64 / total as f64;
+        add("running".into(), t.running_ns);
+        for (c, ns) in &t.waits_ns {
+            add(category_of(c), *ns);
+        }
+        add("sleep".into(), t.sleeping_ns);
+        add("runnable (no core)".into(), t.runnable_ns);
+        add("other".into(), t.joining_ns);
+        Some(m)
+    };
+    let mut rows: Vec<(String, String, usize, BTreeMap<String, f64>)> = Vec::new();
+    for s in &r.summary {
+        let per_run: Vec<BTreeMap<String, f64>> = r
+            .points
+            .iter()
+            .filter(|p| p.workload == s.workload && p.variant == s.variant && p.clients == s.clients)
+            .filter_map(|p| p.time.as_ref().and_then(split_shares))
+            .collect();
+        if per_run.is_empty() {
+            continue;
+        }
+        let mut mean: BTreeMap<String, f64> = BTreeMap::new();
+        for m in &per_run {
+            for (k, v) in m {
+                *mean.entry(k.clone()).or_default() += v / per_run.len() as f64;
+            }
+        }
+        rows.push((s.workload.clone(), s.variant.clone(), s.clients, mean));
     }
-    Ok(text)
+    if rows.is_empty() {
+        return None;
+    }
+    // Tranches by their largest share; the small ones fold into `other`.
+    let mut tranches: Vec<(String, f64)> = Vec::new();
+    for (_, _, _, m) in &rows {
+        for (k, &v) in m.iter().filter(|(k, _)| k.starts_with("LWLock:")) {
+            match tranches.iter_mut().find(|t| &t.0 == k) {
+                Some(t) => t.1 = t.1.max(v),
+                None => tranches.push((k.clone(), v)),
+            }
+        }
+    }
+    tranches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let kept: Vec<String> = tranches.iter().filter(|t| t.1 >= SMALL_TRANCHE).map(|t| t.0.clone()).collect();
+    let mut categories = vec!["running".to_string()];
+    categories.extend(kept.iter().cloned());
+    categories.extend(
+        ["Lock:* (heavyweight)", "IO:WALSync", "sleep", "runnable (no core)", "other"].map(String::from),
+    );
+    let bucket = |k: &str| -> usize {
+        let k = if k.starts_with("LWLock:") && !kept.iter().any(|t| t == k) { "other" } else { k };
+        categories.iter().position(|c| c == k).unwrap_or(categories.len() - 1)
+    };
+    let mut out: Vec<TimeRow> = rows
+        .into_iter()
+        .map(|(workload, variant, clients, m)| {
+            let mut shares = vec![0.0; categories.len()];
+            for (k, v) in &m {
+                shares[bucket(k)] += v;
+            }
+            TimeRow { workload, variant, clients, shares }
+        })
+        .collect();
+    // Only categories with time somewhere.
+    let used: Vec<bool> = (0..categories.len()).map(|i| out.iter().any(|r| r.shares[i] > 0.0)).collect();
+    let categories = categories.into_iter().zip(&used).filter(|(_, u)| **u).map(|(c, _)| c).collect();
+    for r in &mut out {
+        r.shares = r.shares.iter().zip(&used).filter(|(_, u)| **u).map(|(s, _)| *s).collect();
+    }
+    Some(TimeShares { categories, rows: out })
 }
 
-/// Writes `NAME.json`, `NAME.csv`, `NAME-runs.csv` and `NAME.svg` into `dir` (created if
-/// missing).
+pub use svg::{machine_title, render_svg, render_time_svg};
+
+/// Writes `NAME.json`, `NAME.csv`, `NAME-runs.csv`, `NAME-usl.csv`, `NAME.svg` and, when the
+/// points carry time splits (under `--machine`), `NAME-time.svg` into `dir` (created if
+/// missing). A native run removes a `NAME-time.svg` an earlier run left there, so that the
+/// directory holds no plot of other points.
 ///
 /// # Errors
 /// The path and the I/O, encoding or drawing error, on one line.
 pub fn write_all(r: &ExperimentResult, dir: &Path) -> Result<Written, String> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    let paths = Written::paths(dir, r.plan.experiment.name);
+    let mut paths = Written::paths(dir, r.plan.experiment.name);
     let json = serde_json::to_string_pretty(r).map_err(|e| format!("encoding JSON: {e}"))?;
     std::fs::write(&paths.json, json + "\n").map_err(|e| io_err(&paths.json, e))?;
     write_summary_csv(r, &paths.csv)?;
     write_runs_csv(r, &paths.runs_csv)?;
+    write_usl_csv(r, &paths.usl_csv)?;
     let svg = render_svg(r)?;
     std::fs::write(&paths.svg, svg).map_err(|e| io_err(&paths.svg, e))?;
+    let time_path = paths.time_svg.take().expect("paths names the time plot");
+    match render_time_svg(r)? {
+        Some(svg) => {
+            std::fs::write(&time_path, svg).map_err(|e| io_err(&time_path, e))?;
+            paths.time_svg = Some(time_path);
+        }
+        None => match std::fs::remove_file(&time_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&time_path, e)),
+        },
+    }
     Ok(paths)
 }
 
@@ -239,6 +333,10 @@ pub struct Verified {
     pub summary_rows: usize,
     /// `<polyline` elements in the SVG (one per variant and workload that has a line).
     pub svg_lines: usize,
+    /// Rows of `NAME-usl.csv` (and fits in the JSON file).
+    pub usl_rows: usize,
+    /// Points with a time split, whose bars `NAME-time.svg` draws (0: native, no time plot).
+    pub timed_points: usize,
 }
 
 fn csv_rows(path: &Path, min_columns: usize) -> Result<usize, String> {
@@ -269,8 +367,12 @@ fn csv_rows(path: &Path, min_columns: usize) -> Result<usize, String> {
 /// Re-reads the files [`write_all`] wrote for experiment `name` in `dir` and checks they are
 /// well formed and agree: the JSON parses and its `points` / `summary` arrays have
 /// `expected_points` / `expected_rows` entries; both CSV files parse with their header and the
-/// same row counts, with a finite, non-negative throughput in every row; the SVG is one
-/// `<svg ...>...</svg>` document with at least one line and every variant's name in its legend.
+/// same row counts, with a finite, non-negative throughput in every row; `NAME-usl.csv` has a
+/// row per fit in the JSON file, each with either finite non-negative parameters or a reason;
+/// the SVG is one `<svg ...>...</svg>` document with at least one line and every variant's
+/// name in its legend; when points carry time splits, each has tasks and time and
+/// `NAME-time.svg` is one SVG document with bars and a legend, and when none does, there is no
+/// `NAME-time.svg`.
 ///
 /// # Errors
 /// The first problem found, naming the file.
@@ -310,10 +412,73 @@ pub fn verify(
     if svg_lines == 0 {
         return Err(format!("{}: no line drawn", p.svg.display()));
     }
-    if let Some(missing) = variants.iter().find(|v| !body.contains(&format!(">\n{v}\n</text>"))) {
+    if let Some(missing) = variants.iter().find(|v| !body.contains(&format!(">\n{v}: "))) {
         return Err(format!("{}: variant {missing} missing from the legend", p.svg.display()));
     }
-    Ok(Verified { points: expected_points, summary_rows: expected_rows, svg_lines })
+    let usl_rows = verify_usl(&p.usl_csv, &v)?;
+    let timed_points = verify_time(&p, &v)?;
+    Ok(Verified { points: expected_points, summary_rows: expected_rows, svg_lines, usl_rows, timed_points })
+}
+
+/// `NAME-usl.csv` against the JSON file's `usl` array: the same number of rows, and in each
+/// either a fit (finite, non-negative `lambda`, `alpha`, `beta`) or a reason.
+fn verify_usl(path: &Path, json: &serde_json::Value) -> Result<usize, String> {
+    let fits = json.get("usl").and_then(|u| u.as_array()).map_or(0, Vec::len);
+    let mut rd = csv::Reader::from_path(path).map_err(|e| io_err(path, e))?;
+    let header = rd.headers().map_err(|e| io_err(path, e))?.clone();
+    if header.iter().ne(USL_COLUMNS) {
+        return Err(format!("{}: header is not {}", path.display(), USL_COLUMNS.join(",")));
+    }
+    let mut n = 0;
+    for rec in rd.records() {
+        let rec = rec.map_err(|e| io_err(path, e))?;
+        n += 1;
+        let num = |i: usize| rec.get(i).and_then(|s| s.parse::<f64>().ok());
+        let fitted = (3..6).map(num).all(|v| v.is_some_and(|v| v.is_finite() && v >= 0.0));
+        let reason = rec.get(9).is_some_and(|s| !s.is_empty());
+        if fitted == reason {
+            return Err(format!(
+                "{}: row {n}: needs either a fit or a reason, not both or neither",
+                path.display()
+            ));
+        }
+    }
+    if n != fits {
+        return Err(format!("{}: {n} rows, expected {fits} (the JSON file's fits)", path.display()));
+    }
+    Ok(n)
+}
+
+/// The time plot against the points' time splits in the JSON file; returns the points with a
+/// split.
+fn verify_time(p: &Written, json: &serde_json::Value) -> Result<usize, String> {
+    let time = p.time_svg.as_ref().expect("Written::paths names the time plot");
+    let points = json.get("points").and_then(|x| x.as_array()).map_or(&[][..], Vec::as_slice);
+    let mut timed = 0;
+    for (i, pt) in points.iter().enumerate() {
+        let Some(t) = pt.get("time").filter(|t| !t.is_null()) else { continue };
+        let t: TimeSplit = serde_json::from_value(t.clone())
+            .map_err(|e| format!("{}: point {}: time: {e}", p.json.display(), i + 1))?;
+        if t.tasks == 0 || t.total_ns() == 0 {
+            return Err(format!("{}: point {}: a time split without tasks or time", p.json.display(), i + 1));
+        }
+        timed += 1;
+    }
+    if timed == 0 {
+        if time.exists() {
+            return Err(format!("{}: present, but no point has a time split", time.display()));
+        }
+        return Ok(0);
+    }
+    let svg = std::fs::read_to_string(time).map_err(|e| io_err(time, e))?;
+    let body = svg.trim();
+    if !body.starts_with("<svg") || !body.ends_with("</svg>") || body.matches("<svg").count() != 1 {
+        return Err(format!("{}: not a single <svg>...</svg> document", time.display()));
+    }
+    if body.matches("<rect").count() < 2 || !body.contains(">\nrunning\n</text>") {
+        return Err(format!("{}: no bars, or no legend", time.display()));
+    }
+    Ok(timed)
 }
 
 #[cfg(test)]
@@ -321,6 +486,7 @@ mod tests {
     use super::*;
     use crate::experiments::driver::{self, Options, Plan};
     use crate::experiments::find;
+    use std::collections::BTreeMap;
 
     #[test]
     fn files_round_trip_and_damage_is_caught() {
@@ -343,6 +509,15 @@ mod tests {
         let v = verify(dir.path(), e.name, &names, points, rows).unwrap();
         assert_eq!(v.summary_rows, rows);
         assert!(v.svg_lines >= names.len() * 2, "{v:?}");
+        // Two client counts: every curve is "no fit", and a native run has no time plot.
+        assert_eq!(v.usl_rows, 2 * 3);
+        assert!(
+            r.usl
+                .iter()
+                .all(|u| u.fit.is_none() && u.no_fit.as_deref().is_some_and(|s| s.contains("no fit")))
+        );
+        assert_eq!((v.timed_points, w.time_svg.is_none()), (0, true));
+        assert!(!dir.path().join("vm-pin-time.svg").exists());
         // Wrong expectations, a truncated SVG and a broken CSV row are each reported.
         assert!(verify(dir.path(), e.name, &names, points + 1, rows).is_err());
         assert!(
@@ -356,5 +531,140 @@ mod tests {
         csv.push_str("scan,x,1\n");
         std::fs::write(&w.csv, csv).unwrap();
         assert!(verify(dir.path(), e.name, &names, points, rows).is_err());
+    }
+
+    /// A fastpath result built by hand (no run): three client counts, two runs, every point
+    /// with a time split as the simulating CLI collects it.
+    fn synthetic(simulated: bool) -> ExperimentResult {
+        let e = find("fastpath").unwrap();
+        let clients = vec![1, 12, 24, 36];
+        let opts = Options { clients: Some(clients.clone()), runs: Some(2), ..Options::default() };
+        let plan = Plan::new(e, &opts).unwrap();
+        let mut points = Vec::new();
+        for run in 0..2 {
+            for &c in &clients {
+                for (vi, v) in e.variants.iter().enumerate() {
+                    let n = c as f64;
+                    let tp =
+                        5000.0 * n / (1.0 + 0.02 * (vi as f64 + 1.0) * (n - 1.0) + 0.0005 * n * (n - 1.0));
+                    let waits = BTreeMap::from([
+                        ("LockManager".to_string(), 400 * c as u64 / (vi as u64 + 1)),
+                        ("BufferMapping".to_string(), 100 * c as u64),
+                        ("BufferContent".to_string(), 1),
+                        ("Lock:relation".to_string(), 50),
+                        ("IO:WALSync".to_string(), 30),
+                        ("unclassified".to_string(), 20),
+                        ("Timeout:PgSleep".to_string(), 10),
+                    ]);
+                    points.push(driver::Point {
+                        workload: "select-only".into(),
+                        variant: v.name.into(),
+                        clients: c,
+                        run,
+                        ops: tp as u64,
+                        failed: 0,
+                        elapsed_s: 1.0,
+                        load_s: 0.0,
+                        throughput: tp * if run == 0 { 1.01 } else { 0.99 },
+                        counters: BTreeMap::new(),
+                        ok: true,
+                        error: None,
+                        time: simulated.then(|| TimeSplit {
+                            tasks: c,
+                            running_ns: 5000,
+                            waits_ns: waits,
+                            sleeping_ns: 40,
+                            joining_ns: 5,
+                            runnable_ns: 70 * c as u64,
+                        }),
+                    });
+                }
+            }
+        }
+        let summary = driver::summarise(&plan, &points);
+        ExperimentResult {
+            usl: crate::experiments::usl::fit_summary(&plan, &summary),
+            summary,
+            counter_labels: vec![String::new(); e.counters.len()],
+            variant_sets: Vec::new(),
+            machine: crate::report::MachineNote { cores: 48, threads: 36, oversubscribed: false },
+            simulated: simulated.then(|| driver::SimulatedMachine {
+                profile: "opteron-24".into(),
+                cores: 24,
+                hw_threads: 24,
+            }),
+            calibrated_to: simulated.then(|| "a test figure".to_string()),
+            plan,
+            points,
+        }
+    }
+
+    #[test]
+    fn time_shares_sum_to_one_and_fold_small_tranches() {
+        let r = synthetic(true);
+        let t = time_shares(&r).unwrap();
+        assert_eq!(t.rows.len(), r.summary.len());
+        assert_eq!(t.categories[0], "running");
+        for c in ["LWLock:LockManager", "LWLock:BufferMapping", "Lock:* (heavyweight)", "IO:WALSync", "other"]
+        {
+            assert!(t.categories.iter().any(|x| x == c), "{c}: {:?}", t.categories);
+        }
+        // BufferContent's 1 ns never reaches 0.5%: it is folded into "other".
+        assert!(!t.categories.iter().any(|x| x.contains("BufferContent")), "{:?}", t.categories);
+        for row in &t.rows {
+            let sum: f64 = row.shares.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{row:?}");
+        }
+        assert!(time_shares(&synthetic(false)).is_none());
+    }
+
+    #[test]
+    fn plots_carry_published_points_fits_and_the_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = find("fastpath").unwrap();
+        let names: Vec<&str> = e.variants.iter().map(|v| v.name).collect();
+        let (points, rows) = (2 * 4 * 3, 4 * 3);
+        let r = synthetic(true);
+        // The synthetic curves are USL curves (with 1% noise): every fit recovers a peak near
+        // sqrt(1 / 0.0005) = 44.7 clients.
+        for u in &r.usl {
+            let f = u.fit.unwrap_or_else(|| panic!("{u:?}"));
+            assert!(f.r_squared > 0.99 && (35.0..55.0).contains(&f.peak_clients.unwrap()), "{u:?}");
+        }
+        let w = write_all(&r, dir.path()).unwrap();
+        let v = verify(dir.path(), e.name, &names, points, rows).unwrap();
+        assert_eq!((v.usl_rows, v.timed_points), (3, points));
+        let svg = std::fs::read_to_string(&w.svg).unwrap();
+        assert!(
+            svg.contains(
+                "simulated opteron-24 (24 cores, 24 hardware threads); calibrated to: a test figure"
+            )
+        );
+        assert!(svg.contains("published (") && svg.contains("USL fit"), "legend");
+        assert!(svg.contains("no-fastpath: simulated"));
+        let time = std::fs::read_to_string(w.time_svg.as_ref().unwrap()).unwrap();
+        for label in ["select-only / fast-rel", "LWLock:LockManager", "IO:WALSync", "runnable (no core)"] {
+            assert!(time.contains(label), "{label}");
+        }
+        // A tampered time split is caught.
+        let json = std::fs::read_to_string(&w.json).unwrap();
+        std::fs::write(&w.json, json.replacen("\"tasks\": 1,", "\"tasks\": 0,", 1)).unwrap();
+        assert!(verify(dir.path(), e.name, &names, points, rows).unwrap_err().contains("time split"));
+        // A native run over the same directory removes the stale time plot.
+        let native = synthetic(false);
+        let w = write_all(&native, dir.path()).unwrap();
+        assert!(w.time_svg.is_none() && !dir.path().join("fastpath-time.svg").exists());
+        let v = verify(dir.path(), e.name, &names, points, rows).unwrap();
+        assert_eq!(v.timed_points, 0);
+        let svg = std::fs::read_to_string(&w.svg).unwrap();
+        assert!(svg.contains("this host, 48 cores") && !svg.contains("calibrated to"));
+        assert!(svg.contains("fast-rel: measured"));
+        // A time plot without time splits is caught.
+        std::fs::write(dir.path().join("fastpath-time.svg"), "<svg></svg>").unwrap();
+        assert!(
+            verify(dir.path(), e.name, &names, points, rows)
+                .unwrap_err()
+                .contains("no point has a time split")
+        );
     }
 }

@@ -51,6 +51,15 @@ pub struct PlanId {
     /// The `--machine` profile (its stored calibrations and default clients apply).
     #[serde(default)]
     pub machine: Option<String>,
+    /// The simulated machine the points ran on (its cores and threads, for the plots).
+    #[serde(default)]
+    pub simulated: Option<super::driver::SimulatedMachine>,
+}
+
+/// A merged plan's phase times: none (each point file carries its own time split; a merged
+/// plan measures nothing, so its engine defaults do nothing either).
+fn no_phases() -> Vec<super::driver::TimeSplit> {
+    Vec::new()
 }
 
 impl PlanId {
@@ -67,6 +76,7 @@ impl PlanId {
             scale: plan.scale,
             seed: plan.seed,
             machine: plan.machine.clone(),
+            simulated: plan.simulation.as_ref().map(|s| s.machine.clone()),
         }
     }
 
@@ -82,6 +92,14 @@ impl PlanId {
             workloads: Some(self.workloads.clone()),
             seed: self.seed,
             machine: self.machine.clone(),
+            simulation: self
+                .simulated
+                .clone()
+                .map(|machine| super::driver::Simulation {
+                    machine,
+                    phase_times: no_phases,
+                    engine_defaults: |_, _| {},
+                }),
         }
     }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::usl::{self, UslRow};
 use super::{Counter, Experiment, Per, VM_CHECK_KEY, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
 use crate::pgbench::runner::{self, PgbenchConfig};
@@ -79,6 +80,88 @@ pub struct Options {
     /// become the seed's on that machine ([`crate::experiments::SeedMachine`]) and stored
     /// calibrations for it apply.
     pub machine: Option<String>,
+    /// Set when the measured phases run on a simulated machine (`--machine`): which machine,
+    /// and where each point's [`Point::time`] comes from.
+    pub simulation: Option<Simulation>,
+}
+
+/// The simulated machine a run's measured phases ran on (`--machine PROFILE`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimulatedMachine {
+    /// The profile's name (`opteron-24`) or the profile file given.
+    pub profile: String,
+    /// Physical cores.
+    pub cores: u32,
+    /// Hardware threads (cores x SMT ways).
+    pub hw_threads: u32,
+}
+
+/// The time split of every measured phase the process has simulated so far, one entry per
+/// phase in the order run (the caller's bridge to the simulator's per-task statistics, which
+/// this crate does not depend on: under `--machine` the CLI converts each phase's
+/// `lockstack_sim::SimStats::tasks`, leaving out the phase's main task).
+pub type PhaseTimes = fn() -> Vec<TimeSplit>;
+
+/// How a run under `--machine` reaches the simulation.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    /// The machine.
+    pub machine: SimulatedMachine,
+    /// Every simulated phase's time split so far; [`run`] takes the phases each point added.
+    pub phase_times: PhaseTimes,
+    /// The machine's pgbench defaults for a point's engine (the client's CPU and round trip
+    /// per statement unless set; with `true`, the WAL flush of its storage as a modelled
+    /// fsync, replacing an in-memory or modelled sink): what `lockstack pgbench --machine`
+    /// applies, so an experiment's point runs as pgbench would.
+    pub engine_defaults: EngineDefaults,
+}
+
+/// See [`Simulation::engine_defaults`].
+pub type EngineDefaults = fn(&mut EngineConfig, bool);
+
+/// Where the simulated backends (every task of a measured phase but its main task: clients,
+/// workers, the WAL flusher) spent their virtual time, summed over the tasks, ns. The parts add
+/// up to [`TimeSplit::total_ns`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSplit {
+    /// Tasks summed.
+    pub tasks: usize,
+    /// Running outside any wait class (local work and operations).
+    pub running_ns: u64,
+    /// Parked or spinning, per wait class as the simulator books it: an LWLock tranche by its
+    /// name (`ProcArray`, `LockManager`), `Lock:<tag kind>` for heavyweight locks, another wait
+    /// event as `Type:Name` (`IO:WALSync`), `unclassified` for a park with no wait event set
+    /// (start and stop gates).
+    pub waits_ns: BTreeMap<String, u64>,
+    /// Asleep (timed sleeps: modelled fsyncs, client think time, back-off).
+    pub sleeping_ns: u64,
+    /// Waiting to join another task.
+    pub joining_ns: u64,
+    /// Runnable without a hardware thread (time-sliced out, or every thread busy).
+    pub runnable_ns: u64,
+}
+
+impl TimeSplit {
+    /// The tasks' whole virtual time: the sum of the parts.
+    pub fn total_ns(&self) -> u64 {
+        self.running_ns
+            + self.waits_ns.values().sum::<u64>()
+            + self.sleeping_ns
+            + self.joining_ns
+            + self.runnable_ns
+    }
+
+    /// Adds `other`'s tasks and times to this one.
+    pub fn add(&mut self, other: &TimeSplit) {
+        self.tasks += other.tasks;
+        self.running_ns += other.running_ns;
+        for (k, v) in &other.waits_ns {
+            *self.waits_ns.entry(k.clone()).or_default() += v;
+        }
+        self.sleeping_ns += other.sleeping_ns;
+        self.joining_ns += other.joining_ns;
+        self.runnable_ns += other.runnable_ns;
+    }
 }
 
 /// An experiment with every option resolved and validated: what [`run`] executes.
@@ -108,6 +191,10 @@ pub struct Plan {
     /// `sim.statement_cpu_us` for its workload. Empty natively, without a stored calibration for
     /// the machine, or when the caller's `--set` gives `sim.statement_cpu_us`.
     pub calibrated: Vec<crate::experiments::Calibrated>,
+    /// The simulated machine the measured phases run on (`--machine`), if any; in the JSON
+    /// file as [`ExperimentResult::simulated`].
+    #[serde(skip)]
+    pub simulation: Option<Simulation>,
 }
 
 /// The knob a stored calibration sets.
@@ -227,6 +314,7 @@ impl Plan {
             seed: opts.seed,
             machine: opts.machine.clone(),
             calibrated,
+            simulation: opts.simulation.clone(),
         };
         for v in experiment.variants {
             plan.config(v, 1)?;
@@ -385,6 +473,10 @@ pub struct Point {
     pub ok: bool,
     /// The first failed check, if any.
     pub error: Option<String>,
+    /// Under `--machine`: where the simulated backends' virtual time went during the point's
+    /// measured phase(s); `None` natively.
+    #[serde(default)]
+    pub time: Option<TimeSplit>,
 }
 
 impl Point {
@@ -439,13 +531,23 @@ pub struct ExperimentResult {
     pub counter_labels: Vec<String>,
     /// The full assignment list of each variant, in variant order (name, assignments).
     pub variant_sets: Vec<(String, Vec<String>)>,
-    /// Cores and oversubscription at the largest client count.
+    /// Cores and oversubscription at the largest client count (the simulated machine's
+    /// hardware threads under `--machine`).
     pub machine: MachineNote,
+    /// The simulated machine the points ran on; `None` when they ran on this host.
+    pub simulated: Option<SimulatedMachine>,
+    /// What the simulated machine was calibrated to (a host, a published figure), when a
+    /// calibration was applied; `None` (and nothing printed) otherwise. Filled by the
+    /// calibration flow, not by [`run`].
+    pub calibrated_to: Option<String>,
     /// Every point, in the order measured.
     pub points: Vec<Point>,
     /// One row per (workload, variant, clients), workloads and clients in plan order, variants
     /// in experiment order.
     pub summary: Vec<SummaryRow>,
+    /// The Universal Scalability Law fitted to each (workload, variant)'s medians
+    /// ([`usl::fit_summary`]).
+    pub usl: Vec<UslRow>,
 }
 
 impl ExperimentResult {
@@ -496,6 +598,11 @@ fn run_pgbench(
     run: usize,
 ) -> Result<Point, String> {
     let (mut engine, _) = plan.config(variant, clients)?;
+    if let Some(s) = &plan.simulation {
+        // The machine's storage flushes the WAL, unless the caller's own --set chose a sink.
+        let own_flush = plan.set.iter().any(|a| key_of(a) == "wal.flush");
+        (s.engine_defaults)(&mut engine, !own_flush);
+    }
     let is_this = |c: &&crate::experiments::Calibrated| {
         plan.experiment
             .workload(c.workload)
@@ -533,6 +640,7 @@ fn run_pgbench(
         counters,
         ok: bad.is_none(),
         error: bad.map(|c| format!("{} ({})", c.name, c.detail)),
+        time: None,
     })
 }
 
@@ -576,6 +684,7 @@ fn run_buffers(
         counters,
         ok: row.invariant_ok,
         error: row.error,
+        time: None,
     })
 }
 
@@ -652,6 +761,8 @@ pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
 /// transaction (those are counted in [`Point::failed`]). A failed consistency check is not an
 /// error: it marks the point (`ok = false`).
 pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, String> {
+    let simulation = plan.simulation.as_ref();
+    let phases_seen = simulation.map_or(0, |s| (s.phase_times)().len());
     let measure = || {
         let (v, clients, run) = (spec.variant, spec.clients, spec.run);
         let mut p = match spec.workload.kind {
@@ -659,12 +770,27 @@ pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, String> {
             WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
         };
         p.workload = spec.workload.name.into();
-        Ok(p)
+        Ok::<Point, String>(p)
     };
-    lockstack_common::sync::thread::scope(|s| match s.spawn(measure).join() {
+    let mut p: Point = lockstack_common::sync::thread::scope(|s| match s.spawn(measure).join() {
         Ok(r) => r,
         Err(panic) => std::panic::resume_unwind(panic),
-    })
+    })?;
+    if let Some(s) = simulation {
+        p.time = phase_split(&(s.phase_times)(), phases_seen);
+    }
+    Ok(p)
+}
+
+/// The time split of the phases `times` lists past the first `seen`, summed (`None` when the
+/// point ran no simulated phase).
+fn phase_split(times: &[TimeSplit], seen: usize) -> Option<TimeSplit> {
+    let new = times.get(seen..).filter(|t| !t.is_empty())?;
+    let mut sum = TimeSplit::default();
+    for t in new {
+        sum.add(t);
+    }
+    Some(sum)
 }
 
 /// Builds the result of `plan` from its measured `points` (in plan order, one per
@@ -681,11 +807,17 @@ pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> Experi
             format!("{}{}", c.label, c.per.suffix(op))
         })
         .collect();
+    let summary = summarise(plan, &points);
+    let calibrated_to = (!plan.calibrated.is_empty())
+        .then(|| plan.calibrated.iter().map(|c| c.line()).collect::<Vec<_>>().join("; "));
     ExperimentResult {
-        summary: summarise(plan, &points),
+        usl: usl::fit_summary(plan, &summary),
+        summary,
         counter_labels,
         variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),
         machine,
+        simulated: plan.simulation.as_ref().map(|s| s.machine.clone()),
+        calibrated_to,
         plan: plan.clone(),
         points,
     }
@@ -718,7 +850,14 @@ pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<Experiment
         on_step(&step);
         points.push(p);
     }
-    let machine = MachineNote::for_threads(plan.clients.iter().copied().max().unwrap_or(1));
+    let threads = plan.clients.iter().copied().max().unwrap_or(1);
+    let machine = match &plan.simulation {
+        Some(s) => {
+            let hw = s.machine.hw_threads as usize;
+            MachineNote { cores: hw, threads, oversubscribed: threads > hw }
+        }
+        None => MachineNote::for_threads(threads),
+    };
     Ok(assemble(plan, points, machine))
 }
 

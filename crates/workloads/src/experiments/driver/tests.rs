@@ -67,6 +67,7 @@ fn median_and_summary() {
         counters: BTreeMap::from([("buffers.vm_pins".to_string(), 50 * (run as u64 + 1))]),
         ok: true,
         error: None,
+        time: None,
     };
     let mut pts = Vec::new();
     for (i, t) in [100.0, 300.0, 200.0].into_iter().enumerate() {
@@ -123,4 +124,54 @@ fn every_experiment_runs_a_tiny_plan() {
             assert!(row.min <= row.median && row.median <= row.max);
         }
     }
+}
+
+lockstack_common::thread_local! {
+    /// The fake simulation's phases: each call of `fake_phases` reports one phase more.
+    static PHASES: std::cell::RefCell<Vec<TimeSplit>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A stand-in for the simulating CLI's bridge: every call finds one more phase (as if each
+/// point ran exactly one measured phase), whose running time is its number.
+fn fake_phases() -> Vec<TimeSplit> {
+    PHASES.with(|p| {
+        let mut p = p.borrow_mut();
+        let k = p.len() as u64;
+        p.push(TimeSplit {
+            tasks: 2,
+            running_ns: k,
+            waits_ns: BTreeMap::from([("LockManager".to_string(), 10)]),
+            ..TimeSplit::default()
+        });
+        p.clone()
+    })
+}
+
+#[test]
+fn each_point_takes_the_time_split_of_its_own_phases() {
+    let e = find("vm-pin").unwrap();
+    let sim = Simulation {
+        machine: SimulatedMachine { profile: "test-machine".into(), cores: 4, hw_threads: 8 },
+        phase_times: fake_phases,
+        engine_defaults: |_, _| {},
+    };
+    let o = Options { clients: Some(vec![1, 16]), runs: Some(1), simulation: Some(sim), ..opts() };
+    let plan = Plan::new(e, &o).unwrap();
+    let r = run(&plan, &mut |_| {}).unwrap();
+    // Each point looks before and after it runs, and the fake adds a phase per look: point i
+    // sees phases up to 2i before, and takes phase 2i + 1 only.
+    for (i, p) in r.points.iter().enumerate() {
+        let t = p.time.as_ref().unwrap();
+        let k = 2 * i as u64 + 1;
+        assert_eq!((t.tasks, t.running_ns, t.total_ns()), (2, k, k + 10), "{p:?}");
+    }
+    assert_eq!(r.simulated.as_ref().map(|m| m.profile.as_str()), Some("test-machine"));
+    // The machine note counts the simulated hardware threads: 16 clients on 8 oversubscribe.
+    assert_eq!((r.machine.cores, r.machine.oversubscribed), (8, true));
+    // Natively no point has a split.
+    let native = run(
+        &Plan::new(e, &Options { clients: Some(vec![1]), runs: Some(1), ..opts() }).unwrap(),
+        &mut |_| {},
+    );
+    assert!(native.unwrap().points.iter().all(|p| p.time.is_none()));
 }
