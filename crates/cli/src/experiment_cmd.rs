@@ -105,6 +105,11 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
     }
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
     let plan = Plan::new(exp, &options(&args)?).map_err(Failure::input)?;
+    // Every variant's resolved configuration (preset, --set, the variant's own assignments).
+    for v in exp.variants {
+        let (cfg, _) = plan.config(v, 1).map_err(Failure::input)?;
+        crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&cfg))?;
+    }
     let out = args.out.clone().unwrap_or_else(|| Path::new("out/experiments").join(exp.name));
     std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     crate::prepare_json(args.json.as_deref())?;

@@ -106,7 +106,22 @@ pub(crate) fn reexec() -> Failure {
 }
 
 #[cfg(feature = "sim")]
-pub(crate) use simulating::{finish, pgbench_defaults, refuse_invisible, setup};
+pub(crate) use simulating::{finish, pgbench_defaults, setup};
+
+/// Under `--machine`, refuses a resolved configuration whose synchronization the model cannot
+/// see (a dependency's own locks): `why` is the reason one of `lockstack_engine::simcheck`'s
+/// functions (or the LWLock micro-benchmark's) gave for the configuration after presets,
+/// `--set` and flag aliases. One line, exit code 1. Without `--machine` it accepts anything.
+pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
+    #[cfg(feature = "sim")]
+    if simulating::hw_threads().is_some()
+        && let Some(why) = why
+    {
+        return Err(Failure::input(format!("--machine: {why}")));
+    }
+    let _ = why;
+    Ok(())
+}
 
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
@@ -203,42 +218,8 @@ mod simulating {
         }
     }
 
-    /// Refuses a run whose synchronization the model cannot see (a dependency's own locks), with
-    /// a one-line reason: `command` and its raw arguments.
-    pub(crate) fn refuse_invisible(command: &str, args: &[String]) -> Result<(), Failure> {
-        let value = |flag: &str| -> Vec<String> {
-            let mut out = Vec::new();
-            for (i, a) in args.iter().enumerate() {
-                if a == flag {
-                    if let Some(v) = args.get(i + 1) {
-                        out.push(v.clone());
-                    }
-                } else if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
-                    out.push(v.to_string());
-                }
-            }
-            out
-        };
-        let invisible = "its synchronization is a dependency's own and invisible to the simulated machine";
-        if command == "lwlock" {
-            let list = value("--impl").pop().unwrap_or_else(|| "all".to_string());
-            for part in list.split(',').map(str::trim) {
-                if matches!(part, "all" | "parking_lot" | "std") {
-                    return Err(Failure::input(format!(
-                        "--machine: --impl {part} includes parking_lot's or std's RwLock: {invisible}; pick from pg92, atomic, read-biased"
-                    )));
-                }
-            }
-        }
-        let dashmap = value("--mapping").iter().any(|v| v == "dashmap")
-            || value("--set").iter().any(|v| v.replace(' ', "") == "bufmgr.mapping=dashmap");
-        if dashmap {
-            return Err(Failure::input(format!("--machine: the dashmap buffer mapping table: {invisible}")));
-        }
-        Ok(())
-    }
-
-    /// One wait class's share of the workers' virtual time.
+    /// One wait class's share of the backends' virtual time (for a harness class, of the same
+    /// time, though it is left out of that time: see [`section`]).
     #[derive(Serialize)]
     struct ClassShare {
         class: String,
@@ -270,8 +251,13 @@ mod simulating {
         events_per_host_second: f64,
         transfers: u64,
         tasks: usize,
-        /// Per wait class (LWLock tranche, `Lock:<tag kind>`, ...): share of the workers' time.
+        /// Per wait class of the lock stack (LWLock tranche, `Lock:<tag kind>`, ...): share of
+        /// the backends' virtual time (the harness's own waits left out of both).
         waits: Vec<ClassShare>,
+        /// The harness's own waits (`Harness:start`, `Harness:end`, ...: start and end gates,
+        /// sessions idle between steps), which are not lock waits, with their share of the same
+        /// time as `waits`.
+        harness_waits: Vec<ClassShare>,
         hot_lines: Vec<HotLine>,
     }
 
@@ -285,6 +271,10 @@ mod simulating {
         for r in reports {
             for t in r.stats.tasks.iter().skip(1) {
                 tasks += 1;
+                if t.name == lockstack_common::backend::WAIT_SAMPLER_THREAD {
+                    // A monitor, not a backend: its sleeps would dilute the shares.
+                    continue;
+                }
                 worker_ns += t.running_ns
                     + t.spinning_ns.values().sum::<u64>()
                     + t.waiting_ns.values().sum::<u64>()
@@ -305,6 +295,11 @@ mod simulating {
                 e.2 += l.accesses;
             }
         }
+        // The backends' time without the harness's own waits (its start and end gates).
+        let harness = |c: &str| c.starts_with(hook::HARNESS_CLASS_PREFIX);
+        let harness_ns: u64 =
+            waits.iter().chain(spins.iter()).filter(|(c, _)| harness(c)).map(|(_, v)| v).sum();
+        let worker_ns = worker_ns.saturating_sub(harness_ns);
         let mut classes: Vec<String> = waits.keys().chain(spins.keys()).cloned().collect();
         classes.sort();
         classes.dedup();
@@ -321,6 +316,8 @@ mod simulating {
             })
             .collect();
         waits.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.class.cmp(&b.class)));
+        let (harness_waits, waits): (Vec<ClassShare>, Vec<ClassShare>) =
+            waits.into_iter().partition(|w| harness(&w.class));
         let mut hot: Vec<HotLine> = lines
             .into_iter()
             .map(|(name, (transfers, invalidations, accesses))| HotLine {
@@ -347,6 +344,7 @@ mod simulating {
             transfers: reports.iter().map(|r| r.stats.transfers).sum(),
             tasks,
             waits,
+            harness_waits,
             hot_lines: hot,
         }
     }
@@ -391,7 +389,7 @@ mod simulating {
         outln!("  simulated events: {} ({:.0} per host second)", s.events, s.events_per_host_second);
         outln!("  line transfers: {}", s.transfers);
         outln!(
-            "  waiting, share of the tasks' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"
+            "  waiting, share of the backends' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"
         );
         if s.waits.is_empty() {
             outln!("    (no waits)");
@@ -405,13 +403,24 @@ mod simulating {
                 w.spinning_ms
             );
         }
+        if !s.harness_waits.is_empty() {
+            let list: Vec<String> = s
+                .harness_waits
+                .iter()
+                .map(|w| format!("{} {:.3} ms", w.class, w.waiting_ms + w.spinning_ms))
+                .collect();
+            outln!(
+                "  harness waits (start/end gates, idle sessions; not lock waits, left out above): {}",
+                list.join(", ")
+            );
+        }
         outln!("  hottest cache lines (by core-to-core transfers):");
         if s.hot_lines.is_empty() {
             outln!("    (no line moved between cores)");
         }
         for l in &s.hot_lines {
             outln!(
-                "    {:<40} {:>10} transfers {:>10} invalidations {:>10} accesses",
+                "    {:<48} {:>10} transfers {:>10} invalidations {:>10} accesses",
                 l.name,
                 l.transfers,
                 l.invalidations,
