@@ -107,7 +107,8 @@ pub(crate) fn run(args: ExperimentArgs) -> Result<(), Failure> {
     let plan = Plan::new(exp, &options(&args)?).map_err(Failure::input)?;
     // Every variant's resolved configuration (preset, --set, the variant's own assignments).
     for v in exp.variants {
-        let (cfg, _) = plan.config(v, 1).map_err(Failure::input)?;
+        let clients = plan.clients.first().copied().unwrap_or(1);
+        let (cfg, _) = plan.config(v, clients).map_err(Failure::input)?;
         crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&cfg))?;
     }
     let out = args.out.clone().unwrap_or_else(|| Path::new("out/experiments").join(exp.name));
