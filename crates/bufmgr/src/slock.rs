@@ -78,6 +78,8 @@ impl SpinDelayStatus {
     /// After [`NUM_DELAYS`] sleeps in one wait ("stuck spinlock", PostgreSQL's `s_lock_stuck`).
     #[inline]
     pub(crate) fn perform(&mut self) {
+        // A simulated machine books the step as PostgreSQL names a spinlock's wait.
+        let _class = lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::SPIN_DELAY_CLASS);
         spin_hint();
         if cfg!(loom) {
             // One yield per step keeps models small; loom has no time to sleep for.

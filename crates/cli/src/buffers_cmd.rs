@@ -125,6 +125,8 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
             &args.set,
         )
         .map_err(Failure::input)?;
+    // The resolved configuration (preset, --set and the flag aliases), not the arguments.
+    crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&knobs.cfg))?;
     let headers = match &args.header {
         Some(list) => parse_list("header", list, &Header::EVERY)?,
         None if knobs.assigned("bufmgr.header") => vec![knobs.cfg.bufmgr.header],

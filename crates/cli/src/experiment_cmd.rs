@@ -200,6 +200,12 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         return calibrate(exp, &options(&args, machine)?, machine);
     }
     let plan = Plan::new(exp, &options(&args, machine)?).map_err(Failure::input)?;
+    // Every variant's resolved configuration (preset, --set, the variant's own assignments).
+    for v in exp.variants {
+        let clients = plan.clients.first().copied().unwrap_or(1);
+        let (cfg, _) = plan.config(v, clients).map_err(Failure::input)?;
+        crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&cfg))?;
+    }
     if args.list_points {
         if args.point.is_some() || args.jobs.is_some() {
             return Err(Failure::input(

@@ -72,6 +72,8 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         None => "all",
     };
     let locks = LockUnderTest::parse_list(list).map_err(|e| Failure::input(format!("--impl: {e}")))?;
+    // The resolved list (--impl, else the preset's or --set's lwlock.kind, else all).
+    crate::sim_cmd::refuse(lwlock::unsupported_locks_under_simulation(&locks))?;
     let duration = crate::duration_arg(args.duration)?;
     let cfg = LwLockBenchConfig {
         locks,

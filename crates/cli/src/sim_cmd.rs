@@ -134,7 +134,7 @@ pub(crate) fn reexec() -> Failure {
 }
 
 #[cfg(feature = "sim")]
-pub(crate) use simulating::{adopt, finish, finish_timing, pgbench_defaults, refuse_invisible, setup, setup_timing, tally};
+pub(crate) use simulating::{adopt, finish, finish_timing, pgbench_defaults, setup, setup_timing, tally};
 
 /// The simulation an experiment's driver collects each point's time split from: `None`
 /// without `--machine` (and in the ordinary binary, which never simulates).
@@ -147,6 +147,21 @@ pub(crate) fn experiment_simulation() -> Option<lockstack_workloads::experiments
     {
         None
     }
+}
+
+/// Under `--machine`, refuses a resolved configuration whose synchronization the model cannot
+/// see (a dependency's own locks): `why` is the reason one of `lockstack_engine::simcheck`'s
+/// functions (or the LWLock micro-benchmark's) gave for the configuration after presets,
+/// `--set` and flag aliases. One line, exit code 1. Without `--machine` it accepts anything.
+pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
+    #[cfg(feature = "sim")]
+    if simulating::hw_threads().is_some()
+        && let Some(why) = why
+    {
+        return Err(Failure::input(format!("--machine: {why}")));
+    }
+    let _ = why;
+    Ok(())
 }
 
 /// The note on busy threads against cores: the simulated machine's hardware threads under
@@ -224,6 +239,10 @@ mod simulating {
             };
             for task in r.stats.tasks.iter().skip(1) {
                 t.tasks += 1;
+                if task.name == lockstack_common::backend::WAIT_SAMPLER_THREAD {
+                    // A monitor, not a backend: its sleeps would dilute the shares.
+                    continue;
+                }
                 t.worker_ns += task.running_ns
                     + task.spinning_ns.values().sum::<u64>()
                     + task.waiting_ns.values().sum::<u64>()
@@ -439,40 +458,6 @@ mod simulating {
         }
     }
 
-    /// Refuses a run whose synchronization the model cannot see (a dependency's own locks), with
-    /// a one-line reason: `command` and its raw arguments.
-    pub(crate) fn refuse_invisible(command: &str, args: &[String]) -> Result<(), Failure> {
-        let value = |flag: &str| -> Vec<String> {
-            let mut out = Vec::new();
-            for (i, a) in args.iter().enumerate() {
-                if a == flag {
-                    if let Some(v) = args.get(i + 1) {
-                        out.push(v.clone());
-                    }
-                } else if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
-                    out.push(v.to_string());
-                }
-            }
-            out
-        };
-        let invisible = "its synchronization is a dependency's own and invisible to the simulated machine";
-        if command == "lwlock" {
-            let list = value("--impl").pop().unwrap_or_else(|| "all".to_string());
-            for part in list.split(',').map(str::trim) {
-                if matches!(part, "all" | "parking_lot" | "std") {
-                    return Err(Failure::input(format!(
-                        "--machine: --impl {part} includes parking_lot's or std's RwLock: {invisible}; pick from pg92, atomic, read-biased"
-                    )));
-                }
-            }
-        }
-        let dashmap = value("--mapping").iter().any(|v| v == "dashmap")
-            || value("--set").iter().any(|v| v.replace(' ', "") == "bufmgr.mapping=dashmap");
-        if dashmap {
-            return Err(Failure::input(format!("--machine: the dashmap buffer mapping table: {invisible}")));
-        }
-        Ok(())
-    }
 
     /// After the command: saves a measured segment table, prints the section and adds it to
     /// the `--json` document (`args`: the raw arguments, for `--json FILE`).
@@ -609,8 +594,13 @@ pub(crate) struct Section {
     segments_at_default: u64,
     transfers: u64,
     tasks: usize,
-    /// Per wait class (LWLock tranche, `Lock:<tag kind>`, ...): share of the workers' time.
+    /// Per wait class of the lock stack (LWLock tranche, `Lock:<tag kind>`, ...): share of
+    /// the backends' virtual time (the harness's own waits left out of both).
     waits: Vec<ClassShare>,
+    /// The harness's own waits (`Harness:start`, `Harness:end`, ...: start and end gates,
+    /// sessions idle between steps), which are not lock waits, with their share of the same
+    /// time as `waits`.
+    harness_waits: Vec<ClassShare>,
     hot_lines: Vec<HotLine>,
 }
 
@@ -636,6 +626,10 @@ pub(crate) fn section(t: &SimTally) -> Section {
             e.2 += l.accesses;
         }
     }
+    // The backends' time without the harness's own waits (its start and end gates).
+    let harness = |c: &str| c.starts_with(lockstack_common::sync::hook::HARNESS_CLASS_PREFIX);
+    let harness_ns: u64 = waits.iter().chain(spins.iter()).filter(|(c, _)| harness(c)).map(|(_, v)| v).sum();
+    let worker_ns = worker_ns.saturating_sub(harness_ns);
     let mut classes: Vec<String> = waits.keys().chain(spins.keys()).cloned().collect();
     classes.sort();
     classes.dedup();
@@ -652,6 +646,8 @@ pub(crate) fn section(t: &SimTally) -> Section {
         })
         .collect();
     waits.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.class.cmp(&b.class)));
+    let (harness_waits, waits): (Vec<ClassShare>, Vec<ClassShare>) =
+        waits.into_iter().partition(|w| harness(&w.class));
     let mut hot: Vec<HotLine> = lines
         .into_iter()
         .map(|(name, (transfers, invalidations, accesses))| HotLine {
@@ -683,6 +679,7 @@ pub(crate) fn section(t: &SimTally) -> Section {
         transfers: t.phases.iter().map(|r| r.transfers).sum(),
         tasks,
         waits,
+        harness_waits,
         hot_lines: hot,
     }
 }
@@ -733,6 +730,14 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             w.share * 100.0,
             w.waiting_ms,
             w.spinning_ms
+        );
+    }
+    if !s.harness_waits.is_empty() {
+        let list: Vec<String> =
+            s.harness_waits.iter().map(|w| format!("{} {:.3} ms", w.class, w.waiting_ms + w.spinning_ms)).collect();
+        outln!(
+            "  harness waits (start/end gates, idle sessions; not lock waits, left out above): {}",
+            list.join(", ")
         );
     }
     outln!("  hottest cache lines (by core-to-core transfers):");

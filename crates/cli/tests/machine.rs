@@ -80,6 +80,145 @@ fn simulated_pgbench_repeats_line_for_line() {
     assert_eq!(stable_lines(&a), stable_lines(&b), "two simulated runs differ");
 }
 
+/// The "hottest cache lines" rows of a report.
+fn hot_lines(out: &str) -> Vec<&str> {
+    out.lines()
+        .skip_while(|l| !l.contains("hottest cache lines"))
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect()
+}
+
+/// The harness's own waits (start and end gates) are booked under `Harness:*` classes, shown
+/// on a line of their own and left out of the lock-wait shares, text and JSON; no wait is left
+/// unclassified (every park and spin of the lock stack names its class); and every one of the
+/// ten hottest lines carries a name. Select-only and TPC-B-like (row locks, WAL, the
+/// free-page lists, LWLock queues) on 8 clients.
+#[test]
+fn simulated_pgbench_names_its_waits_and_hot_lines() {
+    let json = std::env::temp_dir().join(format!("lockstack-sim-waits-{}.json", std::process::id()));
+    for script in ["-S", "-N", "--builtin=tpcb-like"] {
+        let out = ok(&[
+            "pgbench",
+            "-s",
+            "1",
+            script,
+            "-c",
+            "8",
+            "-t",
+            "40",
+            "--machine",
+            "xeon-32",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(!out.contains("unclassified"), "pgbench {script}: an unclassified wait:\n{out}");
+        let harness = out.lines().find(|l| l.contains("harness waits")).unwrap_or_else(|| panic!("{out}"));
+        assert!(harness.contains("Harness:start") && harness.contains("Harness:end"), "{harness}");
+        let section = &out[out.find("waiting, share").expect("the waits table")..];
+        let shares = &section[..section.find("harness waits").unwrap()];
+        assert!(
+            !shares.contains("Harness:"),
+            "pgbench {script}: harness waits among the lock waits:\n{shares}"
+        );
+        let lines = hot_lines(&out);
+        assert_eq!(lines.len(), 10, "{out}");
+        for l in lines {
+            assert!(
+                !l.trim_start().starts_with("line #"),
+                "pgbench {script}: an unnamed hot line: {l}\n{out}"
+            );
+        }
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let sim = &doc["simulated_machine"];
+        for w in sim["waits"].as_array().expect("waits") {
+            let class = w["class"].as_str().unwrap();
+            assert!(!class.starts_with("Harness:") && class != "unclassified", "{class} in {sim}");
+        }
+        let harness: Vec<&str> = sim["harness_waits"]
+            .as_array()
+            .expect("harness_waits")
+            .iter()
+            .map(|w| w["class"].as_str().unwrap())
+            .collect();
+        assert!(harness.contains(&"Harness:start") && harness.contains(&"Harness:end"), "{harness:?}");
+    }
+    let _ = std::fs::remove_file(&json);
+}
+
+/// `--machine` refuses a variant whose synchronization is a dependency's from the resolved
+/// configuration: the value may come from a flag, its `--set` knob or a flag alias, and a
+/// supported value given the same ways runs. (No release preset selects dashmap or a
+/// baseline lock, so a preset cannot reach the refusal; `--preset` with a supported value runs.)
+#[test]
+fn refusals_come_from_the_resolved_configuration() {
+    for args in [
+        &["buffers", "--mapping", "dashmap", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"]
+            [..],
+        &[
+            "buffers",
+            "--set",
+            "bufmgr.mapping=dashmap",
+            "--threads",
+            "2",
+            "--duration",
+            "0.001",
+            "--machine",
+            "xeon-32",
+        ],
+        &["pgbench", "-s", "1", "-S", "-t", "5", "--set", "bufmgr.mapping=dashmap", "--machine", "xeon-32"],
+        &["experiment", "vm-pin", "--smoke", "--set", "bufmgr.mapping=dashmap", "--machine", "xeon-12"],
+        &["lwlock", "--impl", "atomic,std", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"],
+        &["lwlock", "--impl", "all", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"],
+    ] {
+        let o = lockstack(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
+        assert!(err.contains("--machine: ") && err.contains("invisible to the simulated machine"), "{err}");
+    }
+    for args in [
+        &[
+            "buffers",
+            "--mapping",
+            "partitions-16",
+            "--threads",
+            "2",
+            "--duration",
+            "0.001",
+            "--machine",
+            "xeon-32",
+        ][..],
+        &[
+            "buffers",
+            "--set",
+            "bufmgr.mapping=partitions-128",
+            "--threads",
+            "2",
+            "--duration",
+            "0.001",
+            "--machine",
+            "xeon-32",
+        ],
+        &["pgbench", "-s", "1", "-S", "-t", "5", "--preset", "pg92", "--machine", "xeon-32"],
+        // The lock list from the knob, not from --impl (whose default, all, would be refused).
+        &[
+            "lwlock",
+            "--set",
+            "lwlock.kind=pg92",
+            "--threads",
+            "2",
+            "--duration",
+            "0.001",
+            "--machine",
+            "xeon-32",
+        ],
+        &["lwlock", "--preset", "pg17", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"],
+    ] {
+        ok(args);
+    }
+}
+
 #[test]
 fn machine_works_on_every_workload_command() {
     let spec =

@@ -140,7 +140,10 @@ crate::thread_local! {
 impl BackendStatusArray {
     /// An array for `max_backends` backends, all publishing "not waiting".
     pub fn new(max_backends: usize) -> Arc<BackendStatusArray> {
-        let slots = (0..max_backends).map(|_| CachePadded::new(WaitEventSlot::default())).collect();
+        let slots: Box<[CachePadded<WaitEventSlot>]> =
+            (0..max_backends).map(|_| CachePadded::new(WaitEventSlot::default())).collect();
+        // For a simulation's hottest-lines table: each slot is a padded line of its own.
+        crate::sync::hook::name_elements(&slots, "BackendStatus wait_event_info");
         Arc::new(BackendStatusArray { slots })
     }
 
@@ -295,6 +298,10 @@ impl WaitEventProfile {
     }
 }
 
+/// The name of the [`WaitSampler`]'s thread: a monitor, not a backend (a simulated machine's
+/// report leaves it out of the backends' time).
+pub const WAIT_SAMPLER_THREAD: &str = "wait-sampler";
+
 /// A background thread that samples a [`BackendStatusArray`] `hz` times per second.
 #[derive(Debug)]
 pub struct WaitSampler {
@@ -335,7 +342,7 @@ impl WaitSampler {
         let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
         let stop2 = Arc::clone(&stop);
         let handle = crate::sync::thread::Builder::new()
-            .name("wait-sampler".into())
+            .name(WAIT_SAMPLER_THREAD.into())
             .spawn(move || {
                 let mut profile = WaitEventProfile::default();
                 while !stop2.load(Ordering::Relaxed) {

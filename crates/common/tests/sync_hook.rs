@@ -186,3 +186,19 @@ fn the_wall_clock_is_virtual_under_a_simulation() {
     assert!(sync::time::system_now() > std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000));
     assert!(sync::time::system_now_us() / 1_000_000 > 1_600_000_000);
 }
+
+#[test]
+fn name_fields_names_each_line_for_the_fields_on_it() {
+    #[repr(C, align(64))]
+    struct Two {
+        a: u64,
+        b: u64,
+        _pad: [u8; 48],
+        c: u64,
+    }
+    let t = Box::new(Two { a: 0, b: 0, _pad: [0; 48], c: 0 });
+    let p = |r: &u64| r as *const u64 as *const u8;
+    hook::name_fields("two", &[("a", p(&t.a)), ("b", p(&t.b)), ("a", p(&t.a)), ("c", p(&t.c))]);
+    assert_eq!(hook::line_name(p(&t.a) as usize).as_deref(), Some("two a + b"));
+    assert_eq!(hook::line_name(p(&t.c) as usize).as_deref(), Some("two c"));
+}

@@ -161,6 +161,11 @@ pub(crate) const FREE_PAGES_TRIES: usize = 4;
 /// Xids per pg_subtrans segment file (2048 per page, 32 pages): the truncation period.
 pub(crate) const SUBTRANS_XACTS_PER_SEGMENT: u32 = SUBTRANS_XACTS_PER_PAGE * SLRU_PAGES_PER_SEGMENT;
 
+/// The wait class a simulated machine books a wait for a table's free-page list under (the
+/// engine's host mutex standing in for PostgreSQL's free space map, whose pages are read under
+/// buffer content locks; it publishes no wait event natively).
+pub const FREE_PAGES_WAIT_CLASS: &str = "FreePageList";
+
 /// The release presets `--preset` accepts, oldest first.
 pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
 
@@ -369,13 +374,17 @@ impl Engine {
         self.data_dir.as_ref().map(|l| l.path())
     }
 
-    pub(crate) fn free_pages(&self, t: TableId) -> &lockstack_common::sync::Mutex<Vec<u32>> {
-        &self.free_pages[TableId::ALL.iter().position(|x| *x == t).expect("known table")]
+    /// Locks `t`'s list of pages worth revisiting (the engine's stand-in for the free space
+    /// map). A simulated machine books a wait for the lock under [`FREE_PAGES_WAIT_CLASS`].
+    pub(crate) fn free_pages(&self, t: TableId) -> lockstack_common::sync::MutexGuard<'_, Vec<u32>> {
+        let m = &self.free_pages[TableId::ALL.iter().position(|x| *x == t).expect("known table")];
+        let _class = lockstack_common::sync::hook::wait_class(FREE_PAGES_WAIT_CLASS);
+        m.lock()
     }
 
     /// Remembers `block` of `t` as worth revisiting (dead versions, or room after a prune).
     pub(crate) fn note_free_page(&self, t: TableId, block: u32) {
-        let mut l = self.free_pages(t).lock();
+        let mut l = self.free_pages(t);
         if !l.contains(&block) {
             if l.len() == FREE_PAGES_MAX {
                 l.remove(0);

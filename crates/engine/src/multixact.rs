@@ -122,6 +122,10 @@ impl std::fmt::Debug for MultiXactStore {
 impl MultiXactStore {
     /// An empty store for `max_backends` backends whose `MultiXactGenLock` is of `kind`.
     pub fn new(kind: LwLockKind, max_backends: usize) -> MultiXactStore {
+        let oldest_member: Box<[AtomicU32]> = (0..max_backends).map(|_| AtomicU32::new(0)).collect();
+        // For a simulation's hottest-lines table (the boxed slice does not move with the store):
+        // unpadded, as PostgreSQL's array, so one line holds sixteen backends' slots.
+        lockstack_common::sync::hook::name_elements(&oldest_member, "MultiXact OldestMemberMXactId");
         MultiXactStore {
             gen_lock: LwLock::new(kind, TrancheId::MULTI_XACT_GEN, 0),
             members: lockstack_common::sync::Mutex::new(Members {
@@ -130,7 +134,7 @@ impl MultiXactStore {
                 lists: VecDeque::new(),
             }),
             next: AtomicU32::new(MultiXactId::FIRST.0),
-            oldest_member: (0..max_backends).map(|_| AtomicU32::new(0)).collect(),
+            oldest_member,
             created: AtomicU64::new(0),
         }
     }

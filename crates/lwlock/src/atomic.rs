@@ -16,6 +16,7 @@
 //! its queueing cannot be missed. A woken waiter retries rather than being handed the lock.
 
 use lockstack_common::sync::Ordering;
+use lockstack_common::sync::hook;
 
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
@@ -113,6 +114,9 @@ impl AtomicLwLock {
             if old & FLAG_LOCKED == 0 {
                 return delay.delays();
             }
+            // The wait-list lock is the LWLock's own: a simulated machine books it under the
+            // tranche (PostgreSQL publishes no wait event for it).
+            let _class = hook::wait_class(self.tranche.name());
             while self.state.load(Ordering::Relaxed) & FLAG_LOCKED != 0 {
                 delay.spin();
             }
@@ -160,8 +164,11 @@ impl AtomicLwLock {
             w.state.store(NOT_WAITING, Ordering::Relaxed);
         } else {
             // A releaser detached us and will wake us; it also cleared RELEASE_OK on our
-            // behalf. Restore it, and absorb the wake-up so it cannot hit a later wait.
+            // behalf. Restore it, and absorb the wake-up so it cannot hit a later wait. A wait
+            // for this lock's releaser: a simulated machine books it under the tranche
+            // (PostgreSQL's `LWLockDequeueSelf` absorbs it without a wait event, as this does).
             self.state.fetch_or(FLAG_RELEASE_OK, Ordering::Relaxed);
+            let _class = hook::wait_class(self.tranche.name());
             w.sleep();
             with_tranche(self.tranche, |c| c.dequeue_self.incr());
         }
@@ -267,6 +274,7 @@ impl AtomicLwLock {
             LwLockMode::Exclusive => LOCK_MASK,
         };
         if spin_then_attempt(
+            self.tranche.name(),
             || self.state.load(Ordering::Relaxed) & free_mask == 0,
             || self.attempt_lock(mode),
         ) {

@@ -185,7 +185,7 @@ impl LwLockImpl for Pg92LwLock {
                     self.mutex.unlock();
                     ok
                 };
-                if spin_then_attempt(looks_free, try_take) {
+                if spin_then_attempt(self.tranche.name(), looks_free, try_take) {
                     break;
                 }
                 continue;

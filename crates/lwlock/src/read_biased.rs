@@ -191,6 +191,8 @@ impl ReadBiasedLwLock {
         fence(Ordering::SeqCst);
         let mut delay = SpinDelay::new();
         let mut waited = false;
+        // Set at the first wait: a simulated machine books the drain under the tranche.
+        let mut class = None;
         for slot in &self.slots {
             // Acquire: pairs with the readers' Release decrements, so their reads finish
             // before our writes start.
@@ -199,9 +201,13 @@ impl ReadBiasedLwLock {
                     return None;
                 }
                 waited = true;
+                if class.is_none() {
+                    class = Some(lockstack_common::sync::hook::wait_class(self.inner.tranche().name()));
+                }
                 delay.spin();
             }
         }
+        drop(class);
         self.drained.store(v, Ordering::Release);
         if turned_off {
             let cost = now_ns().saturating_sub(start);

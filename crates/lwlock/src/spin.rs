@@ -38,9 +38,18 @@ pub fn spin_rounds() -> u32 {
 
 /// Retries `attempt` on the [`set_spin_rounds`] schedule, calling it only when `looks_free`
 /// says it might succeed; returns true once `attempt` succeeds, false when the rounds run out.
+/// A simulated machine books the rounds under `class` (the lock's tranche name).
 #[inline]
-pub(crate) fn spin_then_attempt(looks_free: impl Fn() -> bool, attempt: impl Fn() -> bool) -> bool {
+pub(crate) fn spin_then_attempt(
+    class: &'static str,
+    looks_free: impl Fn() -> bool,
+    attempt: impl Fn() -> bool,
+) -> bool {
     let rounds = spin_rounds();
+    if rounds == 0 {
+        return false;
+    }
+    let _class = lockstack_common::sync::hook::wait_class(class);
     for round in 0..rounds {
         if round < 3 {
             for _ in 0..(2u32 << round) {
@@ -132,6 +141,8 @@ impl SpinLock {
 
     #[cold]
     fn lock_slow(&self) -> u32 {
+        // A simulated machine books the spinning as PostgreSQL names a spinlock's wait.
+        let _class = lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::SPIN_DELAY_CLASS);
         let mut delay = SpinDelay::new();
         loop {
             while self.locked.load(Ordering::Relaxed) {

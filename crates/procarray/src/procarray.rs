@@ -370,8 +370,9 @@ impl ProcArray {
     }
 
     /// Names the hot lines for a simulation's statistics (see `hook::name_line`): the two
-    /// LWLocks, the xid counter, `numProcs` and `pgprocnos`, and each member's hot fields in
-    /// the layout's array (`"PgXact 5"`, `"PGPROC 5 xid"`, `"ProcGlobal xids 0-15"`).
+    /// LWLocks, the xid counter, `numProcs` and `pgprocnos`, each PGPROC's hot words
+    /// (`"PGPROC 5 xid + xmin"`, `"PGPROC 5 pgxactoff"`) and each member's hot fields in the
+    /// layout's array (`"PgXact 5"`, `"ProcGlobal xids 0-15"`).
     fn name_lines(&self) {
         self.proc_array_lock.lock().name_line_as(|| "ProcArrayLock".to_string());
         // XidGenLock and OldSnapshotTimeMapLock are unpadded fields of this struct and may
@@ -389,12 +390,17 @@ impl ProcArray {
             "ProcArray numProcs".to_string()
         });
         hook::name_elements(&self.pgprocnos, "ProcArray pgprocnos");
+        // Each PGPROC's hot words, in every layout: `xid` and `xmin` (GetSnapshotData sets and
+        // clears `xmin`, which 14 keeps in PGPROC) and `pgxactoff` (14's dense index).
+        for (i, p) in self.procs.iter().enumerate() {
+            let a = |r: &AtomicU32| r as *const AtomicU32 as *const u8;
+            hook::name_fields(
+                &format!("PGPROC {i}"),
+                &[("xid", a(&p.xid)), ("xmin", a(&p.xmin)), ("pgxactoff", a(&p.pgxactoff))],
+            );
+        }
         match &self.hot {
-            Hot::Pgproc => {
-                for (i, p) in self.procs.iter().enumerate() {
-                    hook::name_line(&p.xid as *const AtomicU32 as *const u8, || format!("PGPROC {i} xid"));
-                }
-            }
+            Hot::Pgproc => {}
             Hot::Pgxact(x) => hook::name_elements(x, "PgXact"),
             Hot::PgxactPadded(x) => hook::name_elements(x, "PgXact"),
             Hot::Dense(d) => {

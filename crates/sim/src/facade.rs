@@ -13,6 +13,8 @@
 //! manager, buffer and WAL wait paths) reports each wait event to the backend, which books the
 //! task's parked and spinning time under it ([`class_name`]): an LWLock's tranche name
 //! (`LockManager`, `BufferMapping`), else `Type:event` (`Lock:transactionid`, `IO:WALSync`).
+//! Waits that publish no wait event name their class through `hook::wait_class` (a spinlock's
+//! `Timeout:SpinDelay`, the harness's `Harness:start`), which sets the task's class directly.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -124,6 +126,10 @@ impl hook::SimBackend for FacadeBackend {
 
     fn compute(&self, d: Duration, site: Site) {
         task::compute(d, site);
+    }
+
+    fn wait_class(&self, class: Option<&'static str>) -> Option<&'static str> {
+        task::set_wait_class(class)
     }
 }
 

@@ -178,3 +178,53 @@ fn class_names() {
     assert_eq!(facade::class_name(WaitEvent::WAL_SYNC.to_raw()), Some("IO:WALSync"));
     assert_eq!(facade::class_name(0), None);
 }
+
+/// `hook::wait_class` books a task's parks under the class it names (nested scopes restore the
+/// outer one), and a park outside any class is `unclassified`: the mechanism the lock stack's
+/// spinlocks, absorbed wake-ups and the harness's gates use.
+#[test]
+fn wait_class_scopes_book_parks_and_restore() {
+    use lockstack_common::sync::hook;
+    let report = facade::run(&xeon(), || {
+        let m = Arc::new(sync::Mutex::new(0u32));
+        let holder = {
+            let m = Arc::clone(&m);
+            sync::thread::spawn(move || {
+                let mut g = m.lock();
+                // Hold the mutex for 1 ms of virtual time: the other task parks on it.
+                sync::sleep(std::time::Duration::from_millis(1));
+                *g += 1;
+            })
+        };
+        let waiter = {
+            let m = Arc::clone(&m);
+            sync::thread::Builder::new()
+                .name("waiter".into())
+                .spawn(move || {
+                    sync::sleep(std::time::Duration::from_micros(100));
+                    let _outer = hook::wait_class("Test:outer");
+                    {
+                        let _inner = hook::harness_wait(hook::HarnessWait::Start);
+                        *m.lock() += 1;
+                    }
+                    // A timed park under the restored outer class.
+                    let deadline = sync::Instant::now() + std::time::Duration::from_micros(50);
+                    sync::park::park_while_until(0x10, || true, Some(deadline));
+                    drop(_outer);
+                    let deadline = sync::Instant::now() + std::time::Duration::from_micros(50);
+                    sync::park::park_while_until(0x10, || true, Some(deadline));
+                })
+                .expect("spawn")
+        };
+        holder.join().expect("holder");
+        waiter.join().expect("waiter");
+        assert_eq!(*m.lock(), 2);
+    })
+    .expect("the simulation completes");
+    let w = report.stats.tasks.iter().find(|t| t.name == "waiter").expect("the waiter's stats");
+    assert_eq!(hook::HarnessWait::Start.class(), "Harness:start");
+    assert!(w.waiting_ns.get("Harness:start").is_some_and(|&ns| ns > 0), "{:?}", w.waiting_ns);
+    assert!(w.waiting_ns.get("Test:outer").is_some_and(|&ns| ns >= 50_000), "{:?}", w.waiting_ns);
+    assert!(w.waiting_ns.get("unclassified").is_some_and(|&ns| ns >= 50_000), "{:?}", w.waiting_ns);
+    assert_eq!(w.waiting_ns.len(), 3, "{:?}", w.waiting_ns);
+}

@@ -213,6 +213,9 @@ impl Wal {
             let same = lock.word_addr() as usize / LINE_BYTES == result / LINE_BYTES;
             if same { format!("{name} + LogwrtResult") } else { name.to_string() }
         };
+        name_line(&self.flush_result as *const AtomicU64 as *const u8, || {
+            "WAL LogwrtResult.Flush".to_string()
+        });
         name_line(result as *const u8, || "WAL LogwrtResult".to_string());
         self.write_lock.name_line_as(|| with_result(&self.write_lock, "WALWriteLock"));
         self.mapping_lock.name_line_as(|| with_result(&self.mapping_lock, "WALBufMappingLock"));

@@ -103,6 +103,12 @@ pub trait SimBackend: Send + Sync {
     /// `d` of modelled local work (not host code) on the running task's core: see [`compute`].
     /// The default does nothing.
     fn compute(&self, _d: Duration, _site: Site) {}
+    /// Books the running task's waits and spins from now on under `class` (`None`: no class),
+    /// and returns the class it replaces: see [`wait_class`]. No cost; the default books
+    /// nothing and returns `None`.
+    fn wait_class(&self, _class: Option<&'static str>) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -154,6 +160,9 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn compute(&self, d: Duration, site: Site) {
         (**self).compute(d, site)
+    }
+    fn wait_class(&self, class: Option<&'static str>) -> Option<&'static str> {
+        (**self).wait_class(class)
     }
 }
 
@@ -435,6 +444,36 @@ fn name_line_slow(addr: usize, name: String) {
     }
 }
 
+/// Names the lines a structure's fields sit on: each line holding one or more of `fields`
+/// (a field's name and address) is named `"<what> <field> + <field>"`, in the order given,
+/// through [`name_line`] (for structures whose fields are neither padded nor an array: the
+/// line layout is the compiler's, so the names follow it). Nothing without the `sim-hook`
+/// feature.
+pub fn name_fields(what: &str, fields: &[(&str, *const u8)]) {
+    #[cfg(feature = "sim-hook")]
+    {
+        let mut lines: Vec<(usize, Vec<&str>)> = Vec::new();
+        for &(name, addr) in fields {
+            let line = addr as usize / LINE_BYTES;
+            match lines.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, names)) => {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+                None => lines.push((line, vec![name])),
+            }
+        }
+        for (line, names) in lines {
+            name_line((line * LINE_BYTES) as *const u8, || format!("{what} {}", names.join(" + ")));
+        }
+    }
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (what, fields);
+    }
+}
+
 /// Names the lines of an array's elements as `"<what> <i>"`, or `"<what> <i>-<j>"` for a line
 /// that holds elements `i..=j` (twelve-byte `PgXact`s share lines, padded ones do not), through
 /// [`name_line`]. Nothing without the `sim-hook` feature.
@@ -512,6 +551,80 @@ pub(crate) fn wait_event(event: u32) {
     if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
         with_current_slow(|s| s.backend.wait_event(event));
     }
+}
+
+/// The prefix of the wait classes of the harness's own waits ([`HarnessWait`]): a simulated
+/// machine's report leaves classes with it out of the lock stack's wait shares.
+pub const HARNESS_CLASS_PREFIX: &str = "Harness:";
+
+/// The wait class of spinning on a spinlock (`s_lock`'s loop, the buffer header lock):
+/// PostgreSQL's wait event for a spinlock's back-off sleep (`WAIT_EVENT_SPIN_DELAY`, 14+).
+pub const SPIN_DELAY_CLASS: &str = "Timeout:SpinDelay";
+
+/// A wait of the benchmark harness itself, not of the lock stack: what a thread waits for
+/// outside the measured work. Booked under `Harness:<what>` ([`harness_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HarnessWait {
+    /// A client or worker waits for the measured phase to start (a start gate).
+    Start,
+    /// A client waits, done, for the measured phase to end (the end gate).
+    End,
+    /// A session thread waits for its driver's next command (isolation's sessions between
+    /// steps; PostgreSQL's `Client:ClientRead`).
+    Idle,
+}
+
+impl HarnessWait {
+    /// The wait class: `Harness:start`, `Harness:end`, `Harness:idle`.
+    pub const fn class(self) -> &'static str {
+        match self {
+            HarnessWait::Start => "Harness:start",
+            HarnessWait::End => "Harness:end",
+            HarnessWait::Idle => "Harness:idle",
+        }
+    }
+}
+
+/// While it lives, the running simulated task's parked and spinning time is booked under a
+/// class of the caller's choosing ([`wait_class`]); dropping it restores the previous class.
+/// Outside a simulation it does nothing.
+#[must_use = "the wait class lasts while the scope lives"]
+pub struct WaitClassScope {
+    /// The class replaced, when one was set (a simulation was running).
+    prev: Option<Option<&'static str>>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for WaitClassScope {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(prev) = self.prev {
+            with_current(|s| s.backend.wait_class(prev));
+        }
+    }
+}
+
+/// Books the running simulated task's waits (parks) and spins under `class` until the scope
+/// drops: for waits that publish no wait event of their own (a spinlock's spinning, an
+/// LWLock's absorbed wake-up, the harness's gates), so that a simulated machine's report names
+/// them rather than leaving them unclassified. Nothing is published to the backend's wait-event
+/// slot (the native wait-event profile is unchanged), and nothing at all happens outside a
+/// simulation (one predicted branch with the `sim-hook` feature, nothing without it).
+#[inline]
+pub fn wait_class(class: &'static str) -> WaitClassScope {
+    let prev = if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.wait_class(Some(class)))
+    } else {
+        None
+    };
+    WaitClassScope { prev, _not_send: std::marker::PhantomData }
+}
+
+/// [`wait_class`] for a wait of the harness itself: `Harness:start`, `Harness:end`, ... (see
+/// [`HarnessWait`]).
+#[inline]
+pub fn harness_wait(what: HarnessWait) -> WaitClassScope {
+    wait_class(what.class())
 }
 
 /// Runs a workload's measured phase (a closure) in a simulation: what a simulating binary

@@ -428,7 +428,7 @@ impl Session {
         let (mut revisit, mut roomy) = (Vec::new(), Vec::new());
         let mut placed = None;
         for _ in 0..FREE_PAGES_TRIES {
-            let Some(block) = self.engine.free_pages(t).lock().pop() else { break };
+            let Some(block) = self.engine.free_pages(t).pop() else { break };
             if block == avoid {
                 roomy.push(block);
                 continue;
@@ -459,7 +459,7 @@ impl Session {
         {
             // Pages still waiting for their dead versions to pass the horizon go to the back of
             // the queue (tried last), pages with room to the front (tried first).
-            let mut l = self.engine.free_pages(t).lock();
+            let mut l = self.engine.free_pages(t);
             for b in revisit {
                 if !l.contains(&b) && l.len() < FREE_PAGES_MAX {
                     l.insert(0, b);

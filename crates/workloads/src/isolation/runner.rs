@@ -40,6 +40,9 @@ impl Mailbox {
     }
 
     fn recv(&self) -> Option<Vec<Statement>> {
+        // Between steps a session waits for the tester, not for the lock stack.
+        let _class =
+            lockstack_common::sync::hook::harness_wait(lockstack_common::sync::hook::HarnessWait::Idle);
         let mut q = self.q.lock();
         loop {
             if let Some(m) = q.pop_front() {

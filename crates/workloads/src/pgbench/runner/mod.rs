@@ -7,6 +7,7 @@
 //! script chosen by weight; a deadlock or lock-timeout error fails the transaction (pgbench 15
 //! with `--max-tries=1`), which is rolled back and counted.
 
+use lockstack_common::sync::hook::{self, HarnessWait};
 use lockstack_common::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -213,6 +214,32 @@ struct Shared {
     last_end_ns: AtomicU64,
 }
 
+impl Shared {
+    /// Names the lines of the run's shared state for a simulation's hottest-lines table
+    /// (`hook::name_fields`): `pgbench stop` (read by every client once per transaction),
+    /// and the start/end gates and counters the main thread polls, as the layout places them.
+    fn name_lines(&self) {
+        fn p<T>(r: &T) -> *const u8 {
+            r as *const T as *const u8
+        }
+        hook::name_fields(
+            "pgbench",
+            &[
+                ("stop", p(&self.stop)),
+                ("connected", p(&self.connected)),
+                ("go", p(&self.go.open)),
+                ("go", p(&self.go.lock)),
+                ("go", p(&self.go.cv)),
+                ("finished", p(&self.finished)),
+                ("release", p(&self.release.open)),
+                ("release", p(&self.release.lock)),
+                ("release", p(&self.release.cv)),
+                ("last_end_ns", p(&self.last_end_ns)),
+            ],
+        );
+    }
+}
+
 /// One client's running totals for `-P` progress lines: written (plain stores, no
 /// read-modify-write) only by its client and only when progress lines are asked for, read by
 /// the main thread; a cache line of its own, so clients never write a shared line per
@@ -290,11 +317,13 @@ impl Gate {
         self.cv.notify_all();
     }
 
-    /// Returns once the gate is open.
-    fn wait(&self) {
+    /// Returns once the gate is open. `what` is the harness wait a simulated machine books it
+    /// under (the start or the end of the measured phase: not a wait of the lock stack).
+    fn wait(&self, what: HarnessWait) {
         if self.open.load(Ordering::Acquire) {
             return;
         }
+        let _class = hook::harness_wait(what);
         let mut g = self.lock.lock();
         while !self.open.load(Ordering::Acquire) {
             self.cv.wait(&mut g);
@@ -505,6 +534,7 @@ pub fn run_on_with(
         release: Gate::default(),
         last_end_ns: AtomicU64::new(0),
     });
+    shared.name_lines();
     let mut counters_before = StackCounters::default();
     let mut counters_after = StackCounters::default();
     let mut profile = WaitEventProfile::default();
@@ -519,7 +549,7 @@ pub fn run_on_with(
                 sc.spawn(move || -> Result<ClientOut, EngineError> {
                     let session = engine.session(BackendId(c as u32));
                     shared.connected.fetch_add(1, Ordering::AcqRel);
-                    shared.go.wait();
+                    shared.go.wait(HarnessWait::Start);
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
                         let mut r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
@@ -545,7 +575,7 @@ pub fn run_on_with(
                     });
                     // Disconnect only after the counters of the measured phase are read.
                     shared.finished.fetch_add(1, Ordering::AcqRel);
-                    shared.release.wait();
+                    shared.release.wait(HarnessWait::End);
                     out.and_then(|(r, _session)| r)
                 })
             })
