@@ -195,7 +195,9 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
     if args.calibrate {
         if args.list_points || args.point.is_some() || args.jobs.is_some() {
-            return Err(Failure::input("--calibrate runs its own points: not with --list-points, --point or --jobs"));
+            return Err(Failure::input(
+                "--calibrate runs its own points: not with --list-points, --point or --jobs",
+            ));
         }
         return calibrate(exp, &options(&args, machine)?, machine);
     }

@@ -117,14 +117,15 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
                 err.lines().last().unwrap_or("no message")
             )));
         }
-        let text = std::fs::read_to_string(&file).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
         let t: lockstack_sim::SegmentTable =
             serde_json::from_str(&text).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
         merged.merge(&t);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let text =
-        serde_json::to_string_pretty(&merged).map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;
+    let text = serde_json::to_string_pretty(&merged)
+        .map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;
     std::fs::write(out, text + "\n").map_err(|e| Failure::output(format!("--out {}: {e}", out.display())))?;
     let samples: u64 = merged.segments.values().map(|c| c.samples).sum();
     outln!(

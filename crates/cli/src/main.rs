@@ -384,7 +384,9 @@ fn main() -> ExitCode {
         Command::Machine(args) => machine_cmd::run(args),
     };
     let result = match result {
-        Ok(()) if simulated || cli.sim.time_segments.is_some() => finish_simulation(&cli.sim, name, &raw_args),
+        Ok(()) if simulated || cli.sim.time_segments.is_some() => {
+            finish_simulation(&cli.sim, name, &raw_args)
+        }
         r => r,
     };
     if !STDOUT_CLOSED.load(Ordering::Relaxed)

@@ -333,10 +333,12 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         settings::pool_buffers(scale, settings::PGBENCH_BUFFER_HEADROOM).map_err(Failure::input)?;
     settings::check_memory(scale).map_err(Failure::input)?;
     let mut engine = EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?;
+    // Under --machine, the profile's WAL flush first, so that the caller's --set overrides it.
+    crate::sim_cmd::pgbench_defaults(&mut engine, true);
     settings::apply_all(&mut engine, &args.set).map_err(Failure::input)?;
     // The resolved configuration (preset, then --set), not the arguments' spelling.
     crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&engine))?;
-    crate::sim_cmd::pgbench_defaults(&mut engine);
+    crate::sim_cmd::pgbench_defaults(&mut engine, false);
     if let (Some(dir), true) = (&args.data_dir, args.initialize)
         && dir.exists()
         && !dir.is_dir()

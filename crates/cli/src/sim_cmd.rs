@@ -63,9 +63,12 @@ pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
             ));
         }
         if command == "machine" {
-            return Err(Failure::input("--time-segments applies to the workload commands, not to 'lockstack machine'"));
+            return Err(Failure::input(
+                "--time-segments applies to the workload commands, not to 'lockstack machine'",
+            ));
         }
-        if a.sim_clock != SimClock::Deterministic || a.sim_segments.is_some() || a.sim_save_segments.is_some() {
+        if a.sim_clock != SimClock::Deterministic || a.sim_segments.is_some() || a.sim_save_segments.is_some()
+        {
             return Err(Failure::input("--sim-clock, --sim-segments and --sim-save-segments need --machine"));
         }
         if let Some(p) = &a.time_segments
@@ -176,7 +179,7 @@ pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::Machi
 
 /// Without the simulator there is nothing to default (see the simulating build's version).
 #[cfg(not(feature = "sim"))]
-pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineConfig) {}
+pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineConfig, _wal: bool) {}
 
 #[cfg(feature = "sim")]
 mod simulating {
@@ -321,7 +324,8 @@ mod simulating {
             (_, Some(p)) => format!("table {}", p.display()),
             (_, None) => "built-in table (crates/sim/segments/builtin.json)".to_string(),
         };
-        let _ = SEGMENT_SOURCE.set(format!("{source}; a segment it lacks costs its median, {default_segment_ns:.1} ns"));
+        let _ = SEGMENT_SOURCE
+            .set(format!("{source}; a segment it lacks costs its median, {default_segment_ns:.1} ns"));
         let sim = Simulation::new(profile).with_config(SimConfig {
             clock,
             default_segment_ns,
@@ -426,9 +430,11 @@ mod simulating {
     }
 
     /// Under `--machine`: the pgbench client's per-statement work and round trip default to
-    /// the profile's `[pgbench]` figures (unless `--set sim.client_*_us` gave them), and an
-    /// in-memory WAL flushes with the profile's `wal_flush_us` (a modelled fsync, slept).
-    pub(crate) fn pgbench_defaults(engine: &mut lockstack_engine::engine::EngineConfig) {
+    /// the profile's `[pgbench]` figures (unless `--set sim.client_*_us` gave them), and (with
+    /// `wal`) an in-memory WAL flushes with the profile's `wal_flush_us` (a modelled fsync,
+    /// slept). pgbench calls it with `wal` before the caller's `--set` list (so that `--set
+    /// wal.flush=memory` keeps an unflushed WAL) and without it after.
+    pub(crate) fn pgbench_defaults(engine: &mut lockstack_engine::engine::EngineConfig, wal: bool) {
         let Some(sim) = SIM.get() else {
             return;
         };
@@ -436,7 +442,7 @@ mod simulating {
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
-        if matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory) {
+        if wal && matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory) {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }
     }
@@ -453,11 +459,15 @@ mod simulating {
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
-        if flush && matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. }) {
+        if flush
+            && matches!(
+                engine.wal.sink,
+                lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. }
+            )
+        {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }
     }
-
 
     /// After the command: saves a measured segment table, prints the section and adds it to
     /// the `--json` document (`args`: the raw arguments, for `--json FILE`).
@@ -733,8 +743,11 @@ pub(crate) fn print_section(command: &str, s: &Section) {
         );
     }
     if !s.harness_waits.is_empty() {
-        let list: Vec<String> =
-            s.harness_waits.iter().map(|w| format!("{} {:.3} ms", w.class, w.waiting_ms + w.spinning_ms)).collect();
+        let list: Vec<String> = s
+            .harness_waits
+            .iter()
+            .map(|w| format!("{} {:.3} ms", w.class, w.waiting_ms + w.spinning_ms))
+            .collect();
         outln!(
             "  harness waits (start/end gates, idle sessions; not lock waits, left out above): {}",
             list.join(", ")

@@ -65,7 +65,8 @@ impl SegmentTable {
     pub fn builtin() -> &'static SegmentTable {
         static TABLE: std::sync::OnceLock<SegmentTable> = std::sync::OnceLock::new();
         TABLE.get_or_init(|| {
-            serde_json::from_str(include_str!("../segments/builtin.json")).expect("the built-in segment table parses")
+            serde_json::from_str(include_str!("../segments/builtin.json"))
+                .expect("the built-in segment table parses")
         })
     }
 
@@ -486,11 +487,10 @@ impl Exec {
                 None => {
                     let name =
                         format!("{} -> {}", self.site_names[from as usize], self.site_names[site as usize]);
-                    let v = self
-                        .table
-                        .segments
-                        .get(&name)
-                        .map_or((self.default_segment_ps, false), |s| (ps(s.ns * self.m.speed_factor), true));
+                    let v =
+                        self.table.segments.get(&name).map_or((self.default_segment_ps, false), |s| {
+                            (ps(s.ns * self.m.speed_factor), true)
+                        });
                     self.seg_cache.insert(key, v);
                     v
                 }

@@ -247,8 +247,10 @@ pub fn calibrate_phase(sim: &Simulation, phase: &mut dyn FnMut()) -> Result<crat
 pub fn segment_overhead_ns(profile: &crate::MachineProfile) -> f64 {
     static OVERHEAD: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
     *OVERHEAD.get_or_init(|| {
-        let sim = Simulation::new(profile.clone())
-            .with_config(crate::SimConfig { clock: crate::ClockMode::Measured, ..crate::SimConfig::default() });
+        let sim = Simulation::new(profile.clone()).with_config(crate::SimConfig {
+            clock: crate::ClockMode::Measured,
+            ..crate::SimConfig::default()
+        });
         let mut means: Vec<f64> = (0..9)
             .filter_map(|_| {
                 let table = calibrate(&sim, || {

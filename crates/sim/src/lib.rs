@@ -26,9 +26,9 @@
 
 pub mod calibrate;
 mod exec;
-mod hostclock;
 #[cfg(feature = "facade")]
 pub mod facade;
+mod hostclock;
 pub mod machine;
 pub mod profile;
 pub mod stats;

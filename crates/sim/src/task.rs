@@ -310,7 +310,11 @@ pub fn spawn(name: &str, f: Box<dyn FnOnce() + Send + 'static>) -> TaskId {
 }
 
 /// [`spawn`] booked at `site` (a backend whose callers' sites are not its own).
-pub fn spawn_at(name: &str, f: Box<dyn FnOnce() + Send + 'static>, site: &'static Location<'static>) -> TaskId {
+pub fn spawn_at(
+    name: &str,
+    f: Box<dyn FnOnce() + Send + 'static>,
+    site: &'static Location<'static>,
+) -> TaskId {
     let mut new = None;
     op(site, |ex, id| {
         let c = ex.m.futex_wake;

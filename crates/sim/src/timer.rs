@@ -18,7 +18,7 @@ use std::panic::Location;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockstack_common::sync::hook::{self, Access, Counting, Site, SimBackend, TaskId};
+use lockstack_common::sync::hook::{self, Access, Counting, SimBackend, Site, TaskId};
 
 use crate::exec::{SegmentCost, SegmentTable};
 use crate::facade::op_sites;
@@ -56,7 +56,8 @@ impl std::hash::Hasher for PairHasher {
 
 /// Every thread's segments, merged when the thread ends (or the phase does, for its own).
 #[allow(clippy::type_complexity)]
-static COLLECTED: Mutex<Option<(HashMap<(usize, usize), (u64, u64)>, HashMap<usize, Site>)>> = Mutex::new(None);
+static COLLECTED: Mutex<Option<(HashMap<(usize, usize), (u64, u64)>, HashMap<usize, Site>)>> =
+    Mutex::new(None);
 
 impl ThreadSegments {
     fn flush(&mut self) {
@@ -211,7 +212,11 @@ impl SimBackend for SegmentTimer {
         restart();
         r
     }
-    fn task_local(&self, key: usize, init: &mut dyn FnMut() -> Box<dyn std::any::Any>) -> *const dyn std::any::Any {
+    fn task_local(
+        &self,
+        key: usize,
+        init: &mut dyn FnMut() -> Box<dyn std::any::Any>,
+    ) -> *const dyn std::any::Any {
         excluded(|| self.native.task_local(key, init))
     }
     fn compute(&self, _d: Duration, site: Site) {
@@ -274,7 +279,9 @@ pub fn timer_overhead_ns() -> f64 {
                     &mut || {
                         let word = lockstack_common::sync::atomic::AtomicU64::new(0);
                         for _ in 0..4096 {
-                            std::hint::black_box(word.load(lockstack_common::sync::atomic::Ordering::Relaxed));
+                            std::hint::black_box(
+                                word.load(lockstack_common::sync::atomic::Ordering::Relaxed),
+                            );
                         }
                     },
                     0.0,

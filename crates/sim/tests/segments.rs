@@ -5,7 +5,9 @@
 #![cfg(feature = "facade")]
 
 use lockstack_common::sync::{self, AtomicU64, Ordering, hook};
-use lockstack_sim::{ClockMode, MachineProfile, SegmentCost, SegmentTable, SimConfig, Simulation, facade, timer};
+use lockstack_sim::{
+    ClockMode, MachineProfile, SegmentCost, SegmentTable, SimConfig, Simulation, facade, timer,
+};
 
 /// `n` rounds of a load then a touch, each at its own line of this function.
 fn rounds(n: usize, word: &AtomicU64, data: &[u64; 8]) {
@@ -45,7 +47,12 @@ fn the_native_pass_counts_every_segment_of_every_thread_under_the_simulations_ke
             .segments
             .keys()
             .filter(|k| !k.contains("<exit>"))
-            .map(|k| k.split(" -> ").map(|s| s.rsplit_once(':').map_or(s, |x| x.0)).collect::<Vec<_>>().join(" -> "))
+            .map(|k| {
+                k.split(" -> ")
+                    .map(|s| s.rsplit_once(':').map_or(s, |x| x.0))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            })
             .collect();
         v.sort();
         v.dedup();
@@ -53,8 +60,12 @@ fn the_native_pass_counts_every_segment_of_every_thread_under_the_simulations_ke
     };
     assert_eq!(keys(&native), keys(&simulated), "the two passes name segments alike");
     // Inside the loops: 100 + 50 + 50 load -> touch and 99 + 49 + 49 touch -> load segments.
-    let in_loops: u64 =
-        native.segments.iter().filter(|(k, _)| k.matches("segments.rs").count() == 2).map(|(_, c)| c.samples).sum();
+    let in_loops: u64 = native
+        .segments
+        .iter()
+        .filter(|(k, _)| k.matches("segments.rs").count() == 2)
+        .map(|(_, c)| c.samples)
+        .sum();
     assert_eq!(in_loops, 200 + 197, "{native:?}");
     assert!(native.segments.values().all(|c| c.ns.is_finite() && c.ns >= 0.0));
 }
@@ -70,9 +81,11 @@ fn a_deterministic_run_charges_the_table_and_counts_what_it_lacks() {
     let key = measured
         .segments
         .keys()
-        .find(|k| k.matches("segments.rs").count() == 2 && {
-            let (a, b) = k.split_once(" -> ").expect("key");
-            a.rsplit(':').nth(1) > b.rsplit(':').nth(1)
+        .find(|k| {
+            k.matches("segments.rs").count() == 2 && {
+                let (a, b) = k.split_once(" -> ").expect("key");
+                a.rsplit(':').nth(1) > b.rsplit(':').nth(1)
+            }
         })
         .expect("a touch -> load key")
         .clone();
@@ -114,11 +127,8 @@ fn a_segment_the_host_interrupted_is_charged_its_keys_mean() {
 #[test]
 fn cold_misses_cost_memory_only_when_asked() {
     let run = |cold: bool| {
-        let sim = Simulation::new(MachineProfile::builtin("xeon-32").expect("profile")).with_config(SimConfig {
-            cold_misses: cold,
-            default_segment_ns: 0.0,
-            ..SimConfig::default()
-        });
+        let sim = Simulation::new(MachineProfile::builtin("xeon-32").expect("profile"))
+            .with_config(SimConfig { cold_misses: cold, default_segment_ns: 0.0, ..SimConfig::default() });
         facade::run(&sim, || {
             let words: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
             for w in words.iter().step_by(8) {

@@ -41,7 +41,13 @@ pub struct Solved {
     pub tps_check: f64,
 }
 
-fn baseline_tps(e: &'static Experiment, base: &Options, workload: &str, clients: usize, us: f64) -> Result<f64, String> {
+fn baseline_tps(
+    e: &'static Experiment,
+    base: &Options,
+    workload: &str,
+    clients: usize,
+    us: f64,
+) -> Result<f64, String> {
     let mut opts = base.clone();
     opts.clients = Some(vec![clients]);
     opts.runs = Some(1);
@@ -68,7 +74,11 @@ fn baseline_tps(e: &'static Experiment, base: &Options, workload: &str, clients:
 /// own work alone is slower than the figure: the solution would be negative), or no workload
 /// with a published baseline figure on that machine. Workloads without one are returned
 /// as lines saying so, next to the solved ones.
-pub fn solve(e: &'static Experiment, base: &Options, machine: &str) -> Result<(Vec<Solved>, Vec<String>), String> {
+pub fn solve(
+    e: &'static Experiment,
+    base: &Options,
+    machine: &str,
+) -> Result<(Vec<Solved>, Vec<String>), String> {
     if e.machine(machine).is_none() {
         let names: Vec<&str> = e.machines.iter().map(|m| m.profile).collect();
         return Err(format!(
@@ -88,7 +98,10 @@ pub fn solve(e: &'static Experiment, base: &Options, machine: &str) -> Result<(V
         .map(|w| w.name)
         .collect();
     if workloads.is_empty() {
-        return Err(format!("--calibrate: {} runs no SQL statements, so there is nothing to calibrate", e.name));
+        return Err(format!(
+            "--calibrate: {} runs no SQL statements, so there is nothing to calibrate",
+            e.name
+        ));
     }
     let mut out = Vec::new();
     let mut skipped = Vec::new();

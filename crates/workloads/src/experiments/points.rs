@@ -92,14 +92,11 @@ impl PlanId {
             workloads: Some(self.workloads.clone()),
             seed: self.seed,
             machine: self.machine.clone(),
-            simulation: self
-                .simulated
-                .clone()
-                .map(|machine| super::driver::Simulation {
-                    machine,
-                    phase_times: no_phases,
-                    engine_defaults: |_, _| {},
-                }),
+            simulation: self.simulated.clone().map(|machine| super::driver::Simulation {
+                machine,
+                phase_times: no_phases,
+                engine_defaults: |_, _| {},
+            }),
         }
     }
 

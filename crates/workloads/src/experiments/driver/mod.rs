@@ -609,7 +609,9 @@ fn run_pgbench(
             .is_some_and(|w| matches!(w.kind, WorkloadKind::Pgbench { builtin: b } if b == builtin))
     };
     if let Some(c) = plan.calibrated.iter().find(is_this) {
-        settings::KNOBS.set(&mut engine, STATEMENT_CPU_KEY, &format!("{}", c.statement_cpu_us)).map_err(|e| e.to_string())?;
+        settings::KNOBS
+            .set(&mut engine, STATEMENT_CPU_KEY, &format!("{}", c.statement_cpu_us))
+            .map_err(|e| e.to_string())?;
     }
     let cfg = PgbenchConfig {
         scale: plan.scale,
