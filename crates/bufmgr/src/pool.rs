@@ -344,7 +344,8 @@ impl BufferPool {
     /// Names the hot lines for a simulation's statistics (see `hook::name_line`): each
     /// descriptor's first line (state word, header lock, tag, content lock: `"buffer 17
     /// state"`) and I/O lock (`"BufferIO 17"`), the mapping partitions' locks and the
-    /// strategy's shared words.
+    /// strategy's shared words; the pages as one range, each line by its buffer and offset
+    /// (`"buffer 17 page +0"`).
     fn name_lines(&self) {
         for (i, d) in self.descs.iter().enumerate() {
             d.io_lock.name_line();
@@ -352,6 +353,13 @@ impl BufferPool {
         }
         self.table.name_lines();
         self.strategy.name_lines();
+        // The pages, lazily: `buffer 17 page +0` is page 17's header line (pd_lsn, pd_lower, ...).
+        if !self.descs.is_empty() {
+            let first = self.pages.page(0).get() as *const u8;
+            hook::name_range(first, self.descs.len() * BLCKSZ, |off| {
+                format!("buffer {} page +{}", off / BLCKSZ, off % BLCKSZ)
+            });
+        }
     }
 
     /// A pool over a fresh [`MemorySmgr`].

@@ -157,12 +157,20 @@ impl MemorySmgr {
     }
 }
 
+/// The wait class a simulated machine books waits on [`MemorySmgr`]'s own locks under: its
+/// per-relation block lists stand in for files, and a backend that waits on one waits for a
+/// relation being extended (PostgreSQL 15's wait event `IO:DataFileExtend`, in
+/// src/backend/utils/activity/wait_event.c).
+pub const MEMORY_SMGR_WAIT_CLASS: &str = "IO:DataFileExtend";
+
 impl Smgr for MemorySmgr {
     fn nblocks(&self, rel: Oid, fork: ForkNumber) -> Result<u32, SmgrError> {
+        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
         Ok(self.fork(rel, fork).map(|f| f.read().len() as u32).unwrap_or(0))
     }
 
     fn read(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &mut [u8]) -> Result<(), SmgrError> {
+        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
         let f = self.fork(rel, fork);
         let blocks = f.as_ref().map(|f| f.read());
         match blocks.as_ref().and_then(|b| b.get(block.0 as usize)) {
@@ -182,6 +190,7 @@ impl Smgr for MemorySmgr {
     }
 
     fn write(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
+        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
         let f = self.fork(rel, fork);
         let mut blocks = f.as_ref().map(|f| f.write());
         match blocks.as_mut().and_then(|b| b.get_mut(block.0 as usize)) {
@@ -201,6 +210,7 @@ impl Smgr for MemorySmgr {
     }
 
     fn extend(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
+        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
         let f = match self.fork(rel, fork) {
             Some(f) => f,
             None => Arc::clone(self.forks.write().entry((rel, fork)).or_default()),

@@ -372,7 +372,9 @@ fn main() -> ExitCode {
     // pgbench, buffers and experiment hand their measured phases over themselves (after
     // loading); the others are one measured phase from the start.
     use lockstack_common::sync::hook::measured_phase as phase;
-    let result = match cli.command {
+    let sim_args = cli.sim.clone();
+    let command = cli.command;
+    let dispatch = move || match command {
         Command::Lwlock(args) => phase(|| lwlock_cmd::run(args)),
         Command::Snapshot(args) => phase(|| snapshot_cmd::run(args)),
         Command::Wal(args) => phase(|| wal_cmd::run(args)),
@@ -380,8 +382,22 @@ fn main() -> ExitCode {
         Command::Locks(args) => phase(|| locks_cmd::run(args)),
         Command::Isolation(args) => phase(|| isolation_cmd::run(args)),
         Command::Pgbench(args) => pgbench_cmd::run(args),
-        Command::Experiment(args) => experiment_cmd::run(args, &cli.sim),
+        Command::Experiment(args) => experiment_cmd::run(args, &sim_args),
         Command::Machine(args) => machine_cmd::run(args),
+    };
+    // Simulated, the command runs on a thread of its own: the simulated machine maps every
+    // address to a 64-byte line, and the main thread's stack starts at a randomized 16-byte
+    // offset (ASLR), so which of its variables share a line would change from run to run; a
+    // spawned thread's stack is a fresh page-aligned mapping, the same in every run.
+    let result = if simulated {
+        std::thread::Builder::new()
+            .name("lockstack".into())
+            .stack_size(8 << 20)
+            .spawn(dispatch)
+            .map_err(|e| Failure::run(format!("starting the simulated command's thread: {e}")))
+            .and_then(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    } else {
+        dispatch()
     };
     let result = match result {
         Ok(()) if simulated || cli.sim.time_segments.is_some() => {

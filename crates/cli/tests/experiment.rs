@@ -144,7 +144,8 @@ fn bad_input_is_one_line_and_exit_code_1() {
 }
 
 /// The files `experiment ... --out DIR` writes.
-const FILES: [&str; 4] = ["vm-pin.csv", "vm-pin-runs.csv", "vm-pin.json", "vm-pin.svg"];
+const FILES: [&str; 6] =
+    ["vm-pin.csv", "vm-pin-runs.csv", "vm-pin.json", "vm-pin.svg", "vm-pin-usl.csv", "vm-pin-time.svg"];
 
 /// The lines of the simulated machine's section that depend only on the simulation: phases
 /// and tasks, virtual seconds, line transfers (not host seconds, events per host second).
@@ -156,6 +157,7 @@ fn simulated_lines(stdout: &str) -> Vec<&str> {
                 || l.contains("measured phases: ")
                 || l.contains("virtual seconds: ")
                 || l.contains("line transfers: ")
+                || l.contains("segment costs: ")
         })
         .collect()
 }
@@ -222,7 +224,7 @@ fn spread_sweeps_equal_a_single_process_run_byte_for_byte() {
     }
     // The simulated machine's section adds up the same phases, whichever way they ran.
     let want = simulated_lines(&single);
-    assert_eq!(want.len(), 4, "{single}");
+    assert_eq!(want.len(), 5, "{single}");
     assert!(want[0].starts_with("simulated machine: host"), "{single}");
     assert_eq!(simulated_lines(&jobs), want, "{jobs}");
     assert_eq!(simulated_lines(&merge), want, "{merge}");

@@ -30,8 +30,13 @@ pub struct HostCosts {
     pub load_average: Option<f64>,
     /// A load of a line this core holds.
     pub l1_hit: Measured,
-    /// A line handed between two threads (half a ping-pong round trip); `None` on one core.
+    /// A contended line handed between two threads: wall time per `fetch_add` of two threads
+    /// on one line (the rate the model's one-transfer-at-a-time serialization charges);
+    /// `None` on one core.
     pub transfer: Option<Measured>,
+    /// Half a two-thread store/load ping-pong round trip on one line (a dependent hand-off's
+    /// latency, written as a comment); `None` on one core.
+    pub ping_pong: Option<Measured>,
     /// An uncontended `fetch_add` minus a load.
     pub atomic_rmw: Measured,
     /// `fence(SeqCst)`.
@@ -100,6 +105,51 @@ fn ping_pong(chunks: u64) -> f64 {
         best = best.min(t.elapsed().as_nanos() as f64 / (2 * CHUNK) as f64);
     }
     h.join().expect("ping-pong thread");
+    best
+}
+
+/// Two threads doing `fetch_add` on one line, `ops` each, `rounds` times: the fastest wall ns
+/// per operation (both threads' operations counted) among the rounds in which the two really
+/// ran side by side, i.e. the line changed hands at least once per 8 operations (each thread
+/// counts the results that were not its own previous one plus 1). On a loaded host a round in
+/// which one thread ran alone is uncontended and is not kept; `None` if no round qualified.
+fn contended_rmw(rounds: usize, ops: u64) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for _ in 0..rounds {
+        let line = Arc::new(Padded(AtomicU64::new(0)));
+        let ready = Arc::new(AtomicU64::new(0));
+        let run = move |line: &Padded| {
+            let mut last = u64::MAX;
+            let mut handoffs = 0u64;
+            for _ in 0..ops {
+                let v = line.0.fetch_add(1, Ordering::AcqRel);
+                if v != last.wrapping_add(1) {
+                    handoffs += 1;
+                }
+                last = v;
+            }
+            handoffs
+        };
+        let (l2, r2) = (Arc::clone(&line), Arc::clone(&ready));
+        let h = std::thread::spawn(move || {
+            r2.fetch_add(1, Ordering::AcqRel);
+            while r2.load(Ordering::Acquire) < 2 {
+                std::hint::spin_loop();
+            }
+            run(&l2)
+        });
+        ready.fetch_add(1, Ordering::AcqRel);
+        while ready.load(Ordering::Acquire) < 2 {
+            std::hint::spin_loop();
+        }
+        let t = Instant::now();
+        let mine = run(&line);
+        let theirs = h.join().expect("contended fetch_add thread");
+        let ns = t.elapsed().as_nanos() as f64 / (2 * ops) as f64;
+        if (mine + theirs) * 8 >= 2 * ops {
+            best = Some(best.map_or(ns, |b: f64| b.min(ns)));
+        }
+    }
     best
 }
 
@@ -206,7 +256,8 @@ pub fn measure() -> HostCosts {
         black_box(Instant::now());
     });
     let syscall = per_op(20, 20_000, |_| std::thread::yield_now());
-    let transfer = (hw_threads >= 2).then(|| Measured { ns: ping_pong(400) });
+    let transfer = if hw_threads >= 2 { contended_rmw(20, 200_000).map(|ns| Measured { ns }) } else { None };
+    let ping_pong = (hw_threads >= 2).then(|| Measured { ns: ping_pong(400) });
     let (lat, wake) = park_pong(100);
     HostCosts {
         hw_threads,
@@ -214,6 +265,7 @@ pub fn measure() -> HostCosts {
         load_average,
         l1_hit,
         transfer,
+        ping_pong,
         atomic_rmw: Measured { ns: (rmw.ns - l1_hit.ns).max(0.0) },
         fence: fence_m,
         pause,
@@ -229,10 +281,16 @@ pub fn measure() -> HostCosts {
 /// measured it, or "assumed").
 pub fn host_profile_toml(c: &HostCosts) -> String {
     let transfer = c.transfer.map_or(40.0, |m| m.ns);
-    let transfer_note = if c.transfer.is_some() {
-        "measured: half a two-thread store/load ping-pong round trip on one 64-byte line (fastest chunk of 50)"
-    } else {
-        "assumed (one hardware thread: no ping-pong possible)"
+    let transfer_note = match c.ping_pong {
+        Some(p) if c.transfer.is_some() => format!(
+            "measured: wall time per fetch_add of two threads on one 64-byte line (fastest of 20 rounds), the rate a contended line is handed over; a dependent hand-off (half a store/load ping-pong round trip) measured {:.1} ns",
+            p.ns
+        ),
+        Some(p) => format!(
+            "assumed: no round of two threads' fetch_add on one line ran side by side (a loaded host); half a store/load ping-pong round trip measured {:.1} ns",
+            p.ns
+        ),
+        None => "assumed (one hardware thread: no hand-off possible)".to_string(),
     };
     let r = |x: f64| (x * 10.0).round() / 10.0;
     let load = match c.load_average {

@@ -393,13 +393,24 @@ struct LineNames {
     names: HashMap<usize, String>,
     order: VecDeque<usize>,
     dropped: u64,
+    /// Named ranges ([`name_range`]): first byte, length, namer of an offset.
+    ranges: Vec<NamedRange>,
 }
+
+/// A range [`name_range`] named: first byte, length, namer of a line's offset.
+#[cfg(feature = "sim-hook")]
+type NamedRange = (usize, usize, fn(usize) -> String);
 
 #[cfg(feature = "sim-hook")]
 fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
     static NAMES: std::sync::OnceLock<crate::sync::host::Mutex<LineNames>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
-        crate::sync::host::Mutex::new(LineNames { names: HashMap::new(), order: VecDeque::new(), dropped: 0 })
+        crate::sync::host::Mutex::new(LineNames {
+            names: HashMap::new(),
+            order: VecDeque::new(),
+            dropped: 0,
+            ranges: Vec::new(),
+        })
     })
 }
 
@@ -506,12 +517,32 @@ pub fn name_elements<T>(s: &[T], what: &str) {
 pub fn line_name(addr: usize) -> Option<String> {
     #[cfg(feature = "sim-hook")]
     {
-        line_names().lock().names.get(&(addr / LINE_BYTES)).cloned()
+        let reg = line_names().lock();
+        if let Some(n) = reg.names.get(&(addr / LINE_BYTES)) {
+            return Some(n.clone());
+        }
+        // The most recently named range holding the line's first byte.
+        let line = addr / LINE_BYTES * LINE_BYTES;
+        reg.ranges.iter().rev().find(|(a, len, _)| line >= *a && line < a + len).map(|(a, _, f)| f(line - a))
     }
     #[cfg(not(feature = "sim-hook"))]
     {
         let _ = addr;
         None
+    }
+}
+
+/// Names every line of `[addr, addr + len)` that [`name_line`] did not name, lazily: `namer`
+/// gets the line's offset from `addr` and returns its name (`"buffer 17 page +0"` for a page
+/// header). For large arrays of structures nobody names one by one (the buffer pool's pages):
+/// one registration, no per-line string. A later range wins where two overlap. Without the
+/// `sim-hook` feature it does nothing.
+pub fn name_range(addr: *const u8, len: usize, namer: fn(usize) -> String) {
+    #[cfg(feature = "sim-hook")]
+    line_names().lock().ranges.push((addr as usize, len, namer));
+    #[cfg(not(feature = "sim-hook"))]
+    {
+        let _ = (addr, len, namer);
     }
 }
 

@@ -151,3 +151,31 @@ pub fn solve(
     }
     Ok((out, skipped))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every stored calibration is of a figure `--calibrate` would pick: the baseline's
+    /// published point at the fewest clients on one of the seed's machines, figure for figure.
+    #[test]
+    fn stored_calibrations_name_the_figure_calibrate_solves_for() {
+        let mut n = 0;
+        for e in crate::experiments::all() {
+            for c in e.calibrated {
+                let t = target(e, c.machine, c.workload)
+                    .unwrap_or_else(|| panic!("{}: no target for {} on {}", e.name, c.workload, c.machine));
+                assert_eq!(
+                    (t.series, t.clients, t.tps),
+                    (c.series, c.clients, c.tps),
+                    "{} {}",
+                    e.name,
+                    c.line()
+                );
+                assert!(c.statement_cpu_us > 0.0 && c.statement_cpu_us.is_finite(), "{}", c.line());
+                n += 1;
+            }
+        }
+        assert!(n >= 5, "the catalogue stores the calibrations solved so far");
+    }
+}

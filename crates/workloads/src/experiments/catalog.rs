@@ -4,7 +4,9 @@
 //! experiment finishes in under a minute on a 2-core machine; `docs/experiments.md` has the
 //! figures we measured with them.
 
-use super::{Counter, Experiment, Per, Published, SeedMachine, Thread, Variant, Workload, WorkloadKind};
+use super::{
+    Calibrated, Counter, Experiment, Per, Published, SeedMachine, Thread, Variant, Workload, WorkloadKind,
+};
 use crate::micro::buffers::BufferScenario;
 
 const TPCB: Workload = Workload {
@@ -157,7 +159,40 @@ const PGXACT: Experiment = Experiment {
         SeedMachine { profile: "xeon-32", series: &[HAAS_S, HAAS_W], clients: &[1, 8, 32, 80] },
         SeedMachine { profile: "itanium-32", series: &[PAVAN_N, PAVAN_B], clients: &[1, 4, 32, 48, 64, 80] },
     ],
-    calibrated: &[],
+    calibrated: &[
+        Calibrated {
+            machine: "xeon-32",
+            workload: "select-only",
+            series: HAAS_S,
+            clients: 1,
+            tps: 4343.971972,
+            statement_cpu_us: 191.15,
+        },
+        Calibrated {
+            machine: "xeon-32",
+            workload: "tpcb-like",
+            series: HAAS_W,
+            clients: 1,
+            tps: 628.442284,
+            statement_cpu_us: 179.76,
+        },
+        Calibrated {
+            machine: "itanium-32",
+            workload: "simple-update",
+            series: PAVAN_N,
+            clients: 1,
+            tps: 1098.488663,
+            statement_cpu_us: 121.69,
+        },
+        Calibrated {
+            machine: "itanium-32",
+            workload: "tpcb-like",
+            series: PAVAN_B,
+            clients: 1,
+            tps: 743.0,
+            statement_cpu_us: 122.22,
+        },
+    ],
 };
 
 const AMIT: &str = "Kapila, 192-thread POWER8, -S -M prepared";
@@ -317,7 +352,14 @@ const FLEXLOCK: Experiment = Experiment {
         series: &[KEVIN_P, KEVIN_S],
         clients: &[1, 2, 4, 8, 16, 32, 64, 80, 96, 128],
     }],
-    calibrated: &[],
+    calibrated: &[Calibrated {
+        machine: "xeon-32",
+        workload: "tpcb-like",
+        series: KEVIN_P,
+        clients: 1,
+        tps: 1629.26597,
+        statement_cpu_us: 14.25,
+    }],
 };
 
 const HAAS_36: &str = "Haas, 24 cores, -c 36 -j 36 -n -S";
