@@ -498,15 +498,8 @@ fn table(plan: &Plan, results: &[PointResult]) -> String {
     s
 }
 
-/// Line colours, one per preset (the experiments' palette).
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(140, 86, 75),
-];
+// Line colours, one per preset: the experiments' palette.
+use lockstack_workloads::experiments::output::COLORS;
 
 /// Pixel size of one profile's panel, and the height of the title and legend strip.
 const PANEL: (u32, u32) = (520, 360);

@@ -435,6 +435,16 @@ mod simulating {
     /// slept). pgbench calls it with `wal` before the caller's `--set` list (so that `--set
     /// wal.flush=memory` keeps an unflushed WAL) and without it after.
     pub(crate) fn pgbench_defaults(engine: &mut lockstack_engine::engine::EngineConfig, wal: bool) {
+        let replace = |sink: &lockstack_xlog::WalSink| wal && matches!(sink, lockstack_xlog::WalSink::Memory);
+        profile_defaults(engine, replace);
+    }
+
+    /// The profile's client costs per statement (unless set) and, where `replace` says so of
+    /// the engine's WAL sink, its WAL flush as a modelled fsync.
+    fn profile_defaults(
+        engine: &mut lockstack_engine::engine::EngineConfig,
+        replace: impl Fn(&lockstack_xlog::WalSink) -> bool,
+    ) {
         let Some(sim) = SIM.get() else {
             return;
         };
@@ -442,7 +452,7 @@ mod simulating {
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
-        if wal && matches!(engine.wal.sink, lockstack_xlog::WalSink::Memory) {
+        if replace(&engine.wal.sink) {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }
     }
@@ -452,21 +462,10 @@ mod simulating {
     /// experiment's own modelled figure is for native runs; the machine's storage is a property
     /// of its profile).
     fn experiment_engine_defaults(engine: &mut lockstack_engine::engine::EngineConfig, flush: bool) {
-        let Some(sim) = SIM.get() else {
-            return;
-        };
-        let p = &sim.profile().pgbench;
-        let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
-        engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
-        engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
-        if flush
-            && matches!(
-                engine.wal.sink,
-                lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. }
-            )
-        {
-            engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
-        }
+        profile_defaults(engine, |sink| {
+            flush
+                && matches!(sink, lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. })
+        });
     }
 
     /// After the command: saves a measured segment table, prints the section and adds it to

@@ -22,6 +22,8 @@ use super::driver::{ExperimentResult, TimeSplit};
 
 mod svg;
 
+pub use svg::COLORS;
+
 /// Paths of the files [`write_all`] wrote.
 #[derive(Clone, Debug, Serialize)]
 pub struct Written {

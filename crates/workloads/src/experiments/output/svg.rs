@@ -8,8 +8,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{TimeShares, time_shares};
 use crate::experiments::driver::ExperimentResult;
 
-/// Line colours, one per variant (matplotlib's "tab10", readable on white).
-const COLORS: [RGBColor; 6] = [
+/// Line colours, one per series (matplotlib's "tab10", readable on white): the variants of
+/// the experiments' plots and the presets of `lockstack machine sweep`.
+pub const COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
