@@ -43,16 +43,19 @@ pub(crate) struct ExperimentArgs {
     /// only: native points running side by side would measure each other).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     jobs: Option<i64>,
-    /// Client counts, comma-separated (worker threads for vm-pin); default: the experiment's.
+    /// Client counts, comma-separated (worker threads for vm-pin); default: the experiment's
+    /// (under --machine with one of the seed's machines, the counts the thread ran there).
     #[arg(long, value_name = "N,N,...")]
     clients: Option<String>,
-    /// Seconds per point (fractions allowed); default: the experiment's.
+    /// Seconds per point (fractions allowed); default: the experiment's (under --machine with
+    /// one of the seed's machines, that machine's: virtual seconds sized for a 5-minute sweep).
     #[arg(long, allow_negative_numbers = true)]
     duration: Option<f64>,
     /// Runs per point (min / median / max are over these); default 3.
     #[arg(long, allow_negative_numbers = true)]
     runs: Option<i64>,
-    /// pgbench scale factor (vm-pin: multiplies the table sizes); default 1.
+    /// pgbench scale factor (vm-pin: multiplies the table sizes); default 1 (under --machine
+    /// with one of the seed's machines, that machine's: 10 for the write experiments).
     #[arg(short = 's', long, allow_negative_numbers = true)]
     scale: Option<i64>,
     /// Release preset the variants start from (pg91, pg92, pg96, pg14, pg17); default: the
@@ -63,7 +66,8 @@ pub(crate) struct ExperimentArgs {
     /// lists the knobs). Knobs the experiment varies are refused.
     #[arg(long = "set", value_name = "CRATE.KNOB=VALUE")]
     set: Vec<String>,
-    /// Only these workloads, comma-separated (e.g. select-only); default: all of the experiment's.
+    /// Only these workloads, comma-separated (e.g. select-only); default: all of the experiment's
+    /// (under --machine with one of the seed's machines, those the thread measured there).
     #[arg(long, value_name = "NAME,...")]
     workload: Option<String>,
     /// Directory for NAME.csv, NAME-runs.csv, NAME-usl.csv, NAME.json, NAME.svg and (under

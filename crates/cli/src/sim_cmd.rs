@@ -452,6 +452,10 @@ mod simulating {
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
+        // PostgreSQL's waits: LWLocks queue at once, spinlocks sleep as s_lock.c does (the
+        // native defaults depart from both for a machine with fewer cores than threads).
+        engine.lwlock_spin_rounds.get_or_insert(0);
+        engine.lwlock_spin_schedule.get_or_insert(lockstack_lwlock::SpinSchedule::Postgres);
         if replace(&engine.wal.sink) {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }

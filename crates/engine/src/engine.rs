@@ -60,6 +60,13 @@ pub struct EngineConfig {
     /// core (`--set sim.statement_cpu_us`; default 0). `lockstack experiment NAME --machine P
     /// --calibrate` solves it from a published 1-client figure (issue 18's one unknown).
     pub sim_statement_cpu: Option<std::time::Duration>,
+    /// LWLock pre-sleep spin rounds (`--set lwlock.spin_rounds`; [`lockstack_lwlock::set_spin_rounds`]);
+    /// `None`: the crate's default (10) natively, PostgreSQL's 0 under `--machine`.
+    pub lwlock_spin_rounds: Option<u32>,
+    /// How spin loops wait once their busy-waits are spent (`--set lwlock.spin_schedule`;
+    /// [`lockstack_lwlock::SpinSchedule`]); `None`: `lockstack` natively, `postgres` (s_lock.c's
+    /// 1 ms sleeps) under `--machine`.
+    pub lwlock_spin_schedule: Option<lockstack_lwlock::SpinSchedule>,
 }
 
 /// The shared state of a run.
@@ -135,7 +142,20 @@ impl EngineConfig {
             sim_client_cpu: None,
             sim_client_rtt: None,
             sim_statement_cpu: None,
+            lwlock_spin_rounds: None,
+            lwlock_spin_schedule: None,
         }
+    }
+
+    /// Sets the process-wide spin settings ([`lockstack_lwlock::set_spin_rounds`],
+    /// [`lockstack_lwlock::set_spin_schedule`]) from this config, defaults for `None`. Every
+    /// engine (and each experiment's buffer run) calls it before its run, so a setting never
+    /// leaks from one run into the next.
+    pub fn apply_spin_settings(&self) {
+        lockstack_lwlock::set_spin_rounds(
+            self.lwlock_spin_rounds.unwrap_or(lockstack_lwlock::DEFAULT_SPIN_ROUNDS),
+        );
+        lockstack_lwlock::set_spin_schedule(self.lwlock_spin_schedule.unwrap_or_default());
     }
 
     /// Sets the LWLock implementation of every subsystem and of the engine's own locks: the
@@ -283,6 +303,7 @@ impl Engine {
         source: TableSource,
         data_dir: Option<crate::datadir::files::DirLock>,
     ) -> Result<Arc<Engine>, EngineError> {
+        cfg.apply_spin_settings();
         let procarray = ProcArray::new(cfg.procarray).map_err(|e| EngineError::Usage(e.to_string()))?;
         let clog = Arc::new(Clog::new(cfg.clog.clone())?);
         let subtrans = Arc::new(SubTrans::new(cfg.subtrans.clone())?);

@@ -79,6 +79,26 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
         },
     },
     Knob {
+        key: "lwlock.spin_rounds",
+        values: "default|0..=64",
+        doc: "LWLock pre-sleep spin rounds, process-wide (0: PostgreSQL's, queue at once; default: 10 natively, 0 under --machine)",
+        default: "default",
+        apply: |c, v| {
+            c.lwlock_spin_rounds = if v == "default" { None } else { Some(in_range(v, 0u32, 64)?) };
+            Some(())
+        },
+    },
+    Knob {
+        key: "lwlock.spin_schedule",
+        values: "default|lockstack|postgres",
+        doc: "how spin loops wait after their busy-waits: yields then short sleeps, or s_lock.c's 100 spins then sleeps from 1 ms (default: lockstack natively, postgres under --machine)",
+        default: "default",
+        apply: |c, v| {
+            c.lwlock_spin_schedule = if v == "default" { None } else { Some(parsed(v)?) };
+            Some(())
+        },
+    },
+    Knob {
         key: "sim.client_cpu_us",
         values: "profile or 0..=1000000 (us)",
         doc: "--machine only: a pgbench client's own work per statement, charged on its simulated core (default: the profile's [pgbench] figure)",
@@ -489,7 +509,7 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 36, "the knob count quoted in docs/engine.md");
+        assert_eq!(keys.len(), 38, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {
@@ -632,6 +652,7 @@ mod tests {
             "wal.flush" => "modelled:50",
             "engine.btree_search" => "binary",
             "vm.check" => "always-vm",
+            "lwlock.spin_schedule" => "postgres",
             k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
             k if k.contains("skip") || k.contains("compare") => "off",
             _ => "64",

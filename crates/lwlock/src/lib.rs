@@ -50,4 +50,7 @@ pub use pg92::Pg92LwLock;
 #[cfg(not(loom))]
 pub use raw::{ConstLwLock, Pg92RwLock, RawLwLock, ReadBiasedRwLock, RwLock};
 pub use read_biased::{INHIBIT_MULTIPLIER, READER_SLOTS, ReadBiasedLwLock};
-pub use spin::{DEFAULT_SPIN_ROUNDS, SpinDelay, SpinLock, set_spin_rounds, spin_rounds};
+pub use spin::{
+    DEFAULT_SPIN_ROUNDS, SpinDelay, SpinLock, SpinSchedule, set_spin_rounds, set_spin_schedule, spin_rounds,
+    spin_schedule,
+};

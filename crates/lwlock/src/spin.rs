@@ -3,8 +3,9 @@
 //! PostgreSQL's `s_lock.c` (`perform_spin_delay`, 8.0+) spins `spins_per_delay` times, then
 //! sleeps with a randomly growing delay; the number of delays is what `LWLOCK_STATS` prints as
 //! `spindelay`. On a machine with fewer cores than threads a spinner mostly burns the holder's
-//! time slice, so ours spins briefly, then yields, then sleeps for a growing interval (1 µs up to
-//! 1 ms). Every yield or sleep counts as one delay.
+//! time slice, so by default ours spins briefly, then yields, then sleeps for a growing interval
+//! (2 µs up to 1 ms); [`SpinSchedule::Postgres`] is `s_lock.c`'s own schedule, which the
+//! simulated machine uses by default. Every yield or sleep counts as one delay.
 
 use crate::sync::{AtomicBool, spin_hint, yield_now};
 use lockstack_common::sync::Ordering;
@@ -34,6 +35,57 @@ pub fn set_spin_rounds(rounds: u32) {
 /// The current [`set_spin_rounds`] setting.
 pub fn spin_rounds() -> u32 {
     SPIN_ROUNDS.load(Ordering::Relaxed)
+}
+
+/// How a spin loop ([`SpinDelay`]: the 9.2 spinlock, the wait-list bit, the reader-bias drain)
+/// waits once its busy-wait budget is spent. Source: PostgreSQL's `src/backend/storage/lmgr/
+/// s_lock.c` (`perform_spin_delay`, 8.0 to 17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpinSchedule {
+    /// 64 busy-waits, then 16 yields, then sleeps of 2 µs doubling to 1 ms: this crate's
+    /// default, kind to a machine with fewer cores than threads (a departure from PostgreSQL).
+    #[default]
+    Lockstack,
+    /// `s_lock.c`'s: [`SpinSchedule::PG_SPINS_PER_DELAY`] busy-waits, then a sleep that
+    /// starts at 1 ms and grows by half of itself each time up to 1 s, then starts over at
+    /// 1 ms; the busy-waits repeat before every sleep. PostgreSQL grows the delay by a random
+    /// fraction (0 to 1) of itself, whose mean this uses so that simulated runs stay
+    /// deterministic, and adapts `spins_per_delay` between 10 and 1000 (not modelled).
+    Postgres,
+}
+
+impl SpinSchedule {
+    /// `s_lock.c`'s `DEFAULT_SPINS_PER_DELAY`.
+    pub const PG_SPINS_PER_DELAY: u32 = 100;
+    /// `s_lock.c`'s `MIN_DELAY_USEC` and `MAX_DELAY_USEC`, in µs.
+    pub const PG_DELAY_US: (u32, u32) = (1_000, 1_000_000);
+}
+
+impl std::str::FromStr for SpinSchedule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SpinSchedule, String> {
+        match s {
+            "lockstack" => Ok(SpinSchedule::Lockstack),
+            "postgres" => Ok(SpinSchedule::Postgres),
+            _ => Err(format!("unknown spin schedule {s:?} (lockstack|postgres)")),
+        }
+    }
+}
+
+static SPIN_SCHEDULE: AtomicU32 = AtomicU32::new(0);
+
+/// Sets the [`SpinSchedule`] of every spin loop, process-wide, from the next delay on.
+pub fn set_spin_schedule(s: SpinSchedule) {
+    SPIN_SCHEDULE.store(s as u32, Ordering::Relaxed);
+}
+
+/// The current [`set_spin_schedule`] setting.
+pub fn spin_schedule() -> SpinSchedule {
+    if SPIN_SCHEDULE.load(Ordering::Relaxed) == SpinSchedule::Postgres as u32 {
+        SpinSchedule::Postgres
+    } else {
+        SpinSchedule::Lockstack
+    }
 }
 
 /// Retries `attempt` on the [`set_spin_rounds`] schedule, calling it only when `looks_free`
@@ -70,6 +122,8 @@ pub(crate) fn spin_then_attempt(
 pub struct SpinDelay {
     spins: u32,
     delays: u32,
+    /// The next sleep under [`SpinSchedule::Postgres`], µs (0: not started).
+    cur_delay_us: u32,
 }
 
 impl SpinDelay {
@@ -80,12 +134,16 @@ impl SpinDelay {
 
     /// Fresh state.
     pub const fn new() -> SpinDelay {
-        SpinDelay { spins: 0, delays: 0 }
+        SpinDelay { spins: 0, delays: 0, cur_delay_us: 0 }
     }
 
     /// One step of waiting: spin, yield, or sleep, depending on how long we have waited.
     #[inline]
     pub fn spin(&mut self) {
+        if spin_schedule() == SpinSchedule::Postgres {
+            self.spin_postgres();
+            return;
+        }
         if self.spins < Self::SPINS_BEFORE_YIELD {
             self.spins += 1;
             spin_hint();
@@ -100,6 +158,29 @@ impl SpinDelay {
                 let exp = (self.delays - Self::YIELDS_BEFORE_SLEEP).min(10);
                 lockstack_common::sync::sleep(std::time::Duration::from_micros(1 << exp));
             }
+        }
+    }
+
+    /// One step under [`SpinSchedule::Postgres`]. Under loom a delay yields (loom has no time).
+    fn spin_postgres(&mut self) {
+        if self.spins < SpinSchedule::PG_SPINS_PER_DELAY {
+            self.spins += 1;
+            spin_hint();
+            return;
+        }
+        self.spins = 0;
+        self.delays += 1;
+        let (min, max) = SpinSchedule::PG_DELAY_US;
+        if self.cur_delay_us == 0 {
+            self.cur_delay_us = min;
+        }
+        #[cfg(loom)]
+        yield_now();
+        #[cfg(not(loom))]
+        lockstack_common::sync::sleep(std::time::Duration::from_micros(u64::from(self.cur_delay_us)));
+        self.cur_delay_us += self.cur_delay_us / 2;
+        if self.cur_delay_us > max {
+            self.cur_delay_us = min;
         }
     }
 

@@ -326,6 +326,7 @@ same_node_ns = {xfer}  # as same_llc_ns (one last-level cache)
 remote = []  # one NUMA node
 memory_ns = {mem}  # measured: a dependent load chasing a random cycle through 64 MiB
 atomic_rmw_ns = {rmw}  # measured: an uncontended fetch_add(AcqRel) minus a load
+owner_grace_ns = 10.0  # assumed: a few dozen cycles for the instruction waiting on a fill to use it
 fence_ns = {fence}  # measured: a relaxed store plus fence(SeqCst), minus the store
 pause_ns = {pause}  # measured: std::hint::spin_loop()
 clock_read_ns = {clock}  # measured: Instant::now()

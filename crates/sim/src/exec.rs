@@ -378,6 +378,9 @@ pub(crate) enum After {
     /// It gave up its hardware thread (parked, slept, joined, was preempted): suspend until
     /// the scheduler resumes it.
     Block,
+    /// It waits for a line, keeping its hardware thread: suspend until its resume event, then
+    /// apply the operation again.
+    Retry,
 }
 
 impl Exec {

@@ -4,7 +4,7 @@
 //! Time is kept in picoseconds (`u64`) inside the model so that sub-nanosecond costs add up
 //! exactly; the public API speaks [`std::time::Duration`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::profile::MachineProfile;
@@ -54,6 +54,9 @@ pub(crate) struct Machine {
     same_llc: u64,
     same_node: u64,
     pub(crate) rmw: u64,
+    /// How long a core keeps a line it received by a read miss before a queued request from
+    /// another core takes it (`costs.owner_grace_ns`).
+    pub(crate) grace: u64,
     pub(crate) fence: u64,
     pub(crate) pause: u64,
     pub(crate) clock_read: u64,
@@ -111,6 +114,7 @@ impl Machine {
             same_llc: ps(c.same_llc_ns),
             same_node: ps(c.same_node_ns),
             rmw: ps(c.atomic_rmw_ns),
+            grace: ps(c.owner_grace_ns),
             fence: ps(c.fence_ns),
             pause: ps(c.pause_ns),
             clock_read: ps(c.clock_read_ns),
@@ -200,6 +204,14 @@ pub(crate) struct Line {
     last_writer_hw: u32,
     /// No transfer of this line starts before this time (ps): one hand-off at a time.
     busy_until: u64,
+    /// The core that received the line by its last read miss, and until when (ps) it keeps
+    /// the line against queued requests of other cores (its grace window; ended early by
+    /// that core's own write or RMW of the line).
+    grace_core: u32,
+    grace_until: u64,
+    /// Tasks whose miss waits for the line, in arrival order: the head has a resume event at
+    /// the time the line is free for it, the others wait for it to be served.
+    pub(crate) waiters: VecDeque<u32>,
     /// The NUMA node whose memory holds it (the node of the first core to touch it).
     home: u32,
     /// Order of first touch in this run (names unnamed lines deterministically).
@@ -212,6 +224,20 @@ pub(crate) struct Line {
     pub(crate) memory_fills: u64,
     /// Accesses of every kind.
     pub(crate) accesses: u64,
+    /// Misses that waited in the line's queue before they were served.
+    pub(crate) queued: u64,
+}
+
+/// The result of [`Lines::try_access`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Served {
+    /// Served: the access completes at this time (ps), and the caller performs it now;
+    /// `true` when the task was the head of the line's queue and left it.
+    Done(u64, bool),
+    /// The task is the head of the line's queue and must retry at this time (ps).
+    RetryAt(u64),
+    /// The task waits behind the queue's head; it is resumed when it becomes the head.
+    Queued,
 }
 
 /// A multiplicative hasher for line numbers (the standard SipHash would dominate the model's
@@ -245,7 +271,101 @@ pub(crate) struct Lines {
     pub(crate) map: LineMap<Line>,
 }
 
+impl Line {
+    /// Whether core `core` holds the line in the state `access` needs (no transfer).
+    fn hit(&self, core: u32, access: Access) -> bool {
+        match access {
+            Access::Read => self.owner == core || self.sharers.contains(core),
+            Access::Write | Access::Rmw => self.owner == core || self.sharers.only(core),
+        }
+    }
+
+    /// Whether `access` is a read of a line held only in shared state (some core has a copy,
+    /// none owns it): served by a sharer without serializing behind other readers.
+    fn shared_read(&self, access: Access) -> bool {
+        access == Access::Read && self.owner == NO_CORE && !self.sharers.is_empty()
+    }
+
+    /// The earliest time (ps) a transfer to core `core` may start: after the transfer in
+    /// flight, and after another core's grace window.
+    pub(crate) fn free_for(&self, core: u32) -> u64 {
+        if self.grace_core != core && self.grace_core != NO_CORE {
+            self.busy_until.max(self.grace_until)
+        } else {
+            self.busy_until
+        }
+    }
+}
+
 impl Lines {
+    /// An access by task `task` on hardware thread `hw` that may have to wait for the line:
+    /// the coherence protocol's order, with the real memory operation performed when the
+    /// access is served (not when it was issued), so that a load returns the value the line
+    /// holds when it arrives.
+    ///
+    /// An access by the core in its grace window is served at once (after a transfer in
+    /// flight); so is a hit when no other task waits for the line. A miss is served at once
+    /// only when no other task waits and the line is free for this core; otherwise the task
+    /// joins the line's queue:
+    /// the head retries at the time the line becomes free, the others wait to become head.
+    /// On a read miss the receiving core gets `costs.owner_grace_ns` before a queued
+    /// request of another core takes the line, so that a load followed by a CAS (a
+    /// compare-and-swap loop) can complete as on hardware, where a just-filled line is not
+    /// snooped away before the next instruction uses it.
+    pub(crate) fn try_access(
+        &mut self,
+        m: &Machine,
+        hw: u32,
+        line: u64,
+        access: Access,
+        t: u64,
+        task: u32,
+    ) -> Served {
+        let core = m.core_of(hw);
+        if let Some(l) = self.map.get_mut(&line) {
+            let in_grace = l.grace_core == core && t < l.grace_until;
+            if !in_grace {
+                let head = l.waiters.front().copied();
+                // Behind a queue even a hit waits: the queued request snoops the line away.
+                if head.is_some_and(|h| h != task) {
+                    if !l.waiters.contains(&task) {
+                        l.waiters.push_back(task);
+                        l.queued += 1;
+                    }
+                    return Served::Queued;
+                }
+                if !l.hit(core, access) {
+                    // Every miss waits out another core's grace window (a read during it would
+                    // see the value the window's CAS is about to replace); a read of a shared
+                    // line then overlaps other readers (it does not extend `busy_until`).
+                    let free = l.free_for(core);
+                    if t < free {
+                        if head.is_none() {
+                            l.waiters.push_back(task);
+                            l.queued += 1;
+                        }
+                        return Served::RetryAt(free);
+                    }
+                }
+            }
+            // The head served (in its grace window, or once the line is free) leaves the queue.
+            if l.waiters.front() == Some(&task) {
+                l.waiters.pop_front();
+                return Served::Done(self.access(m, hw, line, access, t), true);
+            }
+        }
+        Served::Done(self.access(m, hw, line, access, t), false)
+    }
+
+    /// The task at the head of `line`'s queue and the earliest time it may be served (after
+    /// the transfer in flight; a request that must also wait out another core's grace window
+    /// finds that out when it retries), if any task waits.
+    pub(crate) fn head(&self, line: u64) -> Option<(u32, u64)> {
+        let l = self.map.get(&line)?;
+        let &task = l.waiters.front()?;
+        Some((task, l.busy_until))
+    }
+
     /// Charges an access of `access` kind by hardware thread `hw` to line `line`, issued at
     /// time `t` (ps); returns the time the access completes. Updates the coherence state.
     ///
@@ -262,12 +382,16 @@ impl Lines {
             sharers: CoreSet::default(),
             last_writer_hw: u32::MAX,
             busy_until: 0,
+            grace_core: NO_CORE,
+            grace_until: 0,
+            waiters: VecDeque::new(),
             home: m.core_node[core as usize],
             first_touch: next,
             transfers: 0,
             invalidations: 0,
             memory_fills: 0,
             accesses: 0,
+            queued: 0,
         });
         l.accesses += 1;
         let local = if l.last_writer_hw != hw
@@ -284,13 +408,14 @@ impl Lines {
                 if l.owner == core || l.sharers.contains(core) {
                     start + local
                 } else {
+                    let shared = l.shared_read(access);
                     let cost = if l.owner != NO_CORE {
                         l.transfers += 1;
                         let c = m.transfer(l.owner, core);
                         l.sharers.insert(l.owner);
                         l.owner = NO_CORE;
                         c
-                    } else if !l.sharers.is_empty() {
+                    } else if shared {
                         l.transfers += 1;
                         l.sharers.iter().map(|s| m.transfer(s, core)).min().unwrap_or(0)
                     } else {
@@ -299,7 +424,18 @@ impl Lines {
                     };
                     l.sharers.insert(core);
                     let done = start + cost;
-                    l.busy_until = done;
+                    // Readers of a shared line are served side by side; taking the line from
+                    // its owner or from memory is one hand-off that others queue behind.
+                    if !shared {
+                        l.busy_until = done;
+                    }
+                    // A read that took the line from its owner or from memory opens the
+                    // reader's grace window; a copy from a sharer takes nothing away and opens
+                    // none (its readers overlap).
+                    if !shared {
+                        l.grace_core = core;
+                        l.grace_until = done + m.grace;
+                    }
                     done
                 }
             }
@@ -341,6 +477,10 @@ impl Lines {
                 if missed || access == Access::Rmw {
                     l.busy_until = done;
                 }
+                // A write ends any grace window: the owner's, once it has written (a load's
+                // CAS done), or another core's, whose copy this write took.
+                l.grace_core = NO_CORE;
+                l.grace_until = 0;
                 done
             }
         }

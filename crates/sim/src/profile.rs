@@ -113,6 +113,12 @@ pub struct Costs {
     /// What a locked read-modify-write (CAS, fetch_add, swap) adds once the line is held
     /// exclusively.
     pub atomic_rmw_ns: f64,
+    /// How long a core keeps a line it received by a read miss before a queued request of
+    /// another core takes it: the window in which a load's compare-and-swap finds the line
+    /// still held (hardware answers a snoop only after the instructions waiting for the
+    /// fill have used it). Without it every CAS loop under contention fails until the queue
+    /// drains. Assumed in every built-in profile; see docs/sim.md.
+    pub owner_grace_ns: f64,
     /// A full fence (`mfence`, `sync`).
     pub fence_ns: f64,
     /// One spin-wait hint (`pause`, `or 27,27,27`).
@@ -317,6 +323,7 @@ impl MachineProfile {
             ("same_node_ns", c.same_node_ns),
             ("memory_ns", c.memory_ns),
             ("atomic_rmw_ns", c.atomic_rmw_ns),
+            ("owner_grace_ns", c.owner_grace_ns),
             ("fence_ns", c.fence_ns),
             ("pause_ns", c.pause_ns),
             ("clock_read_ns", c.clock_read_ns),

@@ -25,7 +25,7 @@ use std::time::Duration;
 pub use crate::exec::TaskId;
 use crate::exec::{After, CURRENT, Exec, SITE_EXIT, State, duration_ps, ps_of};
 pub use crate::machine::Access;
-use crate::machine::LINE_SHIFT;
+use crate::machine::{LINE_SHIFT, Served};
 
 /// The running simulation's executor.
 pub(crate) fn exec() -> &'static RefCell<Exec> {
@@ -60,9 +60,9 @@ fn suspend(ex: std::cell::RefMut<'_, Exec>) {
 }
 
 /// The driver of every operation: charge the segment ending at `site`, wait for the task's
-/// turn, apply `f`, then preempt if the slice is used. Returns `None` in teardown (the
-/// operation did nothing).
-fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After) -> Option<()> {
+/// turn, apply `f` (again each time it answers [`After::Retry`]), then preempt if the slice is
+/// used. Returns `None` in teardown (the operation did nothing).
+fn op(site: &'static Location<'static>, mut f: impl FnMut(&mut Exec, u32) -> After) -> Option<()> {
     let end_ticks = crate::hostclock::ticks();
     let cell = exec();
     let mut ex = cell.borrow_mut();
@@ -82,17 +82,29 @@ fn op(site: &'static Location<'static>, f: impl FnOnce(&mut Exec, u32) -> After)
         }
     }
     // The caller performs the real memory operation as soon as this returns, in the order
-    // operations are applied (their start times): accesses to one line are serialized by the
-    // line's busy time, so each sees the effects of those applied before it, as the coherence
-    // order says. The task does not wait for its completion time here: its clock is ahead,
-    // and its next operation waits for its turn before it touches shared memory again.
-    let suspended = match f(&mut ex, id) {
-        After::Block => true,
-        After::Continue => ex.maybe_preempt(id),
-    };
-    if suspended {
-        suspend(ex);
-        ex = cell.borrow_mut();
+    // operations are applied: an access that must wait for its line (a miss queued behind
+    // others, or behind a transfer in flight) is applied when it is served, so each sees the
+    // effects of those applied before it, as the coherence order says. The task does not wait
+    // for its completion time here: its clock is ahead, and its next operation waits for its
+    // turn before it touches shared memory again.
+    loop {
+        let suspended = match f(&mut ex, id) {
+            After::Block => true,
+            After::Continue => ex.maybe_preempt(id),
+            After::Retry => {
+                suspend(ex);
+                ex = cell.borrow_mut();
+                if ex.teardown {
+                    return None;
+                }
+                continue;
+            }
+        };
+        if suspended {
+            suspend(ex);
+            ex = cell.borrow_mut();
+        }
+        break;
     }
     if ex.measured_mode() {
         ex.tasks[id as usize].seg_start = Some(crate::hostclock::ticks());
@@ -105,20 +117,52 @@ impl Exec {
         self.tasks[self.current as usize].seg_start.is_some()
     }
 
-    /// Charges an access to every line of `[addr, addr + len)`, issued one L1 cycle apart
-    /// (misses overlap), and advances the clock to the last completion.
-    fn access_range(&mut self, id: u32, addr: usize, len: usize, access: Access) {
+    /// Charges an access to every line of `[addr, addr + len)`. One line: through the line's
+    /// queue ([`crate::machine::Lines::try_access`]), answering [`After::Retry`] while the
+    /// task waits for it. Several lines (a page, a tuple): issued one L1 cycle apart (misses
+    /// overlap), each served after its line's transfer in flight without queueing, and the
+    /// clock advances to the last completion.
+    fn access_range(&mut self, id: u32, addr: usize, len: usize, access: Access) -> After {
         let len = len.max(1);
         let first = (addr as u64) >> LINE_SHIFT;
         let last = (addr as u64).saturating_add(len as u64 - 1) >> LINE_SHIFT;
         let t = &self.tasks[id as usize];
         let (hw, start) = (t.hw, t.clock);
+        if first == last {
+            return match self.lines.try_access(&self.m, hw, first, access, start, id) {
+                Served::Done(done, left_queue) => {
+                    self.charge(id, done - start);
+                    if left_queue {
+                        self.resume_line_head(first);
+                    }
+                    After::Continue
+                }
+                Served::RetryAt(at) => {
+                    self.charge(id, at - start);
+                    self.push_resume(id);
+                    After::Retry
+                }
+                Served::Queued => After::Retry,
+            };
+        }
         let mut done = start;
         for (i, line) in (first..=last).enumerate() {
             let issue = start + i as u64 * self.m.l1;
             done = done.max(self.lines.access(&self.m, hw, line, access, issue));
         }
         self.charge(id, done - start);
+        After::Continue
+    }
+
+    /// Gives the head of `line`'s queue (if a task waits) a resume event at the time the line
+    /// is free for it; the time until then is charged to it as a stall.
+    fn resume_line_head(&mut self, line: u64) {
+        if let Some((task, free)) = self.lines.head(line) {
+            let clock = self.tasks[task as usize].clock;
+            let at = free.max(clock);
+            self.charge(task, at - clock);
+            self.push_resume(task);
+        }
     }
 }
 
@@ -127,10 +171,7 @@ impl Exec {
 /// Costs: a hit, or the line's transfer from its owner/sharers/memory queued behind the
 /// line's previous transfer; [`Access::Rmw`] adds the profile's `atomic_rmw_ns`.
 pub fn atomic(addr: usize, size: usize, access: Access, site: &'static Location<'static>) {
-    op(site, |ex, id| {
-        ex.access_range(id, addr, size, access);
-        After::Continue
-    });
+    op(site, |ex, id| ex.access_range(id, addr, size, access));
 }
 
 /// Charges a full fence (`costs.fence_ns`).
@@ -145,10 +186,7 @@ pub fn fence(site: &'static Location<'static>) {
 /// Charges plain shared data read or written under a lock: every 64-byte line of
 /// `[addr, addr + len)` moves to this core as [`atomic`] would move it (misses overlap).
 pub fn touch(addr: usize, len: usize, access: Access, site: &'static Location<'static>) {
-    op(site, |ex, id| {
-        ex.access_range(id, addr, len, access);
-        After::Continue
-    });
+    op(site, |ex, id| ex.access_range(id, addr, len, access));
 }
 
 /// Charges one spin-wait hint (`costs.pause_ns`), booked as spinning under the task's wait
@@ -316,11 +354,13 @@ pub fn spawn_at(
     site: &'static Location<'static>,
 ) -> TaskId {
     let mut new = None;
+    let mut f = Some(f);
     op(site, |ex, id| {
         let c = ex.m.futex_wake;
         ex.charge(id, c);
         let at = ex.tasks[id as usize].clock + ex.m.wake_latency;
-        new = Some(ex.new_task(name.to_string(), at, f));
+        let body = f.take().expect("spawn's operation is applied once");
+        new = Some(ex.new_task(name.to_string(), at, body));
         After::Continue
     });
     TaskId(new.unwrap_or(crate::exec::NONE))

@@ -672,6 +672,32 @@ impl Wal {
 
     /// One round of the WAL writer (`XLogBackgroundFlush`): flush up to the newest
     /// asynchronous commit and every completed page.
+    /// The WAL writer's loop on the calling thread (`synchronous_commit = off`): sleep
+    /// `wal_writer_delay`, flush what asynchronous commits left, until `stop` is set (checked
+    /// after each sleep). A simulated measured phase runs it as one of its tasks, since the
+    /// native writer thread started with the WAL sits such phases out
+    /// ([`lockstack_common::sync::hook::outside_simulated_phases`]). With `synchronous_commit
+    /// = on` it returns at once. Source: PostgreSQL's `walwriter.c` (`WalWriterMain`, 8.3+).
+    ///
+    /// # Errors
+    /// The first flush error (it also poisons the WAL).
+    pub fn writer_loop(&self, stop: &AtomicBool) -> Result<(), WalError> {
+        if self.cfg.synchronous_commit {
+            return Ok(());
+        }
+        let counters = self.stats.register();
+        loop {
+            {
+                let _scope = WaitEventScope::new(WaitEvent::WAL_WRITER_MAIN);
+                crate::sync::sleep(self.cfg.wal_writer_delay);
+            }
+            if stop.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.background_flush(&counters)?;
+        }
+    }
+
     fn background_flush(&self, counters: &WalCounters) -> Result<(), WalError> {
         let target = self.async_xact_lsn.load(Ordering::Acquire).max(self.write_rqst.load(Ordering::Acquire));
         if target > self.flush_result.load(Ordering::Acquire) {
@@ -707,8 +733,10 @@ fn wal_writer_main(
             }
         }
         let Some(wal) = weak.upgrade() else { return };
-        // An error poisons the WAL; backends see it on their next call.
-        let _ = wal.background_flush(&counters);
+        // An error poisons the WAL; backends see it on their next call. Not while a measured
+        // phase runs on the simulated machine: there the phase's own writer task flushes
+        // (`Wal::writer_loop`), and this native thread waits for the phase to end.
+        let _ = lockstack_common::sync::hook::outside_simulated_phases(|| wal.background_flush(&counters));
     }
 }
 

@@ -688,10 +688,31 @@ pub fn measured_phase<R>(f: impl FnOnce() -> R) -> R {
     let Some(run) = PHASE_RUNNER.get() else {
         return f();
     };
+    // No native background work (a WAL writer thread) runs while the phase is simulated: it
+    // would touch the simulated tasks' shared state from outside the simulation.
+    let _phase = PHASE_GATE.write().unwrap_or_else(|e| e.into_inner());
     let mut f = Some(f);
     let mut out = None;
     run(&mut || out = Some((f.take().expect("the phase runs once"))()));
     out.expect("the phase runner ran the phase")
+}
+
+/// Held for writing while [`measured_phase`] runs a phase in a simulation, for reading by
+/// [`outside_simulated_phases`].
+static PHASE_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Runs `f`, a native background thread's unit of work (the WAL writer's flush), when no
+/// measured phase is being simulated: it waits for a running one to end, and a phase waits for
+/// `f` to return before it starts. Native background threads were started during set-up and
+/// are no tasks of the simulation, so their work must not interleave with it; a simulated
+/// phase runs such work as a task of its own instead (`Wal::writer_loop`). Without a
+/// simulating binary (no phase runner) it is `f()`.
+pub fn outside_simulated_phases<R>(f: impl FnOnce() -> R) -> R {
+    if !ENABLED || PHASE_RUNNER.get().is_none() {
+        return f();
+    }
+    let _gate = PHASE_GATE.read().unwrap_or_else(|e| e.into_inner());
+    f()
 }
 
 /// Parks the running task on `key` while `still_waiting()` holds (checked with the key's queue

@@ -10,8 +10,20 @@ use lockstack_sim::{Access, MachineProfile, SimConfig, Simulation, task};
 
 /// A machine of `sockets` x `cores` cores with `smt` threads each, one NUMA node per socket,
 /// round costs: L1 1 ns, same socket 50 ns, cross socket 150 ns, memory 100 ns, RMW 10 ns,
-/// futex wait 100 ns, wake 200 ns, wake latency 5 us, context switch 1 us, slice `slice_ns`.
+/// futex wait 100 ns, wake 200 ns, wake latency 5 us, context switch 1 us, slice `slice_ns`,
+/// no owner grace window.
 pub fn profile(sockets: u32, cores: u32, smt: u32, slice_ns: f64) -> MachineProfile {
+    profile_with_grace(sockets, cores, smt, slice_ns, 0.0)
+}
+
+/// [`profile`] with an owner grace window of `grace_ns`.
+pub fn profile_with_grace(
+    sockets: u32,
+    cores: u32,
+    smt: u32,
+    slice_ns: f64,
+    grace_ns: f64,
+) -> MachineProfile {
     let dist: Vec<String> = (0..sockets)
         .map(|i| {
             format!(
@@ -39,6 +51,7 @@ same_node_ns = 50.0
 remote = [{{ distance = 20, transfer_ns = 150.0, memory_ns = 200.0 }}]
 memory_ns = 100.0
 atomic_rmw_ns = 10.0
+owner_grace_ns = {grace_ns}
 fence_ns = 5.0
 pause_ns = 5.0
 clock_read_ns = 0.0

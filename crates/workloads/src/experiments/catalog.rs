@@ -156,8 +156,20 @@ const PGXACT: Experiment = Experiment {
          without -N / -S",
     ],
     machines: &[
-        SeedMachine { profile: "xeon-32", series: &[HAAS_S, HAAS_W], clients: &[1, 8, 32, 80] },
-        SeedMachine { profile: "itanium-32", series: &[PAVAN_N, PAVAN_B], clients: &[1, 4, 32, 48, 64, 80] },
+        SeedMachine {
+            profile: "xeon-32",
+            series: &[HAAS_S, HAAS_W],
+            clients: &[1, 8, 32, 80],
+            duration_s: 0.2,
+            scale: 10,
+        },
+        SeedMachine {
+            profile: "itanium-32",
+            series: &[PAVAN_N, PAVAN_B],
+            clients: &[1, 4, 32, 48, 64, 80],
+            duration_s: 0.1,
+            scale: 10,
+        },
     ],
     calibrated: &[
         Calibrated {
@@ -248,7 +260,13 @@ const OLD_SNAPSHOT: Experiment = Experiment {
         p("select-only", AMIT, 64, "ost=1+fix", None, 191741.0, None),
     ],
     published_notes: &[],
-    machines: &[SeedMachine { profile: "power8-192", series: &[AMIT], clients: &[1, 32, 64] }],
+    machines: &[SeedMachine {
+        profile: "power8-192",
+        series: &[AMIT],
+        clients: &[1, 32, 64],
+        duration_s: 0.3,
+        scale: 1,
+    }],
     calibrated: &[],
 };
 
@@ -351,6 +369,8 @@ const FLEXLOCK: Experiment = Experiment {
         profile: "xeon-32",
         series: &[KEVIN_P, KEVIN_S],
         clients: &[1, 2, 4, 8, 16, 32, 64, 80, 96, 128],
+        duration_s: 0.15,
+        scale: 10,
     }],
     calibrated: &[Calibrated {
         machine: "xeon-32",
@@ -424,7 +444,13 @@ const FASTPATH: Experiment = Experiment {
          locks (roughly 800k shared and 12000 exclusive acquisitions, 850 blocks; one lock ~5x \
          hotter than the rest)",
     ],
-    machines: &[SeedMachine { profile: "opteron-24", series: &[HAAS_36], clients: &[1, 8, 24, 36] }],
+    machines: &[SeedMachine {
+        profile: "opteron-24",
+        series: &[HAAS_36],
+        clients: &[1, 8, 24, 36],
+        duration_s: 0.4,
+        scale: 1,
+    }],
     calibrated: &[],
 };
 
@@ -489,7 +515,13 @@ const VM_PIN: Experiment = Experiment {
          reproduce; no difference between #1 and #3",
         "vm-delete: no difference between #1 and #2",
     ],
-    machines: &[SeedMachine { profile: "xeon-12", series: &[], clients: &[1, 4, 12, 24, 64] }],
+    machines: &[SeedMachine {
+        profile: "xeon-12",
+        series: &[],
+        clients: &[1, 4, 12, 24, 64],
+        duration_s: 0.03,
+        scale: 1,
+    }],
     calibrated: &[],
 };
 

@@ -223,6 +223,14 @@ pub struct SeedMachine {
     /// The client counts the thread ran there: the default `--clients` under `--machine`
     /// with this profile.
     pub clients: &'static [usize],
+    /// The default `--duration` under `--machine` with this profile, virtual seconds per point:
+    /// chosen so that the default sweep (these clients, every variant and workload, the
+    /// default runs) finishes in under 5 minutes on a 2-core host with `--jobs 2`
+    /// (docs/experiments.md gives each sweep's time).
+    pub duration_s: f64,
+    /// The default `--scale` under `--machine` with this profile (the seeds ran at 100 or
+    /// more; loading that for every point would not fit the time above).
+    pub scale: i64,
 }
 
 /// One stored calibration (issue 18): on `machine`, the baseline variant of `workload` at

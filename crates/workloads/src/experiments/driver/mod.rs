@@ -231,7 +231,8 @@ impl Plan {
         }
         clients.sort_unstable();
         clients.dedup();
-        let duration_s = opts.duration_s.unwrap_or(experiment.duration_s);
+        let duration_s =
+            opts.duration_s.unwrap_or(seed_machine.map_or(experiment.duration_s, |m| m.duration_s));
         if !duration_s.is_finite() || duration_s <= 0.0 || duration_s > MAX_DURATION_S {
             return Err(format!(
                 "--duration must be above 0 and at most {MAX_DURATION_S} seconds, got {duration_s}"
@@ -242,7 +243,7 @@ impl Plan {
             return Err(format!("--runs must be 1..={MAX_RUNS}, got {runs}"));
         }
         let vm_pin = is_vm_pin(experiment);
-        let scale = opts.scale.unwrap_or(1);
+        let scale = opts.scale.unwrap_or(seed_machine.map_or(1, |m| m.scale));
         let max_scale = if vm_pin { 512 } else { 100_000 };
         if !(1..=max_scale).contains(&scale) {
             return Err(format!("--scale must be 1..={max_scale} for {}, got {scale}", experiment.name));
@@ -255,7 +256,23 @@ impl Plan {
         let preset = opts.preset.clone().unwrap_or_else(|| experiment.preset.to_string());
         EngineConfig::preset(&preset, 2, 1024)?;
         let workloads = match &opts.workloads {
-            None => experiment.workloads.iter().collect(),
+            // On one of the seed's machines: the workloads the thread measured there (all of
+            // them when it names none).
+            None => {
+                let on_machine: Vec<&'static Workload> = experiment
+                    .workloads
+                    .iter()
+                    .filter(|w| {
+                        seed_machine.is_some_and(|m| {
+                            experiment
+                                .published
+                                .iter()
+                                .any(|p| p.workload == w.name && m.series.contains(&p.series))
+                        })
+                    })
+                    .collect();
+                if on_machine.is_empty() { experiment.workloads.iter().collect() } else { on_machine }
+            }
             Some(names) => {
                 for n in names {
                     if experiment.workload(n).is_none() {
@@ -653,6 +670,11 @@ fn run_buffers(
     clients: usize,
     run: usize,
 ) -> Result<Point, String> {
+    let (mut engine, _) = plan.config(variant, clients)?;
+    if let Some(s) = &plan.simulation {
+        (s.engine_defaults)(&mut engine, false);
+    }
+    engine.apply_spin_settings();
     let cfg = plan.buffers_config(scenario, variant, clients)?;
     let rep = buffers::run(&cfg)?;
     let row = rep.rows.into_iter().next().ok_or("the buffer experiment returned no row")?;

@@ -542,7 +542,14 @@ pub fn run_on_with(
     let start_cell: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let progress: Vec<ClientProgress> = (0..cfg.clients).map(|_| ClientProgress::default()).collect();
     let (prog, progress) = (&prog, &progress);
+    let writer_stop = lockstack_common::sync::AtomicBool::new(false);
     let outs: Vec<Result<ClientOut, EngineError>> = lockstack_common::sync::thread::measured_scope(|sc| {
+        // On the simulated machine the WAL writer (synchronous_commit off) is a task of the
+        // phase; its native thread waits for the phase to end.
+        let writer = lockstack_common::sync::hook::simulated().then(|| {
+            let (wal, stop) = (Arc::clone(&engine.wal), &writer_stop);
+            sc.spawn(move || wal.writer_loop(stop))
+        });
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
                 let (engine, shared, start_cell) = (Arc::clone(engine), Arc::clone(&shared), &start_cell);
@@ -640,10 +647,19 @@ pub fn run_on_with(
         profile = sampler.map(WaitSampler::stop).unwrap_or_default();
         counters_after = StackCounters::take(engine);
         shared.release.open();
-        handles
+        writer_stop.store(true, Ordering::Release);
+        let mut outs: Vec<Result<ClientOut, EngineError>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Usage("a client thread panicked".into()))))
-            .collect()
+            .collect();
+        if let Some(w) = writer {
+            match w.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => outs.push(Err(e.into())),
+                Err(_) => outs.push(Err(EngineError::Usage("the WAL writer task panicked".into()))),
+            }
+        }
+        outs
     });
     if let Some(e) = sampler_error {
         return Err(EngineError::Usage(e));
