@@ -224,8 +224,6 @@ pub(crate) struct Line {
     pub(crate) memory_fills: u64,
     /// Accesses of every kind.
     pub(crate) accesses: u64,
-    /// Misses that waited in the line's queue before they were served.
-    pub(crate) queued: u64,
 }
 
 /// The result of [`Lines::try_access`].
@@ -330,7 +328,6 @@ impl Lines {
                 if head.is_some_and(|h| h != task) {
                     if !l.waiters.contains(&task) {
                         l.waiters.push_back(task);
-                        l.queued += 1;
                     }
                     return Served::Queued;
                 }
@@ -342,7 +339,6 @@ impl Lines {
                     if t < free {
                         if head.is_none() {
                             l.waiters.push_back(task);
-                            l.queued += 1;
                         }
                         return Served::RetryAt(free);
                     }
@@ -391,7 +387,6 @@ impl Lines {
             invalidations: 0,
             memory_fills: 0,
             accesses: 0,
-            queued: 0,
         });
         l.accesses += 1;
         let local = if l.last_writer_hw != hw
