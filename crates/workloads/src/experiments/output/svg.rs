@@ -71,10 +71,26 @@ fn header(area: &Area<'_>, title: &str, r: &ExperimentResult) -> Result<(), Stri
     if let Some(c) = &r.calibrated_to {
         second.push_str(&format!("; calibrated to: {c}"));
     }
-    area.draw(&Text::new(title.to_string(), (12, 8), ("sans-serif", 20).into_font().style(FontStyle::Bold)))
-        .map_err(err)?;
+    let width = f64::from(area.dim_in_pixel().0);
+    let title_size = fitting_size(title, 20.0, width);
+    area.draw(&Text::new(
+        title.to_string(),
+        (12, 8),
+        ("sans-serif", title_size).into_font().style(FontStyle::Bold),
+    ))
+    .map_err(err)?;
     area.draw(&Text::new(second, (12, 32), ("sans-serif", 15))).map_err(err)?;
     Ok(())
+}
+
+/// The font size (at most `size`) at which `text` fits in `width` pixels with a 12-pixel
+/// margin each side: a long experiment name on a one-panel plot would otherwise run past the
+/// right edge. Estimates a glyph at half the nominal size (plotters' SVG text at 0.8 of the
+/// requested size, sans-serif glyphs about 0.62 em wide).
+fn fitting_size(text: &str, size: f64, width: f64) -> f64 {
+    let estimate = text.chars().count() as f64 * size * 0.5;
+    let room = (width - 24.0).max(1.0);
+    if estimate > room { size * room / estimate } else { size }
 }
 
 /// One legend entry's symbol.
