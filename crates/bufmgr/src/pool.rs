@@ -752,6 +752,7 @@ impl BackendBuffers {
     /// Pins buffer `id` (`PinBuffer`): only the first pin by this backend touches the header.
     #[inline]
     fn pin(&self, id: u32, is_vm: bool) {
+        let _cost = lockstack_common::sync::hook::pg_region("bufmgr.pin");
         if self.refs.incr(id) == 1 {
             let (_, cost) = self.pool.descs[id as usize].pin(self.kind());
             self.count_cost(cost, || is_vm);
@@ -764,6 +765,7 @@ impl BackendBuffers {
     /// If this backend does not pin `id`, or still holds its content lock at the last unpin.
     #[inline]
     fn unpin(&self, id: u32) {
+        let _cost = lockstack_common::sync::hook::pg_region("bufmgr.unpin");
         if self.refs.decr(id) == 0 {
             assert!(
                 !self.locked.contains(id),

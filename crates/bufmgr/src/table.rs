@@ -171,14 +171,19 @@ impl BufTable {
                 let p = &parts[Self::partition_of(*mask, h)];
                 buckets.prefetch_home(h);
                 let held = p.lock.acquire(LwLockMode::Shared);
+                let cost = lockstack_common::sync::hook::pg_region("bufmgr.mapping_lookup");
                 // SAFETY: `h`'s partition lock is held shared.
                 let found = unsafe { buckets.get(h) };
+                drop(cost);
                 let r = found.map(pin);
                 p.lock.release(held);
                 r
             }
             BufTable::Dash(m) => {
-                let g = m.get(h)?;
+                let cost = lockstack_common::sync::hook::pg_region("bufmgr.mapping_lookup");
+                let g = m.get(h);
+                drop(cost);
+                let g = g?;
                 Some(pin(*g.value()))
             }
         }

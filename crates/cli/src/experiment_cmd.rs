@@ -27,7 +27,7 @@ use crate::sim_cmd::{SimArgs, SimClock, SimTally};
 pub(crate) struct ExperimentArgs {
     /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`, or
     /// `merge` (with DIR).
-    name: String,
+    pub(crate) name: String,
     /// `experiment merge DIR`: the directory of NAME-point-K.json files to merge (the merged
     /// files go to --out, default DIR itself).
     #[arg(value_name = "DIR")]

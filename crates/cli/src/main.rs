@@ -258,7 +258,12 @@ fn clap_error_line(text: &str) -> String {
 
 /// `--machine`: the ordinary binary re-runs the simulating one (and returns only on failure);
 /// the simulating one sets the simulation up. Returns whether the command runs simulated.
-fn start_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Result<bool, Failure> {
+fn start_simulation(
+    sim: &sim_cmd::SimArgs,
+    name: &str,
+    args: &[String],
+    costs: (sim_cmd::SimCosts, Option<String>),
+) -> Result<bool, Failure> {
     sim_cmd::check_flags(sim, name)?;
     if sim.time_segments.is_some() {
         #[cfg(not(feature = "sim"))]
@@ -280,7 +285,7 @@ fn start_simulation(sim: &sim_cmd::SimArgs, name: &str, args: &[String]) -> Resu
     #[cfg(feature = "sim")]
     {
         let _ = args;
-        sim_cmd::setup(sim)?;
+        sim_cmd::setup(sim, costs.0, costs.1.as_deref())?;
         Ok(true)
     }
 }
@@ -362,7 +367,18 @@ fn main() -> ExitCode {
         Command::Machine(_) => "machine",
     };
     let raw_args: Vec<String> = std::env::args().skip(1).collect();
-    let simulated = match start_simulation(&cli.sim, name, &raw_args) {
+    // Whose costs a simulated run carries by default, and the release whose PostgreSQL counts
+    // apply: PostgreSQL's for the workloads that model PostgreSQL, the crates' own for the
+    // micro-benchmarks of one crate.
+    let costs = match &cli.command {
+        Command::Pgbench(a) => (sim_cmd::SimCosts::Postgres, Some(a.preset.clone())),
+        Command::Experiment(a) => (
+            sim_cmd::SimCosts::Postgres,
+            lockstack_workloads::experiments::find(&a.name).ok().map(|e| e.preset.to_string()),
+        ),
+        _ => (sim_cmd::SimCosts::Own, None),
+    };
+    let simulated = match start_simulation(&cli.sim, name, &raw_args, costs) {
         Ok(s) => s,
         Err(f) => {
             errln!("lockstack: {}", lockstack_workloads::input::one_line(&f.message));

@@ -87,7 +87,7 @@ pub(crate) struct PgbenchArgs {
     no_vacuum: bool,
     /// Release preset: pg91, pg92, pg96, pg14, pg17.
     #[arg(long, default_value = "pg17")]
-    preset: String,
+    pub(crate) preset: String,
     /// Override one design choice of the preset: crate.knob=value (repeatable; `--set help`
     /// lists every knob).
     #[arg(long = "set", value_name = "CRATE.KNOB=VALUE")]

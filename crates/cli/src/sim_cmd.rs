@@ -33,6 +33,14 @@ pub(crate) struct SimArgs {
     /// with --sim-save-segments); without it every segment costs 20 ns (assumed).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) sim_segments: Option<std::path::PathBuf>,
+    /// Whose costs local work carries under --machine: postgres (PostgreSQL 15's instructions,
+    /// measured with callgrind, for each region the lock stack marks — lock-manager, ProcArray,
+    /// buffer, WAL and CLOG work under their locks and each statement's executor work — at the
+    /// profile's instruction rate; this code's own costs elsewhere) or own (this code's own
+    /// costs everywhere, for simulating the crates in another system). Default: postgres for
+    /// pgbench and experiment, own for the micro-benchmarks.
+    #[arg(long, global = true, value_enum, value_name = "WHOSE")]
+    pub(crate) costs: Option<SimCosts>,
     /// Measured clock: write the segment costs the run measured to this file (JSON).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) sim_save_segments: Option<std::path::PathBuf>,
@@ -42,6 +50,15 @@ pub(crate) struct SimArgs {
     /// Run it at 1 client: contention is the simulator's to model, not the table's.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) time_segments: Option<std::path::PathBuf>,
+}
+
+/// The `--costs` modes.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SimCosts {
+    /// PostgreSQL's measured instructions for the regions the lock stack marks.
+    Postgres,
+    /// This code's own costs everywhere.
+    Own,
 }
 
 /// The `--sim-clock` modes.
@@ -79,9 +96,14 @@ pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
         return Ok(());
     }
     if a.machine.is_none() {
-        if a.sim_clock != SimClock::Deterministic || a.sim_segments.is_some() || a.sim_save_segments.is_some()
+        if a.sim_clock != SimClock::Deterministic
+            || a.sim_segments.is_some()
+            || a.sim_save_segments.is_some()
+            || a.costs.is_some()
         {
-            return Err(Failure::input("--sim-clock, --sim-segments and --sim-save-segments need --machine"));
+            return Err(Failure::input(
+                "--sim-clock, --sim-segments, --sim-save-segments and --costs need --machine",
+            ));
         }
         return Ok(());
     }
@@ -185,7 +207,7 @@ pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineCon
 mod simulating {
     use std::sync::{Mutex, OnceLock};
 
-    use super::{HotLine, PhaseTally, SimArgs, SimClock, SimTally};
+    use super::{HotLine, PhaseTally, SimArgs, SimClock, SimCosts, SimTally, Sources};
     use crate::Failure;
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
@@ -196,6 +218,8 @@ mod simulating {
     static SIM: OnceLock<Simulation> = OnceLock::new();
     /// Where the deterministic clock's segment costs come from (for the report).
     static SEGMENT_SOURCE: OnceLock<String> = OnceLock::new();
+    /// Whose costs local work carries (for the report).
+    static COSTS_SOURCE: OnceLock<String> = OnceLock::new();
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
     /// The tally [`finish`] prints instead of this process's own phases (`experiment --jobs`:
@@ -211,6 +235,7 @@ mod simulating {
             cores: p.cores(),
             hw_threads: p.hw_threads(),
             segment_costs: SEGMENT_SOURCE.get().cloned().unwrap_or_default(),
+            costs: COSTS_SOURCE.get().cloned().unwrap_or_default(),
             phases: reports.iter().map(PhaseTally::of).collect(),
         }
     }
@@ -238,6 +263,18 @@ mod simulating {
                 clipped_segments: r.host.clipped_segments,
                 segments_from_table: r.stats.segments_from_table,
                 segments_at_default: r.stats.segments_at_default,
+                sources: {
+                    let ts = &r.stats.time_sources;
+                    Sources {
+                        own_code_ns: ts.own_code_ns,
+                        untimed_ns: ts.untimed_ns,
+                        replaced_own_ns: ts.replaced_own_ns,
+                        postgres_ns: ts.postgres_ns,
+                        modelled_ns: ts.modelled_ns,
+                        regions: ts.regions.iter().map(|(k, v)| (k.clone(), (v.calls, v.ns))).collect(),
+                        unknown_regions: ts.unknown_regions.clone(),
+                    }
+                },
                 ..PhaseTally::default()
             };
             for task in r.stats.tasks.iter().skip(1) {
@@ -289,8 +326,10 @@ mod simulating {
         }
     }
 
-    /// Resolves the profile and the clock and registers the phase runner.
-    pub(crate) fn setup(a: &SimArgs) -> Result<(), Failure> {
+    /// Resolves the profile, the clock and the costs and registers the phase runner.
+    /// `default_costs` applies without `--costs`; `release` (a preset name) picks the release
+    /// whose PostgreSQL counts apply.
+    pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
         let spec = a.machine.as_deref().expect("setup is called with --machine");
         let profile = MachineProfile::resolve(spec).map_err(|e| Failure::input(format!("--machine: {e}")))?;
         let clock = match a.sim_clock {
@@ -326,11 +365,29 @@ mod simulating {
         };
         let _ = SEGMENT_SOURCE
             .set(format!("{source}; a segment it lacks costs its median, {default_segment_ns:.1} ns"));
+        let pg_costs = match a.costs.unwrap_or(default_costs) {
+            SimCosts::Own => None,
+            SimCosts::Postgres => {
+                let rate = profile.costs.instructions_per_ns();
+                let source = format!(
+                    "PostgreSQL 15 instruction counts (crates/sim/costs/pg15.toml) for release {} at {rate:.2} instructions/ns ({} GHz x IPC {})",
+                    release.unwrap_or(lockstack_sim::pgcosts::MEASURED_RELEASE),
+                    profile.costs.clock_ghz,
+                    profile.costs.postgres_ipc
+                );
+                Some(lockstack_sim::PgCostRates::new(lockstack_sim::PgCostFile::builtin(), release, rate, source))
+            }
+        };
+        let _ = COSTS_SOURCE.set(match &pg_costs {
+            Some(r) => format!("postgres: {}", r.source),
+            None => "own: this code's own segment costs everywhere".to_string(),
+        });
         let sim = Simulation::new(profile).with_config(SimConfig {
             clock,
             default_segment_ns,
             segment_overhead_ns,
             cold_misses: false,
+            pg_costs,
             ..SimConfig::default()
         });
         if SIM.set(sim).is_err() || hook::set_phase_runner(run_phase).is_err() {
@@ -548,6 +605,48 @@ pub(crate) struct PhaseTally {
     segments_from_table: u64,
     #[serde(default)]
     segments_at_default: u64,
+    /// Where the tasks' virtual time came from (all tasks, the main one included).
+    #[serde(default)]
+    sources: Sources,
+}
+
+/// Where virtual time came from, ns (the simulator's `TimeSources`, summable over phases).
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub(crate) struct Sources {
+    /// This code's own segments outside PostgreSQL cost regions.
+    own_code_ns: u64,
+    /// The part of `own_code_ns` the segment table did not know (charged its median).
+    untimed_ns: u64,
+    /// This code's own segments inside regions, replaced by PostgreSQL's counts.
+    replaced_own_ns: u64,
+    /// PostgreSQL's counts.
+    postgres_ns: u64,
+    /// Modelled work (the client's CPU, `sim.statement_cpu_us`).
+    modelled_ns: u64,
+    /// Per region: calls and ns.
+    regions: BTreeMap<String, (u64, u64)>,
+    /// Regions entered without a figure in the cost table.
+    unknown_regions: Vec<String>,
+}
+
+impl Sources {
+    fn add(&mut self, o: &Sources) {
+        self.own_code_ns += o.own_code_ns;
+        self.untimed_ns += o.untimed_ns;
+        self.replaced_own_ns += o.replaced_own_ns;
+        self.postgres_ns += o.postgres_ns;
+        self.modelled_ns += o.modelled_ns;
+        for (k, (c, n)) in &o.regions {
+            let e = self.regions.entry(k.clone()).or_default();
+            e.0 += c;
+            e.1 += n;
+        }
+        for r in &o.unknown_regions {
+            if !self.unknown_regions.contains(r) {
+                self.unknown_regions.push(r.clone());
+            }
+        }
+    }
 }
 
 /// The simulated machine a process ran on and its phases, in order.
@@ -562,6 +661,9 @@ pub(crate) struct SimTally {
     /// Deterministic clock: where segment costs came from (the table and its default).
     #[serde(default)]
     pub(crate) segment_costs: String,
+    /// Whose costs local work carried (`postgres: ...` or `own: ...`).
+    #[serde(default)]
+    pub(crate) costs: String,
     /// Each measured phase.
     pub(crate) phases: Vec<PhaseTally>,
 }
@@ -605,6 +707,12 @@ pub(crate) struct Section {
     /// Deterministic clock: segments charged from the table, and at its median.
     segments_from_table: u64,
     segments_at_default: u64,
+    /// Whose costs local work carried.
+    costs: String,
+    /// Where the tasks' virtual time came from.
+    time_sources: Sources,
+    /// The segments the table did not know, as a share of the tasks' virtual time.
+    untimed_share: f64,
     transfers: u64,
     tasks: usize,
     /// Per wait class of the lock stack (LWLock tranche, `Lock:<tag kind>`, ...): share of
@@ -674,6 +782,11 @@ pub(crate) fn section(t: &SimTally) -> Section {
     hot.truncate(10);
     let host_seconds: f64 = t.phases.iter().map(|r| r.host_seconds).sum();
     let events: u64 = t.phases.iter().map(|r| r.events).sum();
+    let mut sources = Sources::default();
+    for r in &t.phases {
+        sources.add(&r.sources);
+    }
+    let untimed_share = if worker_ns == 0 { 0.0 } else { sources.untimed_ns as f64 / worker_ns as f64 };
     Section {
         profile: t.profile.clone(),
         cores: t.cores,
@@ -689,6 +802,9 @@ pub(crate) fn section(t: &SimTally) -> Section {
         segment_costs: t.segment_costs.clone(),
         segments_from_table: t.phases.iter().map(|r| r.segments_from_table).sum(),
         segments_at_default: t.phases.iter().map(|r| r.segments_at_default).sum(),
+        costs: t.costs.clone(),
+        time_sources: sources,
+        untimed_share,
         transfers: t.phases.iter().map(|r| r.transfers).sum(),
         tasks,
         waits,
@@ -721,6 +837,24 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             s.segment_costs,
             if n == 0 { 100.0 } else { 100.0 * s.segments_from_table as f64 / n as f64 }
         );
+    }
+    if !s.costs.is_empty() {
+        outln!("  costs: {}", s.costs);
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let ts = &s.time_sources;
+        outln!(
+            "  local work charged: PostgreSQL's counts {:.3} ms ({} regions), this code's own {:.3} ms (of which untimed {:.3} ms, {:.2}% of the tasks' time), modelled client and statement work {:.3} ms; this code's own {:.3} ms inside regions replaced by PostgreSQL's counts",
+            ms(ts.postgres_ns),
+            ts.regions.len(),
+            ms(ts.own_code_ns),
+            ms(ts.untimed_ns),
+            s.untimed_share * 100.0,
+            ms(ts.modelled_ns),
+            ms(ts.replaced_own_ns)
+        );
+        if !ts.unknown_regions.is_empty() {
+            outln!("  regions without a PostgreSQL figure (charged as own code): {}", ts.unknown_regions.join(", "));
+        }
     }
     if s.clock == "measured" {
         outln!(

@@ -393,6 +393,7 @@ fn apply_on_page(
     status: XidStatus,
     lsn: u64,
 ) -> Result<(), (TransactionId, XidStatus)> {
+    let _cost = lockstack_common::sync::hook::pg_region("clog.set_status");
     for &x in top.iter().chain(subxids) {
         let cur = read_bits(p, x);
         if !transition_ok(cur, status) {
@@ -488,7 +489,10 @@ impl Clog {
         let (w, shift) = bit_position(xid);
         let r = self
             .slru
-            .read_page(clog_page(xid), |p| (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w)));
+            .read_page(clog_page(xid), |p| {
+                let _cost = lockstack_common::sync::hook::pg_region("clog.get_status");
+                (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w))
+            });
         self.check_not_truncated(xid)?;
         r.map_err(|source| ClogError::Access { xid, source })
     }

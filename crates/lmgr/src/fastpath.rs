@@ -342,6 +342,7 @@ impl FastPathArea {
         let group = self.group_of(relid);
         let counter = &self.strong[self.strong_partition(hash)];
         self.with_state_mut(b, |st| {
+            let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_acquire.fastpath");
             // Read the counter only now, under our fpInfoLock (see the module docs).
             if counter.load(Ordering::Acquire) != 0 {
                 return FastPathGrant::StrongLockHeld;
@@ -363,6 +364,7 @@ impl FastPathArea {
     pub fn ungrant(&self, b: BackendId, relid: u32, mode: LockMode) -> Option<u16> {
         let group = self.group_of(relid);
         self.with_state_mut(b, |st| {
+            let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release.fastpath");
             let g = &mut st.groups[group];
             touch_val(&**g, Access::Write);
             g.ungrant(relid, mode).then(|| g.used())
@@ -381,6 +383,7 @@ impl FastPathArea {
         assert!(found.len() >= reqs.len(), "one result per request");
         self.with_state_mut(b, |st| {
             for (i, &(relid, mode)) in reqs.iter().enumerate() {
+                let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release.fastpath");
                 let group = self.group_of(relid);
                 let g = &mut st.groups[group];
                 touch_val(&**g, Access::Write);
@@ -422,6 +425,7 @@ impl FastPathArea {
             // below, and every other access to `p.state` holds that lock too.
             let taken = unsafe {
                 p.state.with_mut(|st| {
+                    let _cost = lockstack_common::sync::hook::pg_region("lmgr.fastpath_transfer");
                     let g = &mut st.groups[group];
                     touch_val(&**g, Access::Write);
                     let slots = g.slots_of(relid);

@@ -540,6 +540,7 @@ impl Lmgr {
     ) {
         let p = self.partition_of(hash);
         self.with_partition(p, Some(counters), |t| {
+            let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release.main");
             for w in t.release(tag, me, mode) {
                 self.wake(w);
             }
@@ -743,6 +744,7 @@ impl Backend {
         mode: LockMode,
         opts: LockOptions,
     ) -> Result<LockAcquireResult, LockError> {
+        let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_acquire.local");
         let key = LocalKey::new(&tag, mode);
         self.local.reserve_one();
         let vacant = match self.local.find(&key) {
@@ -901,6 +903,7 @@ impl Backend {
     /// `RemoveLocalLock`).
     #[inline]
     pub fn unlock(&mut self, tag: LockTag, mode: LockMode, session: bool) -> bool {
+        let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release.local");
         let Ok(i) = self.local.find(&LocalKey::new(&tag, mode)) else { return false };
         let l = self.local.get_mut(i);
         let owned = if session { &mut l.session } else { &mut l.xact };
@@ -930,6 +933,7 @@ impl Backend {
         reqs.clear();
         main.clear();
         local.retain(|tag, mode, l| {
+            let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release.local");
             l.xact = 0;
             if session_too {
                 l.session = 0;
@@ -1104,6 +1108,7 @@ impl Requester<'_> {
         let (lmgr, me, counters) = (self.lmgr, self.me, self.counters);
         let p = lmgr.partition_of(hash);
         let outcome = lmgr.with_partition(p, Some(counters), |t| {
+            let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_acquire.main");
             let (e, pl) = t.setup(tag, me, mode);
             let conflict = mode.conflict_mask() & e.wait_mask != 0 || e.check_conflicts(mode, pl.hold_mask);
             if !conflict {

@@ -624,10 +624,12 @@ impl ProcArray {
         is_subxact: bool,
     ) -> Result<(TransactionId, bool), ProcArrayError> {
         let held = self.xid_gen_lock.acquire(LwLockMode::Exclusive);
+        let cost = lockstack_common::sync::hook::pg_region("procarray.xid_assign");
         let xid = TransactionId(self.transam.next_xid.load(Ordering::Relaxed));
         if let Some(hook) = self.extend_hook.get()
             && let Err(e) = hook(xid)
         {
+            drop(cost);
             self.xid_gen_lock.release(held);
             return Err(ProcArrayError::XidExtend(e.to_string()));
         }
@@ -672,6 +674,7 @@ impl ProcArray {
                 overflowed_now = true;
             }
         }
+        drop(cost);
         self.xid_gen_lock.release(held);
         Ok((xid, overflowed_now))
     }
@@ -680,6 +683,7 @@ impl ProcArray {
     /// `latest_completed_xid`. Caller holds ProcArrayLock exclusive (directly, as a FlexLock
     /// releaser, or as a group leader).
     fn end_xact_internal(&self, req: &mut EndXactRequest) {
+        let _cost = lockstack_common::sync::hook::pg_region("procarray.end_transaction");
         let p = req.pgprocno as usize;
         let proc = &self.procs[p];
         match &self.hot {
@@ -1293,6 +1297,7 @@ impl Backend {
             snap.xip.reserve(pa.cfg.max_backends);
         }
         let held = pa.proc_array_lock.acquire(LwLockMode::Shared);
+        let mut cost = lockstack_common::sync::hook::pg_region("procarray.get_snapshot_data");
         let count = pa.transam.xact_completion_count.load(Ordering::Relaxed);
         let reuse = pa.cfg.layout == Layout::Dense && pa.cfg.snapshot_reuse;
         if reuse && snap.xact_completion_count == count {
@@ -1300,6 +1305,7 @@ impl Backend {
             if slot.load(Ordering::Relaxed) == 0 {
                 slot.store(snap.xmin.0, Ordering::Relaxed);
             }
+            drop(cost);
             pa.release_pa(held);
             // Xmins may have moved since: the horizon must be recomputed when asked for.
             self.horizon_valid = false;
@@ -1310,10 +1316,12 @@ impl Backend {
             snap.subxip.clear();
             snap.suboverflowed = false;
             let r = pa.dispatch_scan(me, xmax, snap);
+            cost.add_items(u64::from(pa.num_procs.load(Ordering::Relaxed)));
             let slot = pa.xmin_slot(me);
             if slot.load(Ordering::Relaxed) == 0 {
                 slot.store(r.xmin.0, Ordering::Relaxed);
             }
+            drop(cost);
             pa.release_pa(held);
             snap.xmin = r.xmin;
             snap.xmax = xmax;

@@ -219,6 +219,13 @@ fn pointer_chase() -> Measured {
     })
 }
 
+/// The first core's clock from /proc/cpuinfo (`cpu MHz`), GHz.
+fn cpu_ghz() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = text.lines().find(|l| l.starts_with("cpu MHz"))?.split(':').nth(1)?.trim().parse().ok()?;
+    (mhz.is_finite() && mhz > 0.0).then_some(mhz / 1000.0)
+}
+
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -337,7 +344,11 @@ futex_wake_latency_ns = {lat}  # measured: half a two-thread park/unpark round t
 context_switch_ns = 2000.0  # assumed: 1-5 us is the usual range on Linux x86
 time_slice_ns = 3000000.0  # assumed: 3 ms, Linux's default base slice order
 speed_factor = 1.0  # the host itself
+clock_ghz = {ghz}  # {ghz_note}
+postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
 "#,
+        ghz = r(cpu_ghz().unwrap_or(3.0)),
+        ghz_note = if cpu_ghz().is_some() { "read: \"cpu MHz\" of /proc/cpuinfo" } else { "assumed: /proc/cpuinfo gives no clock" },
         cpu = c.cpu,
         hw = c.hw_threads,
         load = load,

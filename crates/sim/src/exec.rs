@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::machine::{LineMap, Lines, Machine, PS_PER_NS, ps};
 use crate::profile::MachineProfile;
-use crate::stats::{HostStats, LineStats, SimReport, SimStats, TaskStats};
+use crate::stats::{HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};
 
 /// A simulated task (a backend, a worker, a session): its index in spawn order, the main
 /// task being 0.
@@ -97,6 +97,30 @@ impl SegmentTable {
     }
 }
 
+/// A segment key's two files without lines and columns (`"a.rs:1:2 -> b.rs:3:4"` gives
+/// `"a.rs -> b.rs"`): what survives edits that move code within a file.
+pub(crate) fn file_pair(key: &str) -> String {
+    let strip = |site: &str| match site.split_once(':') {
+        Some((file, _)) => file.to_string(),
+        None => site.to_string(),
+    };
+    match key.split_once(" -> ") {
+        Some((a, b)) => format!("{} -> {}", strip(a), strip(b)),
+        None => key.to_string(),
+    }
+}
+
+/// The sample-weighted mean host ns of each file pair of `table`.
+fn file_pair_means(table: &SegmentTable) -> HashMap<String, f64> {
+    let mut sums: HashMap<String, (f64, u64)> = HashMap::new();
+    for (k, c) in &table.segments {
+        let e = sums.entry(file_pair(k)).or_insert((0.0, 0));
+        e.0 += c.ns * c.samples as f64;
+        e.1 += c.samples;
+    }
+    sums.into_iter().filter(|(_, (_, n))| *n > 0).map(|(k, (t, n))| (k, t / n as f64)).collect()
+}
+
 /// One segment's calibrated cost.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SegmentCost {
@@ -131,6 +155,10 @@ pub struct SimConfig {
     pub top_lines: usize,
     /// The run's seed: tasks read it (mixed with their id) through [`crate::task::seed`].
     pub seed: u64,
+    /// `--costs postgres`: PostgreSQL's instructions per region (`hook::pg_region`), at the
+    /// profile's instruction rate; `None` (`--costs own`): regions are not charged and the lock
+    /// stack's own segment costs apply everywhere.
+    pub pg_costs: Option<crate::pgcosts::PgCostRates>,
 }
 
 impl Default for SimConfig {
@@ -143,6 +171,7 @@ impl Default for SimConfig {
             stack_size: 256 * 1024,
             top_lines: 10,
             seed: 0,
+            pg_costs: None,
         }
     }
 }
@@ -294,6 +323,8 @@ pub(crate) struct Task {
     pub(crate) yielder: *const Yielder<(), ()>,
     pub(crate) seg_start: Option<u64>,
     pub(crate) ops: u64,
+    /// How many charged PostgreSQL cost regions the task is inside.
+    pub(crate) region_depth: u32,
     running_ps: u64,
     spinning_ps: BTreeMap<&'static str, u64>,
     waiting_ps: BTreeMap<&'static str, u64>,
@@ -305,6 +336,17 @@ pub(crate) struct Task {
 
 /// The class time is booked under when a task waits or spins without naming one.
 pub(crate) const UNCLASSIFIED: &str = "unclassified";
+
+/// Where the tasks' virtual time came from, ps (see [`TimeSources`]).
+#[derive(Default)]
+pub(crate) struct SourcesPs {
+    own: u64,
+    untimed: u64,
+    replaced: u64,
+    postgres: u64,
+    modelled: u64,
+    unknown_regions: std::collections::BTreeSet<&'static str>,
+}
 
 pub(crate) struct Exec {
     pub(crate) m: Machine,
@@ -338,7 +380,17 @@ pub(crate) struct Exec {
     ns_per_tick: f64,
     segment_overhead_ns: f64,
     pub(crate) clipped_segments: u64,
+    /// Region name to (ps per call, ps per item), under `--costs postgres`.
+    pg_rates: Option<BTreeMap<String, (u64, u64)>>,
+    /// [`Exec::pg_rates`] by the address of the region's name (the hook passes `&'static str`s).
+    region_cache: LineMap<Option<(u64, u64)>>,
+    /// Where virtual time came from ([`TimeSources`]), ps.
+    pub(crate) sources: SourcesPs,
+    /// Per region: (calls, ps charged).
+    regions: BTreeMap<&'static str, (u64, u64)>,
     table: SegmentTable,
+    /// The table's sample-weighted mean per pair of files ([`file_pair`]).
+    file_pairs: HashMap<String, f64>,
     default_segment_ps: u64,
     pub(crate) seed: u64,
     main_done: bool,
@@ -427,7 +479,14 @@ impl Exec {
             },
             segment_overhead_ns: config.segment_overhead_ns,
             clipped_segments: 0,
+            pg_rates: config.pg_costs.as_ref().map(|r| {
+                r.regions.iter().map(|(k, &(fixed, per))| (k.clone(), (fixed.round() as u64, per.round() as u64))).collect()
+            }),
+            region_cache: LineMap::default(),
+            sources: SourcesPs::default(),
+            regions: BTreeMap::new(),
             measured,
+            file_pairs: file_pair_means(&table),
             table,
             default_segment_ps,
             seed: config.seed,
@@ -490,10 +549,15 @@ impl Exec {
                 None => {
                     let name =
                         format!("{} -> {}", self.site_names[from as usize], self.site_names[site as usize]);
-                    let v =
-                        self.table.segments.get(&name).map_or((self.default_segment_ps, false), |s| {
-                            (ps(s.ns * self.m.speed_factor), true)
-                        });
+                    // A key whose lines moved since the table was made falls back to the mean
+                    // of the segments between the same two files, then to the median.
+                    let v = match self.table.segments.get(&name) {
+                        Some(s) => (ps(s.ns * self.m.speed_factor), true),
+                        None => match self.file_pairs.get(&file_pair(&name)) {
+                            Some(&ns) => (ps(ns * self.m.speed_factor), true),
+                            None => (self.default_segment_ps, false),
+                        },
+                    };
                     self.seg_cache.insert(key, v);
                     v
                 }
@@ -502,12 +566,58 @@ impl Exec {
                 self.segments_from_table += 1;
             } else {
                 self.segments_at_default += 1;
+                if self.tasks[id as usize].region_depth == 0 {
+                    self.sources.untimed += c;
+                }
             }
             c
+        };
+        // Inside a PostgreSQL cost region the region's own count stands for this code.
+        let cost = if self.tasks[id as usize].region_depth > 0 {
+            self.sources.replaced += cost;
+            0
+        } else {
+            self.sources.own += cost;
+            cost
         };
         self.charge(id, cost);
         self.tasks[id as usize].ops += 1;
         self.tasks[id as usize].last_site = site;
+    }
+
+    /// The running task enters region `name`: returns whether it is charged (`--costs
+    /// postgres` and the table has it).
+    pub(crate) fn region_enter(&mut self, id: u32, name: &'static str) -> bool {
+        let Some(rates) = &self.pg_rates else { return false };
+        let key = name.as_ptr() as u64 ^ ((name.len() as u64) << 48);
+        let known = *self.region_cache.entry(key).or_insert_with(|| rates.get(name).copied());
+        if known.is_none() {
+            self.sources.unknown_regions.insert(name);
+            return false;
+        }
+        self.tasks[id as usize].region_depth += 1;
+        true
+    }
+
+    /// The running task leaves region `name` (accepted by [`Exec::region_enter`]) after
+    /// `items` items: charges PostgreSQL's count for it.
+    pub(crate) fn region_exit(&mut self, id: u32, name: &'static str, items: u64) {
+        let key = name.as_ptr() as u64 ^ ((name.len() as u64) << 48);
+        let Some(Some((fixed, per))) = self.region_cache.get(&key).copied() else { return };
+        let t = &mut self.tasks[id as usize];
+        t.region_depth = t.region_depth.saturating_sub(1);
+        let cost = fixed + per.saturating_mul(items);
+        self.sources.postgres += cost;
+        let e = self.regions.entry(name).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += cost;
+        self.charge(id, cost);
+    }
+
+    /// Charges `cost` ps of modelled work that is no code of the lock stack ([`crate::task::compute`]).
+    pub(crate) fn charge_modelled(&mut self, id: u32, cost: u64) {
+        self.sources.modelled += cost;
+        self.charge(id, cost);
     }
 
     /// True when another event comes before the running task's clock, so it must wait its
@@ -675,6 +785,7 @@ impl Exec {
             yielder: std::ptr::null(),
             seg_start: None,
             ops: 0,
+            region_depth: 0,
             running_ps: 0,
             spinning_ps: BTreeMap::new(),
             waiting_ps: BTreeMap::new(),
@@ -763,6 +874,16 @@ impl Exec {
             transfers: self.lines.map.values().map(|l| l.transfers).sum(),
             segments_from_table: self.segments_from_table,
             segments_at_default: self.segments_at_default,
+            time_sources: TimeSources {
+                costs: if self.pg_rates.is_some() { "postgres" } else { "own" }.to_string(),
+                own_code_ns: ns(self.sources.own),
+                untimed_ns: ns(self.sources.untimed),
+                replaced_own_ns: ns(self.sources.replaced),
+                postgres_ns: ns(self.sources.postgres),
+                modelled_ns: ns(self.sources.modelled),
+                regions: self.regions.iter().map(|(k, &(calls, p))| (k.to_string(), RegionStats { calls, ns: ns(p) })).collect(),
+                unknown_regions: self.sources.unknown_regions.iter().map(|s| s.to_string()).collect(),
+            },
             hot_lines,
             tasks,
         }

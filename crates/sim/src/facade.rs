@@ -131,6 +131,15 @@ impl hook::SimBackend for FacadeBackend {
     fn wait_class(&self, class: Option<&'static str>) -> Option<&'static str> {
         task::set_wait_class(class)
     }
+
+    fn region_enter(&self, name: &'static str, site: Site) -> bool {
+        task::region_enter(name, site);
+        true
+    }
+
+    fn region_exit(&self, name: &'static str, items: u64, site: Site) {
+        task::region_exit(name, items, site)
+    }
 }
 
 /// The call sites the facade's operations that carry no caller's site (park, unpark, clock

@@ -140,7 +140,21 @@ pub struct Costs {
     pub time_slice_ns: f64,
     /// How much slower the simulated core runs local code than this host (2.0 = half as fast);
     /// multiplies measured and calibrated segment times.
-    pub speed_factor: f64,
+    pub speed_factor: f64,    /// The core's clock, GHz (the processor's specification, cited in the profile).
+    pub clock_ghz: f64,
+    /// Instructions per cycle one hardware thread retires on PostgreSQL's backend code
+    /// (an OLTP workload: cache and branch misses keep it well below the core's peak). With
+    /// `clock_ghz` it gives the rate at which `--costs postgres` charges PostgreSQL's
+    /// instruction counts ([`Costs::instructions_per_ns`]); cited or "assumed" in the profile.
+    pub postgres_ipc: f64,
+}
+
+impl Costs {
+    /// The rate `--costs postgres` charges PostgreSQL's instruction counts at: `clock_ghz x
+    /// postgres_ipc` instructions per nanosecond.
+    pub fn instructions_per_ns(&self) -> f64 {
+        self.clock_ghz * self.postgres_ipc
+    }
 }
 
 /// Why a profile could not be read.
@@ -342,7 +356,12 @@ impl MachineProfile {
                 return Err(format!("costs.{what} is {v}; it must be a finite number of ns in 0..1e9"));
             }
         }
-        for (what, v) in [("time_slice_ns", c.time_slice_ns), ("speed_factor", c.speed_factor)] {
+        for (what, v) in [
+            ("time_slice_ns", c.time_slice_ns),
+            ("speed_factor", c.speed_factor),
+            ("clock_ghz", c.clock_ghz),
+            ("postgres_ipc", c.postgres_ipc),
+        ] {
             if !v.is_finite() || v <= 0.0 || v > 1e10 {
                 return Err(format!("costs.{what} is {v}; it must be a finite positive number"));
             }

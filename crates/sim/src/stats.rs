@@ -66,6 +66,9 @@ pub struct SimStats {
     /// Deterministic clock: segments the table did not know, charged
     /// [`crate::SimConfig::default_segment_ns`].
     pub segments_at_default: u64,
+    /// Where the tasks' virtual time came from: the lock stack's own code, PostgreSQL's
+    /// counts, modelled work; the rest is the machine's operations and waits.
+    pub time_sources: TimeSources,
     /// The hottest lines by hand-offs (at most [`crate::SimConfig::top_lines`]), hottest first.
     pub hot_lines: Vec<LineStats>,
     /// One entry per task, in task-id order.
@@ -115,4 +118,38 @@ pub struct TaskStats {
     pub finished: bool,
     /// The task ended with a panic.
     pub panicked: bool,
+}
+
+/// Where virtual time came from, summed over every task, ns. What is not here is the
+/// machine's own operations (line transfers, atomics, fences, pauses, system calls) and waits.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct TimeSources {
+    /// `"postgres"` (PostgreSQL's counts charged for the regions the code marks) or `"own"`.
+    pub costs: String,
+    /// The lock stack's own code outside every charged region (segment costs).
+    pub own_code_ns: u64,
+    /// The part of `own_code_ns` from segments the segment table did not know (charged its
+    /// median): time nothing measured.
+    pub untimed_ns: u64,
+    /// The lock stack's own code inside charged regions, not charged (PostgreSQL's count
+    /// stood for it).
+    pub replaced_own_ns: u64,
+    /// PostgreSQL's counts charged for regions.
+    pub postgres_ns: u64,
+    /// Modelled work that is no code here (a pgbench client's CPU, a statement's work
+    /// charged with `hook::compute`).
+    pub modelled_ns: u64,
+    /// Per charged region: calls and time.
+    pub regions: BTreeMap<String, RegionStats>,
+    /// Regions the code entered that the cost table has no figure for (charged as own code).
+    pub unknown_regions: Vec<String>,
+}
+
+/// One PostgreSQL cost region's charges in a run.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct RegionStats {
+    /// Times the region ended.
+    pub calls: u64,
+    /// Virtual time charged, ns.
+    pub ns: u64,
 }

@@ -203,7 +203,28 @@ pub fn spin_hint(site: &'static Location<'static>) {
 /// code: a client's think time, a statement's CPU), not scaled by the speed factor.
 pub fn compute(d: Duration, site: &'static Location<'static>) {
     op(site, |ex, id| {
-        ex.charge(id, ps_of(d));
+        ex.charge_modelled(id, ps_of(d));
+        After::Continue
+    });
+}
+
+/// Enters the PostgreSQL cost region `name` (see `hook::pg_region`): ends the segment before
+/// it (charged as usual), and when the run charges PostgreSQL's costs and has a figure for
+/// `name`, the code inside is not charged and [`region_exit`] charges PostgreSQL's count.
+/// Both ends are segment boundaries in every mode (as in the native timing pass), so that the
+/// segment table's keys do not depend on the cost mode.
+pub fn region_enter(name: &'static str, site: &'static Location<'static>) {
+    op(site, |ex, id| {
+        ex.region_enter(id, name);
+        After::Continue
+    });
+}
+
+/// Leaves the region `name` that [`region_enter`] accepted, after `items` items: charges
+/// PostgreSQL's count for it on the task's core.
+pub fn region_exit(name: &'static str, items: u64, site: &'static Location<'static>) {
+    op(site, |ex, id| {
+        ex.region_exit(id, name, items);
         After::Continue
     });
 }

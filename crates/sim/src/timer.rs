@@ -224,6 +224,16 @@ impl SimBackend for SegmentTimer {
         mark(site);
         restart();
     }
+    fn region_enter(&self, _name: &'static str, site: Site) -> bool {
+        // A PostgreSQL cost region's ends are segment boundaries, as in a simulation.
+        mark(site);
+        restart();
+        true
+    }
+    fn region_exit(&self, _name: &'static str, _items: u64, site: Site) {
+        mark(site);
+        restart();
+    }
 }
 
 /// Runs `phase` natively with a [`SegmentTimer`] installed and returns the table of its

@@ -179,10 +179,12 @@ impl InsertionLocks {
         if !single {
             r.lck.lock();
         }
+        let cost = lockstack_common::sync::hook::pg_region("xlog.insert_reserve");
         let start = r.cur.load(Ordering::Relaxed);
         let prev = r.prev.load(Ordering::Relaxed);
         r.cur.store(start + size, Ordering::Relaxed);
         r.prev.store(start, Ordering::Relaxed);
+        drop(cost);
         if !single {
             r.lck.unlock();
         }

@@ -604,6 +604,7 @@ impl Wal {
             return Err(WalError::FlushBeyondEnd { requested: record, end });
         }
         counters.flush_requests.incr();
+        let _cost = lockstack_common::sync::hook::pg_region("xlog.flush_bookkeeping");
         loop {
             if record.0 <= self.flush_result.load(Ordering::Acquire) {
                 counters.flushed_by_others.incr();
@@ -835,12 +836,15 @@ impl WalBackend {
         };
         hdr.crc = hdr.compute_crc(payload_crc);
         self.scratch[..3].copy_from_slice(&hdr.to_words());
+        let mut cost = lockstack_common::sync::hook::pg_region("xlog.insert_copy");
+        cost.add_items(size);
         wal.copy_record(
             &self.scratch,
             start,
             total_len,
             &mut Inserter { hold: &mut hold, counters: &self.counters },
         );
+        drop(cost);
         if wal.cfg.insert_mode == InsertMode::SingleLock {
             wal.inserted_upto.store(end.0, Ordering::Release);
         }

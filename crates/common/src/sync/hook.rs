@@ -109,6 +109,15 @@ pub trait SimBackend: Send + Sync {
     fn wait_class(&self, _class: Option<&'static str>) -> Option<&'static str> {
         None
     }
+    /// The running task enters the PostgreSQL cost region `name` at `site` ([`pg_region`]);
+    /// returns whether the backend charges it (then [`region_exit`](Self::region_exit) follows
+    /// when the region ends). The default charges nothing and returns `false`.
+    fn region_enter(&self, _name: &'static str, _site: Site) -> bool {
+        false
+    }
+    /// The running task leaves the region `name` that [`region_enter`](Self::region_enter)
+    /// accepted, having handled `items` items. The default does nothing.
+    fn region_exit(&self, _name: &'static str, _items: u64, _site: Site) {}
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -163,6 +172,12 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn wait_class(&self, class: Option<&'static str>) -> Option<&'static str> {
         (**self).wait_class(class)
+    }
+    fn region_enter(&self, name: &'static str, site: Site) -> bool {
+        (**self).region_enter(name, site)
+    }
+    fn region_exit(&self, name: &'static str, items: u64, site: Site) {
+        (**self).region_exit(name, items, site)
     }
 }
 
@@ -656,6 +671,61 @@ pub fn wait_class(class: &'static str) -> WaitClassScope {
 #[inline]
 pub fn harness_wait(what: HarnessWait) -> WaitClassScope {
     wait_class(what.class())
+}
+
+/// While it lives, the running simulated task is inside the PostgreSQL cost region `name`
+/// ([`pg_region`]); dropping it ends the region. Outside a simulation, or when the simulation
+/// has no PostgreSQL cost for `name`, it does nothing.
+#[must_use = "the region lasts while the scope lives"]
+pub struct PgRegionScope {
+    /// The region's name, when the simulation charges it (it has a cost for it).
+    name: Option<&'static str>,
+    /// How many items the region handled ([`PgRegionScope::add_items`]).
+    items: u64,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl PgRegionScope {
+    /// Counts `n` more items (PGPROC entries scanned, WAL bytes copied) for the region's
+    /// per-item cost. Cheap (an add) whether or not a simulation runs.
+    #[inline]
+    pub fn add_items(&mut self, n: u64) {
+        self.items = self.items.saturating_add(n);
+    }
+}
+
+impl Drop for PgRegionScope {
+    #[inline]
+    #[track_caller]
+    fn drop(&mut self) {
+        if let Some(name) = self.name {
+            let site = Location::caller();
+            with_current(|s| s.backend.region_exit(name, self.items, site));
+        }
+    }
+}
+
+/// Opens the PostgreSQL cost region `name` (`"lmgr.lock_acquire.main"`,
+/// `"procarray.get_snapshot_data"`, ...: the names of crates/sim/costs/pg15.toml) for the
+/// running simulated task, until the returned scope drops. Under `--costs postgres` the
+/// simulated machine charges no time for this crate's own code inside the region and, when it
+/// ends, charges PostgreSQL's instructions for it (a fixed count plus a count per item, at the
+/// profile's instruction rate), so that the serial work under each lock is PostgreSQL's
+/// length rather than this crate's. Regions nest (a statement's region holds the lock
+/// manager's); each charges its own count, which excludes its inner regions'. Put a region
+/// that stands for work under a lock inside that lock's hold, so that its cost is serial.
+/// Nothing happens outside a simulation (one predicted branch with the `sim-hook` feature,
+/// nothing without it).
+#[inline]
+#[track_caller]
+pub fn pg_region(name: &'static str) -> PgRegionScope {
+    let name = if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        let site = Location::caller();
+        with_current_slow(|s| s.backend.region_enter(name, site)).unwrap_or(false).then_some(name)
+    } else {
+        None
+    };
+    PgRegionScope { name, items: 0, _not_send: std::marker::PhantomData }
 }
 
 /// Runs a workload's measured phase (a closure) in a simulation: what a simulating binary

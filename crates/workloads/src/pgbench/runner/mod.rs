@@ -278,6 +278,20 @@ fn sim_statement(c: &EngineConfig) {
     }
 }
 
+/// The PostgreSQL cost region of a command's statement (`hook::pg_region`): the executor's
+/// work for it outside the lock stack's own regions, as crates/sim/costs/pg15.toml measures it
+/// for pgbench's prepared statements. `None` for meta-commands.
+fn statement_region(op: &Op) -> Option<&'static str> {
+    match op {
+        Op::Set { .. } | Op::Sleep { .. } => None,
+        Op::Begin => Some("statement.begin"),
+        Op::Commit | Op::Rollback => Some("statement.commit"),
+        Op::Select { .. } => Some("statement.select_pk"),
+        Op::Update { .. } => Some("statement.update_pk"),
+        Op::InsertHistory { .. } => Some("statement.insert_history"),
+    }
+}
+
 /// The order of [`sums`]'s entries: the three balance tables as the checks name them, then history.
 const SUM_ORDER: [Table; 4] = [Table::Accounts, Table::Tellers, Table::Branches, Table::History];
 
@@ -403,6 +417,8 @@ fn client_loop(
             if !matches!(op, Op::Set { .. } | Op::Sleep { .. }) {
                 sim_statement(&cfg.engine);
             }
+            // Under --costs postgres the statement's own work is PostgreSQL's count for it.
+            let _cost = statement_region(op).map(lockstack_common::sync::hook::pg_region);
             let r = if opts.per_command_latencies {
                 let c0 = Instant::now();
                 let r = run_command(s, op, &mut vars, &mut rng, &shared.stop)
