@@ -279,7 +279,7 @@ fn start_simulation(
     }
     #[cfg(not(feature = "sim"))]
     {
-        let _ = args;
+        let _ = (args, costs);
         Err(sim_cmd::reexec())
     }
     #[cfg(feature = "sim")]
