@@ -85,9 +85,10 @@ pub(crate) struct ExperimentArgs {
     /// Base seed of pgbench's client random generators (run r uses seed + r).
     #[arg(long = "random-seed", default_value_t = 0)]
     random_seed: u64,
-    /// With --machine (one of the seed's machines): solve sim.statement_cpu_us so that the
-    /// baseline's simulated throughput at the thread's fewest published clients (1 where given)
-    /// equals the thread's figure, print it and the catalogue entry to store, and exit.
+    /// With --machine (one of the seed's machines) and PostgreSQL's costs: fit sim.postgres_ipc
+    /// so that the baseline's simulated throughput at the thread's fewest published clients
+    /// equals the thread's figure (only where that count is at most a third of the cores),
+    /// print it and the rows to store in crates/workloads/calibrations.toml, and exit.
     #[arg(long)]
     calibrate: bool,
 }
@@ -141,38 +142,40 @@ fn calibrate(exp: &'static Experiment, opts: &Options, machine: Option<&str>) ->
             names.join(", ")
         )));
     };
+    let Some((cores, profile_ipc)) =
+        opts.simulation.as_ref().and_then(|s| s.postgres_ipc.map(|ipc| (s.machine.cores, ipc)))
+    else {
+        return Err(Failure::input(
+            "--calibrate fits sim.postgres_ipc, the rate of PostgreSQL's costs: run it with --costs postgres (the default)",
+        ));
+    };
     let (solved, skipped) =
-        lockstack_workloads::experiments::calibrate::solve(exp, opts, machine).map_err(Failure::input)?;
+        lockstack_workloads::experiments::calibrate::solve(exp, opts, machine, cores, profile_ipc)
+            .map_err(Failure::input)?;
     for line in &skipped {
         outln!("{line}");
     }
     for s in &solved {
         let c = &s.calibrated;
         outln!(
-            "{}: calibrated to \"{}\" at {} client{}, {:.1} tps: sim.statement_cpu_us = {:.2} (without it {:.1} tps; check run {:.1} tps, {:+.2}%)",
+            "{}: calibrated to \"{}\" at {} client{}, {:.1} tps: sim.postgres_ipc = {:.3} (at the profile's {:.1} tps; check run {:.1} tps, {:+.2}%)",
             c.workload,
             c.series,
             c.clients,
             if c.clients == 1 { "" } else { "s" },
             c.tps,
-            c.statement_cpu_us,
+            c.postgres_ipc,
             s.tps_without,
             s.tps_check,
             (s.tps_check / c.tps - 1.0) * 100.0
         );
     }
-    outln!("catalogue entries (crates/workloads/src/experiments/catalog.rs, {}'s `calibrated`):", exp.name);
+    outln!(
+        "rows to store in crates/workloads/calibrations.toml (replacing {}'s rows for this machine):",
+        exp.name
+    );
     for s in &solved {
-        let c = &s.calibrated;
-        outln!(
-            "    Calibrated {{ machine: {:?}, workload: {:?}, series: {:?}, clients: {}, tps: {:?}, statement_cpu_us: {:?} }},",
-            c.machine,
-            c.workload,
-            c.series,
-            c.clients,
-            c.tps,
-            c.statement_cpu_us
-        );
+        outln!("{}", s.calibrated.toml());
     }
     Ok(())
 }
@@ -735,7 +738,7 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
     if let Some(m) = &plan.machine {
         if plan.calibrated.is_empty() {
             outln!(
-                "simulated on {m}, not calibrated (sim.statement_cpu_us as given, default 0): `--calibrate` solves it"
+                "simulated on {m}, not calibrated (PostgreSQL's costs at the profile's postgres_ipc, or --costs own): every point is predicted"
             );
         }
         for c in &plan.calibrated {

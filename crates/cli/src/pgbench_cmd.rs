@@ -65,8 +65,10 @@ pub(crate) struct PgbenchArgs {
     /// Script file FILE[@WEIGHT] (`-` reads it from standard input).
     #[arg(short = 'f', long = "file")]
     file: Vec<String>,
-    /// Query mode: simple, extended or prepared (the default); recorded in the report, as
-    /// statements always run as prepared plans here.
+    /// Query mode: simple, extended or prepared (the default). Statements always run as
+    /// prepared plans here; the mode is recorded in the report and, under --machine with
+    /// PostgreSQL's costs, selects PostgreSQL's measured cost of each statement (simple and
+    /// extended parse and plan every statement).
     #[arg(short = 'M', long = "protocol")]
     protocol: Option<String>,
     /// Progress report every SEC seconds (stderr).
@@ -362,6 +364,8 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         seed: args.random_seed.unwrap_or(0),
         wait_sampling_hz: args.wait_sampling_hz,
         engine,
+        // Checked above to be one of the three.
+        protocol: lockstack_workloads::pgbench::runner::QueryMode::parse(protocol(&args)).unwrap_or_default(),
     };
     if args.initialize {
         let t0 = lockstack_common::sync::Instant::now();

@@ -220,6 +220,8 @@ mod simulating {
     static SEGMENT_SOURCE: OnceLock<String> = OnceLock::new();
     /// Whose costs local work carries (for the report).
     static COSTS_SOURCE: OnceLock<String> = OnceLock::new();
+    /// With PostgreSQL's costs, the profile's `postgres_ipc`.
+    static POSTGRES_COSTS: OnceLock<Option<f64>> = OnceLock::new();
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
     /// The tally [`finish`] prints instead of this process's own phases (`experiment --jobs`:
@@ -375,9 +377,15 @@ mod simulating {
                     profile.costs.clock_ghz,
                     profile.costs.postgres_ipc
                 );
-                Some(lockstack_sim::PgCostRates::new(lockstack_sim::PgCostFile::builtin(), release, rate, source))
+                Some(lockstack_sim::PgCostRates::new(
+                    lockstack_sim::PgCostFile::builtin(),
+                    release,
+                    rate,
+                    source,
+                ))
             }
         };
+        let _ = POSTGRES_COSTS.set(pg_costs.as_ref().map(|_| profile.costs.postgres_ipc));
         let _ = COSTS_SOURCE.set(match &pg_costs {
             Some(r) => format!("postgres: {}", r.source),
             None => "own: this code's own segment costs everywhere".to_string(),
@@ -478,6 +486,7 @@ mod simulating {
             },
             phase_times,
             engine_defaults: experiment_engine_defaults,
+            postgres_ipc: POSTGRES_COSTS.get().copied().flatten(),
         })
     }
 
@@ -853,7 +862,10 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             ms(ts.replaced_own_ns)
         );
         if !ts.unknown_regions.is_empty() {
-            outln!("  regions without a PostgreSQL figure (charged as own code): {}", ts.unknown_regions.join(", "));
+            outln!(
+                "  regions without a PostgreSQL figure (charged as own code): {}",
+                ts.unknown_regions.join(", ")
+            );
         }
     }
     if s.clock == "measured" {

@@ -487,12 +487,10 @@ impl Clog {
     pub fn get_status(&self, xid: TransactionId) -> Result<(XidStatus, u64), ClogError> {
         self.check_not_truncated(xid)?;
         let (w, shift) = bit_position(xid);
-        let r = self
-            .slru
-            .read_page(clog_page(xid), |p| {
-                let _cost = lockstack_common::sync::hook::pg_region("clog.get_status");
-                (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w))
-            });
+        let r = self.slru.read_page(clog_page(xid), |p| {
+            let _cost = lockstack_common::sync::hook::pg_region("clog.get_status");
+            (XidStatus::from_bits(p.word(w) >> shift), p.group_lsn(w))
+        });
         self.check_not_truncated(xid)?;
         r.map_err(|source| ClogError::Access { xid, source })
     }

@@ -60,6 +60,12 @@ pub struct EngineConfig {
     /// core (`--set sim.statement_cpu_us`; default 0). `lockstack experiment NAME --machine P
     /// --calibrate` solves it from a published 1-client figure (issue 18's one unknown).
     pub sim_statement_cpu: Option<std::time::Duration>,
+    /// Under `--machine --costs postgres` only: the instructions per cycle PostgreSQL's code
+    /// retires on the simulated core (`--set sim.postgres_ipc`; default: the profile's
+    /// `postgres_ipc`), which sets the rate PostgreSQL's counts are charged at. `lockstack
+    /// experiment NAME --machine P --calibrate` fits it to the baseline's published
+    /// low-concurrency figure.
+    pub sim_postgres_ipc: Option<f64>,
     /// LWLock pre-sleep spin rounds (`--set lwlock.spin_rounds`; [`lockstack_lwlock::set_spin_rounds`]);
     /// `None`: the crate's default (10) natively, PostgreSQL's 0 under `--machine`.
     pub lwlock_spin_rounds: Option<u32>,
@@ -142,6 +148,7 @@ impl EngineConfig {
             sim_client_cpu: None,
             sim_client_rtt: None,
             sim_statement_cpu: None,
+            sim_postgres_ipc: None,
             lwlock_spin_rounds: None,
             lwlock_spin_schedule: None,
         }

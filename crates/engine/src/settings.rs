@@ -130,6 +130,22 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
             Some(())
         },
     },
+    Knob {
+        key: "sim.postgres_ipc",
+        values: "profile or 0.01..=10 (instructions per cycle)",
+        doc: "--machine --costs postgres only: instructions per cycle of PostgreSQL's code on the simulated core, the rate its measured instruction counts are charged at (default: the profile's postgres_ipc); experiment --calibrate fits it to the baseline's published low-concurrency figure",
+        default: "profile",
+        apply: |c, v| {
+            if v.trim() == "profile" {
+                c.sim_postgres_ipc = None;
+                return Some(());
+            }
+            let ipc: f64 =
+                v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.01..=10.0).contains(x))?;
+            c.sim_postgres_ipc = Some(ipc);
+            Some(())
+        },
+    },
 ];
 
 /// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
@@ -509,7 +525,7 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 38, "the knob count quoted in docs/engine.md");
+        assert_eq!(keys.len(), 39, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {

@@ -744,10 +744,15 @@ impl Backend {
         mode: LockMode,
         opts: LockOptions,
     ) -> Result<LockAcquireResult, LockError> {
-        let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_acquire.local");
         let key = LocalKey::new(&tag, mode);
         self.local.reserve_one();
-        let vacant = match self.local.find(&key) {
+        let found = self.local.find(&key);
+        let _cost = lockstack_common::sync::hook::pg_region(if found.is_ok() {
+            "lmgr.lock_acquire.local_held"
+        } else {
+            "lmgr.lock_acquire.local"
+        });
+        let vacant = match found {
             Ok(i) => {
                 // Entries exist only while held (`unlock` and `release_all` remove them at 0).
                 let l = self.local.get_mut(i);
@@ -926,6 +931,7 @@ impl Backend {
     /// `session_too`, every session-owned one as well. Does not end the VXID (see
     /// [`end_transaction`](Self::end_transaction)).
     pub fn release_all(&mut self, session_too: bool) {
+        let _cost = lockstack_common::sync::hook::pg_region("lmgr.lock_release_all");
         let Backend { lmgr, id, local, fp_used, counters, fp_scratch, .. } = self;
         // Fast-path entries are collected and cleared under one hold of fpInfoLock afterwards,
         // as LockReleaseAll does; everything else is released from the main table now.

@@ -295,18 +295,24 @@ impl LwLockImpl for LwLock {
     }
     #[inline]
     fn acquire(&self, mode: LwLockMode) -> LwLockHeld {
+        // Under --costs postgres: LWLockAcquire's own instructions, before the lock is taken.
+        lockstack_common::sync::hook::pg_charge("lwlock.acquire");
         dispatch!(self, l => l.acquire(mode))
     }
     #[inline]
     fn conditional_acquire(&self, mode: LwLockMode) -> Option<LwLockHeld> {
+        lockstack_common::sync::hook::pg_charge("lwlock.acquire");
         dispatch!(self, l => l.conditional_acquire(mode))
     }
     fn acquire_or_wait(&self, mode: LwLockMode) -> Option<LwLockHeld> {
+        lockstack_common::sync::hook::pg_charge("lwlock.acquire");
         dispatch!(self, l => l.acquire_or_wait(mode))
     }
     #[inline]
     fn release(&self, held: LwLockHeld) {
-        dispatch!(self, l => l.release(held))
+        dispatch!(self, l => l.release(held));
+        // LWLockRelease's own instructions, after the lock is free.
+        lockstack_common::sync::hook::pg_charge("lwlock.release");
     }
     fn wait_for_var(&self, var: &LwLockVar, oldval: u64) -> VarWait {
         dispatch!(self, l => l.wait_for_var(var, oldval))

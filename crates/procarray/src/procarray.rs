@@ -1297,10 +1297,15 @@ impl Backend {
             snap.xip.reserve(pa.cfg.max_backends);
         }
         let held = pa.proc_array_lock.acquire(LwLockMode::Shared);
-        let mut cost = lockstack_common::sync::hook::pg_region("procarray.get_snapshot_data");
         let count = pa.transam.xact_completion_count.load(Ordering::Relaxed);
         let reuse = pa.cfg.layout == Layout::Dense && pa.cfg.snapshot_reuse;
-        if reuse && snap.xact_completion_count == count {
+        let reused = reuse && snap.xact_completion_count == count;
+        let mut cost = lockstack_common::sync::hook::pg_region(if reused {
+            "procarray.get_snapshot_data.reuse"
+        } else {
+            "procarray.get_snapshot_data"
+        });
+        if reused {
             let slot = pa.xmin_slot(me);
             if slot.load(Ordering::Relaxed) == 0 {
                 slot.store(snap.xmin.0, Ordering::Relaxed);

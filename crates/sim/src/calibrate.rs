@@ -348,7 +348,11 @@ clock_ghz = {ghz}  # {ghz_note}
 postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
 "#,
         ghz = r(cpu_ghz().unwrap_or(3.0)),
-        ghz_note = if cpu_ghz().is_some() { "read: \"cpu MHz\" of /proc/cpuinfo" } else { "assumed: /proc/cpuinfo gives no clock" },
+        ghz_note = if cpu_ghz().is_some() {
+            "read: \"cpu MHz\" of /proc/cpuinfo"
+        } else {
+            "assumed: /proc/cpuinfo gives no clock"
+        },
         cpu = c.cpu,
         hw = c.hw_threads,
         load = load,

@@ -382,6 +382,10 @@ pub(crate) struct Exec {
     pub(crate) clipped_segments: u64,
     /// Region name to (ps per call, ps per item), under `--costs postgres`.
     pg_rates: Option<BTreeMap<String, (u64, u64)>>,
+    /// The profile's `postgres_ipc`, and what the region rates are multiplied by (the profile's
+    /// over a calibrated one: [`crate::task::set_postgres_ipc`]).
+    pub(crate) profile_ipc: f64,
+    pub(crate) pg_rate_scale: f64,
     /// [`Exec::pg_rates`] by the address of the region's name (the hook passes `&'static str`s).
     region_cache: LineMap<Option<(u64, u64)>>,
     /// Where virtual time came from ([`TimeSources`]), ps.
@@ -480,9 +484,14 @@ impl Exec {
             segment_overhead_ns: config.segment_overhead_ns,
             clipped_segments: 0,
             pg_rates: config.pg_costs.as_ref().map(|r| {
-                r.regions.iter().map(|(k, &(fixed, per))| (k.clone(), (fixed.round() as u64, per.round() as u64))).collect()
+                r.regions
+                    .iter()
+                    .map(|(k, &(fixed, per))| (k.clone(), (fixed.round() as u64, per.round() as u64)))
+                    .collect()
             }),
             region_cache: LineMap::default(),
+            profile_ipc: profile.costs.postgres_ipc,
+            pg_rate_scale: 1.0,
             sources: SourcesPs::default(),
             regions: BTreeMap::new(),
             measured,
@@ -606,7 +615,24 @@ impl Exec {
         let Some(Some((fixed, per))) = self.region_cache.get(&key).copied() else { return };
         let t = &mut self.tasks[id as usize];
         t.region_depth = t.region_depth.saturating_sub(1);
-        let cost = fixed + per.saturating_mul(items);
+        let cost = ((fixed + per.saturating_mul(items)) as f64 * self.pg_rate_scale).round() as u64;
+        self.sources.postgres += cost;
+        let e = self.regions.entry(name).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += cost;
+        self.charge(id, cost);
+    }
+
+    /// Charges region `name`'s count now, replacing nothing ([`crate::task::region_charge`]).
+    pub(crate) fn region_charge(&mut self, id: u32, name: &'static str) {
+        let Some(rates) = &self.pg_rates else { return };
+        let key = name.as_ptr() as u64 ^ ((name.len() as u64) << 48);
+        let known = *self.region_cache.entry(key).or_insert_with(|| rates.get(name).copied());
+        let Some((fixed, _)) = known else {
+            self.sources.unknown_regions.insert(name);
+            return;
+        };
+        let cost = (fixed as f64 * self.pg_rate_scale).round() as u64;
         self.sources.postgres += cost;
         let e = self.regions.entry(name).or_insert((0, 0));
         e.0 += 1;
@@ -881,7 +907,11 @@ impl Exec {
                 replaced_own_ns: ns(self.sources.replaced),
                 postgres_ns: ns(self.sources.postgres),
                 modelled_ns: ns(self.sources.modelled),
-                regions: self.regions.iter().map(|(k, &(calls, p))| (k.to_string(), RegionStats { calls, ns: ns(p) })).collect(),
+                regions: self
+                    .regions
+                    .iter()
+                    .map(|(k, &(calls, p))| (k.to_string(), RegionStats { calls, ns: ns(p) }))
+                    .collect(),
                 unknown_regions: self.sources.unknown_regions.iter().map(|s| s.to_string()).collect(),
             },
             hot_lines,

@@ -140,6 +140,14 @@ impl hook::SimBackend for FacadeBackend {
     fn region_exit(&self, name: &'static str, items: u64, site: Site) {
         task::region_exit(name, items, site)
     }
+
+    fn set_postgres_ipc(&self, ipc: f64) {
+        task::set_postgres_ipc(ipc);
+    }
+
+    fn region_charge(&self, name: &'static str, site: Site) {
+        task::region_charge(name, site);
+    }
 }
 
 /// The call sites the facade's operations that carry no caller's site (park, unpark, clock

@@ -39,6 +39,6 @@ pub mod timer;
 
 pub use exec::{BlockedTask, ClockMode, SegmentCost, SegmentTable, SimConfig, SimError, Simulation, TaskId};
 pub use machine::Access;
-pub use profile::{ClientCosts, Costs, MachineProfile, ProfileError, RemoteCost, Topology};
 pub use pgcosts::{PgCostFile, PgCostRates};
+pub use profile::{ClientCosts, Costs, MachineProfile, ProfileError, RemoteCost, Topology};
 pub use stats::{HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};

@@ -26,6 +26,10 @@ pub struct PgCostFile {
     pub meta: BTreeMap<String, toml::Value>,
     /// Region name to its cost.
     pub region: BTreeMap<String, RegionCost>,
+    /// The measuring script's cross-checks (per transaction: the total against regions plus
+    /// statements), kept as data.
+    #[serde(default)]
+    pub check: BTreeMap<String, toml::Value>,
 }
 
 /// One region's cost: instructions per call, PostgreSQL 15, and older releases where the code
@@ -122,14 +126,15 @@ impl PgCostFile {
             .map(|(name, r)| {
                 // The entry of the newest listed release at or before the preset's applies (a
                 // listed release's code lasts until the next listed one or the measured one).
-                let older = rank.filter(|&k| k < release_rank(MEASURED_RELEASE).unwrap_or(u32::MAX)).and_then(|k| {
-                    r.release
-                        .iter()
-                        .filter_map(|(rel, c)| release_rank(rel).map(|rk| (rk, c)))
-                        .filter(|(rk, _)| *rk <= k)
-                        .max_by_key(|(rk, _)| *rk)
-                        .map(|(_, c)| c)
-                });
+                let older =
+                    rank.filter(|&k| k < release_rank(MEASURED_RELEASE).unwrap_or(u32::MAX)).and_then(|k| {
+                        r.release
+                            .iter()
+                            .filter_map(|(rel, c)| release_rank(rel).map(|rk| (rk, c)))
+                            .filter(|(rk, _)| *rk <= k)
+                            .max_by_key(|(rk, _)| *rk)
+                            .map(|(_, c)| c)
+                    });
                 let c = older.map_or((r.instructions, r.per_item), |c| (c.instructions, c.per_item));
                 (name.clone(), c)
             })
@@ -159,7 +164,12 @@ pub struct PgCostRates {
 
 impl PgCostRates {
     /// `file`'s counts for `release` at `instructions_per_ns`.
-    pub fn new(file: &PgCostFile, release: Option<&str>, instructions_per_ns: f64, source: String) -> PgCostRates {
+    pub fn new(
+        file: &PgCostFile,
+        release: Option<&str>,
+        instructions_per_ns: f64,
+        source: String,
+    ) -> PgCostRates {
         let ps_per_instruction = 1000.0 / instructions_per_ns;
         PgCostRates {
             source,

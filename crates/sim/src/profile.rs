@@ -140,7 +140,8 @@ pub struct Costs {
     pub time_slice_ns: f64,
     /// How much slower the simulated core runs local code than this host (2.0 = half as fast);
     /// multiplies measured and calibrated segment times.
-    pub speed_factor: f64,    /// The core's clock, GHz (the processor's specification, cited in the profile).
+    pub speed_factor: f64,
+    /// The core's clock, GHz (the processor's specification, cited in the profile).
     pub clock_ghz: f64,
     /// Instructions per cycle one hardware thread retires on PostgreSQL's backend code
     /// (an OLTP workload: cache and branch misses keep it well below the core's peak). With

@@ -220,6 +220,24 @@ pub fn region_enter(name: &'static str, site: &'static Location<'static>) {
     });
 }
 
+/// Charges PostgreSQL's count for region `name` now, replacing nothing (see
+/// `hook::pg_charge`); a segment boundary in every mode.
+pub fn region_charge(name: &'static str, site: &'static Location<'static>) {
+    op(site, |ex, id| {
+        ex.region_charge(id, name);
+        After::Continue
+    });
+}
+
+/// Charges PostgreSQL's counts at `ipc` instructions per cycle from now on (instead of the
+/// profile's `postgres_ipc`), for every task. No operation: no time passes.
+pub fn set_postgres_ipc(ipc: f64) {
+    let mut ex = exec().borrow_mut();
+    if ipc.is_finite() && ipc > 0.0 {
+        ex.pg_rate_scale = ex.profile_ipc / ipc;
+    }
+}
+
 /// Leaves the region `name` that [`region_enter`] accepted, after `items` items: charges
 /// PostgreSQL's count for it on the task's core.
 pub fn region_exit(name: &'static str, items: u64, site: &'static Location<'static>) {

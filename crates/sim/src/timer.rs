@@ -234,6 +234,10 @@ impl SimBackend for SegmentTimer {
         mark(site);
         restart();
     }
+    fn region_charge(&self, _name: &'static str, site: Site) {
+        mark(site);
+        restart();
+    }
 }
 
 /// Runs `phase` natively with a [`SegmentTimer`] installed and returns the table of its

@@ -118,6 +118,11 @@ pub trait SimBackend: Send + Sync {
     /// The running task leaves the region `name` that [`region_enter`](Self::region_enter)
     /// accepted, having handled `items` items. The default does nothing.
     fn region_exit(&self, _name: &'static str, _items: u64, _site: Site) {}
+    /// Sets the instructions per cycle PostgreSQL's counts are charged at ([`set_postgres_ipc`]).
+    /// The default does nothing.
+    fn set_postgres_ipc(&self, _ipc: f64) {}
+    /// Charges region `name`'s count now ([`pg_charge`]). The default does nothing.
+    fn region_charge(&self, _name: &'static str, _site: Site) {}
 }
 
 /// A shared backend is a backend (so a test can keep a handle to read it while it runs).
@@ -178,6 +183,12 @@ impl<B: SimBackend + ?Sized> SimBackend for Arc<B> {
     }
     fn region_exit(&self, name: &'static str, items: u64, site: Site) {
         (**self).region_exit(name, items, site)
+    }
+    fn set_postgres_ipc(&self, ipc: f64) {
+        (**self).set_postgres_ipc(ipc)
+    }
+    fn region_charge(&self, name: &'static str, site: Site) {
+        (**self).region_charge(name, site)
     }
 }
 
@@ -726,6 +737,30 @@ pub fn pg_region(name: &'static str) -> PgRegionScope {
         None
     };
     PgRegionScope { name, items: 0, _not_send: std::marker::PhantomData }
+}
+
+/// Charges PostgreSQL's count for region `name` at once, under `--costs postgres`, without
+/// replacing any of this code's own time (one operation, not a scope): for short paths whose
+/// count must fall before a shared-memory operation rather than after it, as
+/// `LWLockAcquire`'s own instructions come before it takes the lock. Nothing happens outside a
+/// simulation.
+#[inline]
+#[track_caller]
+pub fn pg_charge(name: &'static str) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        let site = Location::caller();
+        with_current_slow(|s| s.backend.region_charge(name, site));
+    }
+}
+
+/// Sets the instructions per cycle at which the running simulation charges PostgreSQL's counts
+/// for the regions of [`pg_region`] (a calibrated `sim.postgres_ipc`; the profile gives the
+/// default). It applies to every task of the simulation from the next region on. Nothing
+/// happens outside a simulation.
+pub fn set_postgres_ipc(ipc: f64) {
+    if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
+        with_current_slow(|s| s.backend.set_postgres_ipc(ipc));
+    }
 }
 
 /// Runs a workload's measured phase (a closure) in a simulation: what a simulating binary

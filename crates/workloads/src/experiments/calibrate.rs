@@ -1,16 +1,18 @@
-//! `lockstack experiment NAME --machine P --calibrate` (issue 18, item 1): solves the one
-//! unknown of a simulated run, `sim.statement_cpu_us` (the server's work per statement that
-//! PostgreSQL does and this engine does not: parse, plan, executor, protocol), so that the
-//! baseline variant's simulated throughput at the thread's lowest published client count
-//! (1 where the thread gives it) equals the thread's figure. The machine's own figures (the
-//! client's CPU and round trip, the WAL flush) stay the profile's; nothing else is fitted.
+//! `lockstack experiment NAME --machine P --calibrate`: fits the one parameter of a simulated
+//! run with PostgreSQL's costs, `sim.postgres_ipc` (the instructions per cycle PostgreSQL's
+//! code retires on the simulated core, which sets the rate at which its measured instruction
+//! counts are charged), so that the baseline variant's simulated throughput at the thread's
+//! lowest published client count equals the thread's figure. Only a figure at no more than a
+//! third of the machine's cores is used (where contention does not yet set the curve), never a
+//! fix variant's. The machine's own figures (the client's CPU and round trip, the WAL flush)
+//! stay the profile's; nothing else is fitted.
 //!
-//! At that client count a transaction's virtual time is `T(s) = T0 + k s` for `s` µs per
-//! statement (k statements per transaction, on an uncontended machine), so two runs give `T0`
-//! and `k`, and a third checks the solution. The runs are deterministic, so this is exact up
-//! to the discreteness of a run's transaction count.
+//! At that client count a transaction's virtual time is `T(i) = A + B / i` for IPC `i` (B:
+//! PostgreSQL's instructions per transaction over the clock; A: everything else), so two runs
+//! give `A` and `B`, and a third checks the solution. The runs are deterministic, so this is
+//! exact up to the discreteness of a run's transaction count.
 
-use super::driver::{self, Options, Plan, STATEMENT_CPU_KEY};
+use super::driver::{self, Options, POSTGRES_IPC_KEY, Plan};
 use super::{Calibrated, Experiment, Published, WorkloadKind};
 
 /// The figure a workload is calibrated to on `machine`: the baseline variant's published
@@ -35,7 +37,7 @@ pub fn target(e: &'static Experiment, machine: &str, workload: &str) -> Option<&
 pub struct Solved {
     /// What to store in the catalogue.
     pub calibrated: Calibrated,
-    /// Simulated tps of the baseline with no added statement work.
+    /// Simulated tps of the baseline at the profile's `postgres_ipc` (uncalibrated).
     pub tps_without: f64,
     /// Simulated tps with the solved value (the check run).
     pub tps_check: f64,
@@ -46,13 +48,13 @@ fn baseline_tps(
     base: &Options,
     workload: &str,
     clients: usize,
-    us: f64,
+    ipc: f64,
 ) -> Result<f64, String> {
     let mut opts = base.clone();
     opts.clients = Some(vec![clients]);
     opts.runs = Some(1);
     opts.workloads = Some(vec![workload.to_string()]);
-    opts.set.push(format!("{STATEMENT_CPU_KEY}={us}"));
+    opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
     let plan = Plan::new(e, &opts)?;
     let r = driver::run(&plan, &mut |_| {})?;
     let row = r
@@ -64,20 +66,22 @@ fn baseline_tps(
     Ok(row.median)
 }
 
-/// Solves `sim.statement_cpu_us` for each pgbench workload of the plan `base` describes, on
+/// Fits `sim.postgres_ipc` for each pgbench workload of the plan `base` describes, on
 /// `machine` (the running simulation's profile: the caller runs this under `--machine`).
 ///
 /// # Errors
 /// One line: a machine the seed did not measure on, an experiment without pgbench workloads
-/// (`vm-pin`), no published baseline figure for a workload on that machine, a caller's
-/// `--set sim.statement_cpu_us`, a run that fails, a figure the engine cannot reach (its
-/// own work alone is slower than the figure: the solution would be negative), or no workload
-/// with a published baseline figure on that machine. Workloads without one are returned
-/// as lines saying so, next to the solved ones.
+/// (`vm-pin`), a caller's `--set sim.postgres_ipc`, a run that fails, a figure the model cannot
+/// reach (what is not PostgreSQL's instructions is alone slower than the figure), or no
+/// workload with a usable published baseline figure on that machine. Workloads without one
+/// (none published, or only above a third of the cores) are returned as lines saying so and
+/// what that means, next to the solved ones.
 pub fn solve(
     e: &'static Experiment,
     base: &Options,
     machine: &str,
+    cores: u32,
+    profile_ipc: f64,
 ) -> Result<(Vec<Solved>, Vec<String>), String> {
     if e.machine(machine).is_none() {
         let names: Vec<&str> = e.machines.iter().map(|m| m.profile).collect();
@@ -87,8 +91,8 @@ pub fn solve(
             names.join(", ")
         ));
     }
-    if base.set.iter().any(|a| a.split('=').next().map(str::trim) == Some(STATEMENT_CPU_KEY)) {
-        return Err(format!("--calibrate solves {STATEMENT_CPU_KEY}; do not --set it"));
+    if base.set.iter().any(|a| a.split('=').next().map(str::trim) == Some(POSTGRES_IPC_KEY)) {
+        return Err(format!("--calibrate fits {POSTGRES_IPC_KEY}; do not --set it"));
     }
     let workloads: Vec<&str> = e
         .workloads
@@ -114,35 +118,52 @@ pub fn solve(
             continue;
         };
         let clients = t.clients as usize;
-        let probe = 100.0;
-        let tps0 = baseline_tps(e, base, w, clients, 0.0)?;
-        let tps1 = baseline_tps(e, base, w, clients, probe)?;
-        // Per-client transaction time, seconds: T = clients / tps (no contention at the
-        // calibration point is assumed; a contended one is still solved by the secant below).
-        let (t0, t1, goal) = (clients as f64 / tps0, clients as f64 / tps1, clients as f64 / t.tps);
-        let slope = (t1 - t0) / probe;
-        if slope <= 0.0 {
-            return Err(format!("--calibrate: {w}: added statement work did not slow the run"));
+        if 3 * t.clients > cores {
+            skipped.push(format!(
+                "{w}: the thread's fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc"
+            ));
+            continue;
         }
-        let us = (goal - t0) / slope;
-        if us < 0.0 {
+        let (i1, i2) = (profile_ipc, 2.0 * profile_ipc);
+        let tps1 = baseline_tps(e, base, w, clients, i1)?;
+        let tps2 = baseline_tps(e, base, w, clients, i2)?;
+        // Per-client transaction time, seconds: T = clients / tps.
+        let (t1, t2, goal) = (clients as f64 / tps1, clients as f64 / tps2, clients as f64 / t.tps);
+        let b = (t1 - t2) / (1.0 / i1 - 1.0 / i2);
+        if b <= 0.0 {
             return Err(format!(
-                "--calibrate: {w}: the simulated engine alone runs {tps0:.0} tps at {clients} clients, below the published {:.0}: nothing to add",
-                t.tps
+                "--calibrate: {w}: a faster instruction rate did not speed the run up: does this run charge PostgreSQL's costs (--costs postgres)?"
             ));
         }
-        let us = (us * 100.0).round() / 100.0;
-        let check = baseline_tps(e, base, w, clients, us)?;
+        let a = t1 - b / i1;
+        if goal <= a {
+            return Err(format!(
+                "--calibrate: {w}: without PostgreSQL's instructions the simulated run alone takes {:.1} us per transaction at {clients} client{}, more than the published {:.0} tps allows ({:.1} us): the client and server costs outside them (profile [pgbench], --set sim.client_*) are too large",
+                a * 1e6,
+                if clients == 1 { "" } else { "s" },
+                t.tps,
+                goal * 1e6
+            ));
+        }
+        let ipc = b / (goal - a);
+        let ipc = (ipc * 1000.0).round() / 1000.0;
+        if !(0.01..=10.0).contains(&ipc) {
+            return Err(format!(
+                "--calibrate: {w}: the fitted postgres_ipc {ipc} is outside 0.01..=10: the model and the figure disagree too much to calibrate"
+            ));
+        }
+        let check = baseline_tps(e, base, w, clients, ipc)?;
         out.push(Solved {
             calibrated: Calibrated {
+                experiment: e.name,
                 machine: e.machine(machine).map_or("", |m| m.profile),
                 workload: e.workload(w).map_or("", |x| x.name),
                 series: t.series,
                 clients: t.clients,
                 tps: t.tps,
-                statement_cpu_us: us,
+                postgres_ipc: ipc,
             },
-            tps_without: tps0,
+            tps_without: tps1,
             tps_check: check,
         });
     }
@@ -156,26 +177,34 @@ pub fn solve(
 mod tests {
     use super::*;
 
-    /// Every stored calibration is of a figure `--calibrate` would pick: the baseline's
-    /// published point at the fewest clients on one of the seed's machines, figure for figure.
+    /// Every stored calibration is of a figure `--calibrate` would pick (the baseline's
+    /// published point at the fewest clients on one of the seed's machines, figure for figure),
+    /// at no more than a third of the machine's cores, with a plausible IPC.
     #[test]
     fn stored_calibrations_name_the_figure_calibrate_solves_for() {
-        let mut n = 0;
-        for e in crate::experiments::all() {
-            for c in e.calibrated {
-                let t = target(e, c.machine, c.workload)
-                    .unwrap_or_else(|| panic!("{}: no target for {} on {}", e.name, c.workload, c.machine));
-                assert_eq!(
-                    (t.series, t.clients, t.tps),
-                    (c.series, c.clients, c.tps),
-                    "{} {}",
-                    e.name,
-                    c.line()
-                );
-                assert!(c.statement_cpu_us > 0.0 && c.statement_cpu_us.is_finite(), "{}", c.line());
-                n += 1;
-            }
+        for c in crate::experiments::calibrations() {
+            let e = crate::experiments::find(c.experiment).unwrap();
+            let t = target(e, c.machine, c.workload)
+                .unwrap_or_else(|| panic!("{}: no target for {} on {}", e.name, c.workload, c.machine));
+            assert_eq!((t.series, t.clients, t.tps), (c.series, c.clients, c.tps), "{} {}", e.name, c.line());
+            assert!(c.postgres_ipc > 0.01 && c.postgres_ipc < 10.0, "{}", c.line());
+            let m = e.machine(c.machine).unwrap();
+            assert!(m.clients.contains(&(c.clients as usize)), "{}", c.line());
         }
-        assert!(n >= 5, "the catalogue stores the calibrations solved so far");
+    }
+
+    #[test]
+    fn a_row_round_trips_through_its_toml() {
+        let c = Calibrated {
+            experiment: "pgxact",
+            machine: "xeon-32",
+            workload: "select-only",
+            series: "s",
+            clients: 1,
+            tps: 4343.5,
+            postgres_ipc: 0.625,
+        };
+        let back = crate::experiments::parse_calibrations(&c.toml()).unwrap();
+        assert_eq!(back, vec![c]);
     }
 }

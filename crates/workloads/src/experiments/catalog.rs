@@ -4,10 +4,9 @@
 //! experiment finishes in under a minute on a 2-core machine; `docs/experiments.md` has the
 //! figures we measured with them.
 
-use super::{
-    Calibrated, Counter, Experiment, Per, Published, SeedMachine, Thread, Variant, Workload, WorkloadKind,
-};
+use super::{Counter, Experiment, Per, Published, SeedMachine, Thread, Variant, Workload, WorkloadKind};
 use crate::micro::buffers::BufferScenario;
+use crate::pgbench::runner::QueryMode;
 
 const TPCB: Workload = Workload {
     name: "tpcb-like",
@@ -61,6 +60,7 @@ const PGXACT: Experiment = Experiment {
     },
     title: "PGXACT (9.2): the hot PGPROC fields in a dense array, and the lazy RecentGlobalXmin patch",
     preset: "pg92",
+    protocol: QueryMode::Simple,
     common: &["wal.synchronous_commit=off"],
     workloads: &[SIMPLE_UPDATE, SELECT_ONLY, TPCB],
     variants: &[
@@ -171,40 +171,6 @@ const PGXACT: Experiment = Experiment {
             scale: 10,
         },
     ],
-    calibrated: &[
-        Calibrated {
-            machine: "xeon-32",
-            workload: "select-only",
-            series: HAAS_S,
-            clients: 1,
-            tps: 4343.971972,
-            statement_cpu_us: 191.15,
-        },
-        Calibrated {
-            machine: "xeon-32",
-            workload: "tpcb-like",
-            series: HAAS_W,
-            clients: 1,
-            tps: 628.442284,
-            statement_cpu_us: 179.76,
-        },
-        Calibrated {
-            machine: "itanium-32",
-            workload: "simple-update",
-            series: PAVAN_N,
-            clients: 1,
-            tps: 1098.488663,
-            statement_cpu_us: 121.69,
-        },
-        Calibrated {
-            machine: "itanium-32",
-            workload: "tpcb-like",
-            series: PAVAN_B,
-            clients: 1,
-            tps: 743.0,
-            statement_cpu_us: 122.22,
-        },
-    ],
 };
 
 const AMIT: &str = "Kapila, 192-thread POWER8, -S -M prepared";
@@ -221,6 +187,7 @@ const OLD_SNAPSHOT: Experiment = Experiment {
     },
     title: "old_snapshot_threshold (9.6): OldSnapshotTimeMapLock taken by every snapshot, and the fix",
     preset: "pg96",
+    protocol: QueryMode::Prepared,
     common: &[],
     workloads: &[SELECT_ONLY],
     variants: &[
@@ -267,7 +234,6 @@ const OLD_SNAPSHOT: Experiment = Experiment {
         duration_s: 0.3,
         scale: 1,
     }],
-    calibrated: &[],
 };
 
 const KEVIN_P: &str = "Grittner, 32 cores, -M prepared";
@@ -285,6 +251,7 @@ const FLEXLOCK: Experiment = Experiment {
     },
     title: "FlexLock (2011): ending transactions without taking ProcArrayLock yourself, synchronous commit on",
     preset: "pg92",
+    protocol: QueryMode::Simple,
     common: &["wal.synchronous_commit=on", "wal.flush=modelled:100"],
     workloads: &[TPCB, SIMPLE_UPDATE],
     variants: &[
@@ -372,14 +339,6 @@ const FLEXLOCK: Experiment = Experiment {
         duration_s: 0.15,
         scale: 10,
     }],
-    calibrated: &[Calibrated {
-        machine: "xeon-32",
-        workload: "tpcb-like",
-        series: KEVIN_P,
-        clients: 1,
-        tps: 1629.26597,
-        statement_cpu_us: 14.25,
-    }],
 };
 
 const HAAS_36: &str = "Haas, 24 cores, -c 36 -j 36 -n -S";
@@ -395,6 +354,7 @@ const FASTPATH: Experiment = Experiment {
     },
     title: "fast-path relation locks and on-demand VXID locks (9.2): lock-manager partition traffic",
     preset: "pg92",
+    protocol: QueryMode::Simple,
     common: &[],
     workloads: &[SELECT_ONLY],
     variants: &[
@@ -451,7 +411,6 @@ const FASTPATH: Experiment = Experiment {
         duration_s: 0.4,
         scale: 1,
     }],
-    calibrated: &[],
 };
 
 /// Seed 004: checking the visibility map instead of PD_ALL_VISIBLE, and the VM page's pin.
@@ -465,6 +424,7 @@ const VM_PIN: Experiment = Experiment {
     },
     title: "buffer pins on the visibility-map page: PD_ALL_VISIBLE first vs always reading the VM",
     preset: "pg92",
+    protocol: QueryMode::Prepared,
     common: &[],
     workloads: &[
         Workload {
@@ -522,7 +482,6 @@ const VM_PIN: Experiment = Experiment {
         duration_s: 0.03,
         scale: 1,
     }],
-    calibrated: &[],
 };
 
 /// The catalog, by seed number.

@@ -182,6 +182,9 @@ pub struct Experiment {
     pub title: &'static str,
     /// Release preset the variants start from unless `--preset` says otherwise.
     pub preset: &'static str,
+    /// pgbench's `-M` for the pgbench workloads, as the seed's headline figures ran: which of
+    /// PostgreSQL's measured statement costs apply under `--machine --costs postgres`.
+    pub protocol: crate::pgbench::runner::QueryMode,
     /// Assignments applied to every variant (before the caller's `--set` list), to match the
     /// seed's configuration (`wal.synchronous_commit=off`).
     pub common: &'static [&'static str],
@@ -207,10 +210,6 @@ pub struct Experiment {
     /// The simulated machines the seed's figures come from (`--machine` profiles), with the
     /// client counts the thread ran on each.
     pub machines: &'static [SeedMachine],
-    /// Calibrations solved by `lockstack experiment NAME --machine P --calibrate` and stored:
-    /// under `--machine P` each pgbench workload with an entry runs with its
-    /// `sim.statement_cpu_us` (unless the caller's `--set` gives one).
-    pub calibrated: &'static [Calibrated],
 }
 
 /// A machine a seed thread measured on, as a simulated profile.
@@ -233,12 +232,15 @@ pub struct SeedMachine {
     pub scale: i64,
 }
 
-/// One stored calibration (issue 18): on `machine`, the baseline variant of `workload` at
-/// `clients` simulated to the published `tps` of `series` with `statement_cpu_us` of server
-/// work per statement that PostgreSQL does and this engine does not. Everything else in a run
-/// (every other client count, every other variant) is prediction.
+/// One stored calibration, a row of crates/workloads/calibrations.toml: on `machine`, with
+/// PostgreSQL's costs (`--costs postgres`), the baseline variant of `workload` at `clients`
+/// (at most a third of the machine's cores) simulated to the published `tps` of `series` with
+/// PostgreSQL's code retiring `postgres_ipc` instructions per cycle: the one fitted parameter.
+/// Everything else in a run (every other client count, every other variant) is prediction.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Calibrated {
+    /// The experiment.
+    pub experiment: &'static str,
     /// The profile.
     pub machine: &'static str,
     /// Our workload.
@@ -249,22 +251,22 @@ pub struct Calibrated {
     pub clients: u32,
     /// The figure (tps).
     pub tps: f64,
-    /// The solved `sim.statement_cpu_us`.
-    pub statement_cpu_us: f64,
+    /// The fitted `sim.postgres_ipc`.
+    pub postgres_ipc: f64,
 }
 
 impl Calibrated {
     /// One line: what the run was calibrated to.
     pub fn line(&self) -> String {
         format!(
-            "{} on {}: {} at {} client{} = {:.0} tps (sim.statement_cpu_us = {:.2})",
+            "{} on {}: {} at {} client{} = {:.0} tps (fitted sim.postgres_ipc = {:.3})",
             self.workload,
             self.machine,
             self.series,
             self.clients,
             if self.clients == 1 { "" } else { "s" },
             self.tps,
-            self.statement_cpu_us
+            self.postgres_ipc
         )
     }
 }
@@ -288,9 +290,16 @@ impl Experiment {
         self.machines.iter().find(|m| m.profile == name)
     }
 
-    /// The stored calibration of `workload` on `machine`.
-    pub fn calibration(&self, machine: &str, workload: &str) -> Option<&Calibrated> {
-        self.calibrated.iter().find(|c| c.machine == machine && c.workload == workload)
+    /// The stored calibration of `workload` on `machine` (crates/workloads/calibrations.toml).
+    pub fn calibration(&self, machine: &str, workload: &str) -> Option<&'static Calibrated> {
+        calibrations()
+            .iter()
+            .find(|c| c.experiment == self.name && c.machine == machine && c.workload == workload)
+    }
+
+    /// Every stored calibration of this experiment.
+    pub fn calibrations(&self) -> impl Iterator<Item = &'static Calibrated> {
+        calibrations().iter().filter(move |c| c.experiment == self.name)
     }
 
     /// Points one run of the defaults measures: workloads x clients x variants x runs.
@@ -313,4 +322,69 @@ pub fn find(name: &str) -> Result<&'static Experiment, String> {
         let names: Vec<&str> = all().iter().map(|e| e.name).collect();
         format!("unknown experiment \"{name}\" (valid: {})", names.join(", "))
     })
+}
+
+/// The stored calibrations: crates/workloads/calibrations.toml, embedded at build time.
+///
+/// # Panics
+/// If the embedded file does not parse (a test parses it).
+pub fn calibrations() -> &'static [Calibrated] {
+    static ALL: std::sync::OnceLock<Vec<Calibrated>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        parse_calibrations(include_str!("../../calibrations.toml")).expect("calibrations.toml parses")
+    })
+}
+
+/// A row of calibrations.toml as written.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CalibrationRow {
+    experiment: String,
+    machine: String,
+    workload: String,
+    series: String,
+    clients: u32,
+    tps: f64,
+    postgres_ipc: f64,
+}
+
+/// Parses a calibrations file (`[[calibration]]` rows); the strings are leaked, once per
+/// process.
+pub(crate) fn parse_calibrations(text: &str) -> Result<Vec<Calibrated>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        calibration: Vec<CalibrationRow>,
+    }
+    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    Ok(f.calibration
+        .into_iter()
+        .map(|r| Calibrated {
+            experiment: leak(r.experiment),
+            machine: leak(r.machine),
+            workload: leak(r.workload),
+            series: leak(r.series),
+            clients: r.clients,
+            tps: r.tps,
+            postgres_ipc: r.postgres_ipc,
+        })
+        .collect())
+}
+
+impl Calibrated {
+    /// The row as calibrations.toml holds it.
+    pub fn toml(&self) -> String {
+        format!(
+            "[[calibration]]\nexperiment = {:?}\nmachine = {:?}\nworkload = {:?}\nseries = {:?}\nclients = {}\ntps = {:?}\npostgres_ipc = {:?}\n",
+            self.experiment,
+            self.machine,
+            self.workload,
+            self.series,
+            self.clients,
+            self.tps,
+            self.postgres_ipc
+        )
+    }
 }

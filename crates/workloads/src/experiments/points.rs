@@ -54,6 +54,9 @@ pub struct PlanId {
     /// The simulated machine the points ran on (its cores and threads, for the plots).
     #[serde(default)]
     pub simulated: Option<super::driver::SimulatedMachine>,
+    /// With PostgreSQL's costs, the profile's `postgres_ipc` (stored calibrations apply).
+    #[serde(default)]
+    pub postgres_ipc: Option<f64>,
 }
 
 /// A merged plan's phase times: none (each point file carries its own time split; a merged
@@ -77,6 +80,7 @@ impl PlanId {
             seed: plan.seed,
             machine: plan.machine.clone(),
             simulated: plan.simulation.as_ref().map(|s| s.machine.clone()),
+            postgres_ipc: plan.simulation.as_ref().and_then(|s| s.postgres_ipc),
         }
     }
 
@@ -96,6 +100,7 @@ impl PlanId {
                 machine,
                 phase_times: no_phases,
                 engine_defaults: |_, _| {},
+                postgres_ipc: self.postgres_ipc,
             }),
         }
     }

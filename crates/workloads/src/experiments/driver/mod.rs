@@ -114,6 +114,10 @@ pub struct Simulation {
     /// fsync, replacing an in-memory or modelled sink): what `lockstack pgbench --machine`
     /// applies, so an experiment's point runs as pgbench would.
     pub engine_defaults: EngineDefaults,
+    /// With PostgreSQL's costs (`--costs postgres`), the profile's `postgres_ipc` (what runs
+    /// use unless calibrated); `None` with the lock stack's own costs, under which no stored
+    /// calibration applies.
+    pub postgres_ipc: Option<f64>,
 }
 
 /// See [`Simulation::engine_defaults`].
@@ -188,8 +192,8 @@ pub struct Plan {
     /// The simulated machine's profile name, under `--machine`.
     pub machine: Option<String>,
     /// The stored calibrations in effect (one per pgbench workload at most): each sets
-    /// `sim.statement_cpu_us` for its workload. Empty natively, without a stored calibration for
-    /// the machine, or when the caller's `--set` gives `sim.statement_cpu_us`.
+    /// `sim.postgres_ipc` for its workload. Empty natively, with `--costs own`, without a
+    /// stored calibration for the machine, or when the caller's `--set` gives `sim.postgres_ipc`.
     pub calibrated: Vec<crate::experiments::Calibrated>,
     /// The simulated machine the measured phases run on (`--machine`), if any; in the JSON
     /// file as [`ExperimentResult::simulated`].
@@ -198,7 +202,7 @@ pub struct Plan {
 }
 
 /// The knob a stored calibration sets.
-pub const STATEMENT_CPU_KEY: &str = "sim.statement_cpu_us";
+pub const POSTGRES_IPC_KEY: &str = "sim.postgres_ipc";
 
 fn key_of(assignment: &str) -> &str {
     assignment.split_once('=').map_or(assignment, |(k, _)| k).trim()
@@ -312,8 +316,9 @@ impl Plan {
                 ));
             }
         }
-        let own_statement_cpu = opts.set.iter().any(|a| key_of(a) == STATEMENT_CPU_KEY);
-        let calibrated = match (&opts.machine, own_statement_cpu) {
+        let own_ipc = opts.set.iter().any(|a| key_of(a) == POSTGRES_IPC_KEY);
+        let postgres_costs = opts.simulation.as_ref().is_some_and(|s| s.postgres_ipc.is_some());
+        let calibrated = match (&opts.machine, own_ipc || !postgres_costs) {
             (Some(m), false) => {
                 workloads.iter().filter_map(|w| experiment.calibration(m, w.name).copied()).collect()
             }
@@ -627,7 +632,7 @@ fn run_pgbench(
     };
     if let Some(c) = plan.calibrated.iter().find(is_this) {
         settings::KNOBS
-            .set(&mut engine, STATEMENT_CPU_KEY, &format!("{}", c.statement_cpu_us))
+            .set(&mut engine, POSTGRES_IPC_KEY, &format!("{}", c.postgres_ipc))
             .map_err(|e| e.to_string())?;
     }
     let cfg = PgbenchConfig {
@@ -642,6 +647,7 @@ fn run_pgbench(
         seed: plan.seed.wrapping_add(run as u64),
         wait_sampling_hz: 0,
         engine,
+        protocol: plan.experiment.protocol,
     };
     let r = runner::run(&cfg, &|_| {}).map_err(|e| e.to_string())?;
     let counters = crate::report::counters_by_name(&r.lock_stack.counters);

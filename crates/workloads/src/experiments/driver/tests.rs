@@ -154,6 +154,7 @@ fn each_point_takes_the_time_split_of_its_own_phases() {
         machine: SimulatedMachine { profile: "test-machine".into(), cores: 4, hw_threads: 8 },
         phase_times: fake_phases,
         engine_defaults: |_, _| {},
+        postgres_ipc: None,
     };
     let o = Options { clients: Some(vec![1, 16]), runs: Some(1), simulation: Some(sim), ..opts() };
     let plan = Plan::new(e, &o).unwrap();

@@ -55,6 +55,9 @@ pub struct PgbenchConfig {
     pub wait_sampling_hz: u32,
     /// The engine's configuration (preset and overrides).
     pub engine: EngineConfig,
+    /// pgbench's `-M` (default prepared): under `--machine --costs postgres`, which of
+    /// PostgreSQL's statement costs apply.
+    pub protocol: QueryMode,
 }
 
 impl PgbenchConfig {
@@ -80,6 +83,7 @@ impl PgbenchConfig {
             seed: 0,
             wait_sampling_hz: 0,
             engine,
+            protocol: QueryMode::Prepared,
         }
     }
 }
@@ -268,6 +272,9 @@ struct ClientOut {
 #[inline]
 fn sim_statement(c: &EngineConfig) {
     if lockstack_common::sync::hook::simulated() {
+        if let Some(ipc) = c.sim_postgres_ipc {
+            lockstack_common::sync::hook::set_postgres_ipc(ipc);
+        }
         let cpu = c.sim_client_cpu.unwrap_or_default() + c.sim_statement_cpu.unwrap_or_default();
         if !cpu.is_zero() {
             lockstack_common::sync::hook::compute(cpu);
@@ -278,17 +285,54 @@ fn sim_statement(c: &EngineConfig) {
     }
 }
 
-/// The PostgreSQL cost region of a command's statement (`hook::pg_region`): the executor's
-/// work for it outside the lock stack's own regions, as crates/sim/costs/pg15.toml measures it
-/// for pgbench's prepared statements. `None` for meta-commands.
-fn statement_region(op: &Op) -> Option<&'static str> {
-    match op {
-        Op::Set { .. } | Op::Sleep { .. } => None,
-        Op::Begin => Some("statement.begin"),
-        Op::Commit | Op::Rollback => Some("statement.commit"),
-        Op::Select { .. } => Some("statement.select_pk"),
-        Op::Update { .. } => Some("statement.update_pk"),
-        Op::InsertHistory { .. } => Some("statement.insert_history"),
+/// The PostgreSQL cost region of a command's statement (`hook::pg_region`): the server's work
+/// for it (protocol, executor; with the simple protocol also parse, analysis and planning)
+/// outside the lock stack's own regions, as crates/sim/costs/pg15.toml measures it for each
+/// protocol. `None` for meta-commands. The extended protocol without prepared statements
+/// parses and plans every statement, so it is charged as the simple one.
+fn statement_region(op: &Op, protocol: QueryMode) -> Option<&'static str> {
+    let simple = protocol != QueryMode::Prepared;
+    Some(match (op, simple) {
+        (Op::Set { .. } | Op::Sleep { .. }, _) => return None,
+        (Op::Begin, false) => "statement.begin",
+        (Op::Begin, true) => "statement.begin.simple",
+        (Op::Commit | Op::Rollback, false) => "statement.commit",
+        (Op::Commit | Op::Rollback, true) => "statement.commit.simple",
+        (Op::Select { .. }, false) => "statement.select_pk",
+        (Op::Select { .. }, true) => "statement.select_pk.simple",
+        (Op::Update { table: Table::Accounts, .. }, false) => "statement.update_pk",
+        (Op::Update { table: Table::Accounts, .. }, true) => "statement.update_pk.simple",
+        (Op::Update { .. }, false) => "statement.update_pk.small_table",
+        (Op::Update { .. }, true) => "statement.update_pk.small_table.simple",
+        (Op::InsertHistory { .. }, false) => "statement.insert_history",
+        (Op::InsertHistory { .. }, true) => "statement.insert_history.simple",
+    })
+}
+
+/// pgbench's `-M` query mode. Statements always run as prepared plans here; under
+/// `--machine --costs postgres` the mode selects which of PostgreSQL's measured statement costs
+/// a statement is charged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryMode {
+    /// `-M simple`: each statement sent as text, parsed and planned every time.
+    Simple,
+    /// `-M extended`: unnamed statements, parsed and planned every time.
+    Extended,
+    /// `-M prepared` (this runner's default): parsed and planned once per client.
+    #[default]
+    Prepared,
+}
+
+impl QueryMode {
+    /// The mode named `s` (`simple`, `extended`, `prepared`).
+    pub fn parse(s: &str) -> Option<QueryMode> {
+        match s {
+            "simple" => Some(QueryMode::Simple),
+            "extended" => Some(QueryMode::Extended),
+            "prepared" => Some(QueryMode::Prepared),
+            _ => None,
+        }
     }
 }
 
@@ -418,7 +462,7 @@ fn client_loop(
                 sim_statement(&cfg.engine);
             }
             // Under --costs postgres the statement's own work is PostgreSQL's count for it.
-            let _cost = statement_region(op).map(lockstack_common::sync::hook::pg_region);
+            let cost = statement_region(op, cfg.protocol).map(lockstack_common::sync::hook::pg_region);
             let r = if opts.per_command_latencies {
                 let c0 = Instant::now();
                 let r = run_command(s, op, &mut vars, &mut rng, &shared.stop)
@@ -428,6 +472,12 @@ fn client_loop(
             } else {
                 run_command(s, op, &mut vars, &mut rng, &shared.stop).map_err(|e| located(e, script, ci))?
             };
+            drop(cost);
+            if matches!(op, Op::Select { .. }) && !s.in_transaction() {
+                // A statement outside a transaction block commits by itself (its commit's
+                // regions ran inside the statement's); PostgreSQL's count for that commit.
+                lockstack_common::sync::hook::pg_charge("statement.commit.read_only");
+            }
             let st = &mut per_script[si].2[ci];
             st.count += 1;
             if !r {
