@@ -120,6 +120,7 @@ fn control_crc(c: &ControlFile) -> Result<u32, EngineError> {
 /// Visible rows and the sum of the balance column (`delta` for pgbench_history) of one table,
 /// as `Session::table_sums` counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TableTotals {
     /// Visible rows.
     pub rows: u64,
@@ -137,6 +138,7 @@ pub struct TableTotals {
 /// history) to the latest shutdown is checked link by link: a lost history page or a flipped
 /// transaction status between two runs changes some table's totals and is refused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Balances {
     /// pgbench_accounts.
     pub accounts: TableTotals,
