@@ -257,8 +257,8 @@ struct OpenFork {
 /// not changed) and every page read is checked against it
 /// ([`crate::page::verify_relation_checksum`]); a mismatch fails the read with an error naming
 /// the file and the block. The checksum covers the relation and fork as well as the block, so
-/// a file that holds another relation's or fork's pages fails its first read. Only files whose every page
-/// was written this way may be read with checksums on.
+/// a file that holds another relation's or fork's pages fails its first read. Only files
+/// whose every page was written this way may be read with checksums on.
 ///
 /// Only regular files are used: a fork whose path is anything else (a FIFO, a directory, a
 /// device) is refused when it is opened, never read or written.

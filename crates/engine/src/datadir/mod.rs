@@ -26,8 +26,8 @@
 //! regular file or directory (never a FIFO, which would block); every relation file's size
 //! and every page of it (checksum, which names the relation and fork, so a swapped file is
 //! refused naming whose pages it holds; layout; tuple and B-tree shapes; an index metapage
-//! naming its own index); relations against the control file; the tables' visible rows and balance sums equal to the
-//! last shutdown's (every relation page read is verified: checksum, then layout). It then
+//! naming its own index); relations against the control file; the tables' visible rows and
+//! balance sums equal to the last shutdown's. It then
 //! marks the directory "in production", and continues the xid counter and the WAL after what
 //! the control file records, the WAL in the next segment so that every new record's LSN is
 //! above every page LSN already on disk.
@@ -214,7 +214,8 @@ fn check_only_ours(path: &Path, sub: &str) -> Result<(), EngineError> {
 /// Another process uses the directory; no or invalid control file, or one that is not a
 /// regular file, fails its CRC-32C, lacks a key, has an unknown one or is of another version;
 /// a directory marked damaged; a file in `base/` that lockstack does not write; a relation
-/// file holding another relation's pages (swapped or copied); a control file field that is out of range or does not match the relations;
+/// file holding another relation's pages (swapped or copied); a control file field that is
+/// out of range or does not match the relations;
 /// pg_xact missing, truncated or failing a page checksum; a file or directory the run writes
 /// that is read-only or not a regular file or directory; an invalid, truncated or checksum-failing
 /// relation page; table totals that differ from the last shutdown's; a directory not shut down
