@@ -67,28 +67,31 @@ pub struct ControlFile {
     pub next_multixact: u32,
     /// State.
     pub state: ClusterState,
-    /// Whether relation pages carry checksums (PostgreSQL's `data_checksums`, on by default
-    /// since 18): every page is written with one and verified when it is read
-    /// ([`FileSmgr::with_checksums`]). Every directory this build loads has them.
+    /// Whether relation pages carry checksums (PostgreSQL's `data_checksums`, on by default since
+    /// 18): every page is written with one and verified when it is read
+    /// ([`FileSmgr::with_checksums`](lockstack_bufmgr::FileSmgr::with_checksums)). Every directory
+    /// this build loads has them.
     pub data_checksums: bool,
     /// CRC-32C of every pg_xact page from page 0 to the page of `next_xid - 1`, in page order,
-    /// taken from the files at shutdown and checked at [`open`] (SLRU pages have no header to
-    /// hold a checksum, so the control file keeps them). Empty (not checked) when
+    /// taken from the files at shutdown and checked at [`open`](super::open) (SLRU pages have no
+    /// header to hold a checksum, so the control file keeps them). Empty (not checked) when
     /// `data_checksums` is off.
     pub clog_page_crcs: Vec<u32>,
-    /// The pgbench tables' visible rows and balance sums at shutdown, checked at [`open`]
-    /// against the data; `None` (not checked) only for a control file written by hand.
+    /// The pgbench tables' visible rows and balance sums at shutdown, checked at
+    /// [`open`](super::open) against the data; `None` (not checked) only for a control file written
+    /// by hand.
     #[serde(deserialize_with = "required")]
     pub balances: Option<Balances>,
-    /// Why the last shutdown failed (the error, naming the file), kept with state "in
-    /// production" so that [`open`] can say what went wrong; `None` after a clean shutdown.
+    /// Why the last shutdown failed (the error, naming the file), kept with state "in production"
+    /// so that [`open`](super::open) can say what went wrong; `None` after a clean shutdown.
     #[serde(deserialize_with = "required")]
     pub last_failure: Option<String>,
-    /// Why the directory is damaged: a run's end-of-run consistency check that failed (its
-    /// name and figures), recorded by [`shutdown_checked`]. [`open`] refuses a damaged
-    /// directory with this reason unless told to open it anyway
-    /// ([`OpenOptions::open_damaged`], the CLI's `--open-damaged`); only `-i`
-    /// ([`initialize`]) clears it. `None` while no check has failed.
+    /// Why the directory is damaged: a run's end-of-run consistency check that failed (its name and
+    /// figures), recorded by [`shutdown_checked`](super::shutdown_checked). [`open`](super::open)
+    /// refuses a damaged directory with this reason unless told to open it anyway
+    /// ([`OpenOptions::open_damaged`](super::OpenOptions::open_damaged), the CLI's
+    /// `--open-damaged`); only `-i` ([`initialize`](super::initialize)) clears it. `None` while no
+    /// check has failed.
     #[serde(deserialize_with = "required")]
     pub damaged: Option<String>,
 }
@@ -131,12 +134,12 @@ pub struct TableTotals {
 /// The four pgbench tables' [`TableTotals`] at a shutdown checkpoint.
 ///
 /// A departure from the issue's wording ("each balance sum equal to the history sum"): that
-/// equation holds only while every run was tpcb-like (simple-update moves accounts alone, a
-/// `-f` script anything), so instead the totals a clean shutdown recorded must be what the
-/// next [`open`] finds, whatever the scripts were. Each run checks its own changes against
-/// these (the runner's consistency checks), so the chain from the load (zero balances, no
-/// history) to the latest shutdown is checked link by link: a lost history page or a flipped
-/// transaction status between two runs changes some table's totals and is refused.
+/// equation holds only while every run was tpcb-like (simple-update moves accounts alone, a `-f`
+/// script anything), so instead the totals a clean shutdown recorded must be what the next
+/// [`open`](super::open) finds, whatever the scripts were. Each run checks its own changes against
+/// these (the runner's consistency checks), so the chain from the load (zero balances, no history)
+/// to the latest shutdown is checked link by link: a lost history page or a flipped transaction
+/// status between two runs changes some table's totals and is refused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Balances {
