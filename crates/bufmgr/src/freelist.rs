@@ -19,7 +19,17 @@ use crate::desc::{
     BUF_REFCOUNT_MASK, BUF_REFCOUNT_ONE, BUF_USAGECOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     FREENEXT_END_OF_LIST, FREENEXT_NOT_IN_LIST, HeaderKind,
 };
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering, yield_now};
+
+/// Scans of every buffer a victim search makes, after the clock hand has passed `nbuffers`
+/// pinned buffers in a row, before it reports every buffer pinned (see `Strategy::recheck`).
+/// One under loom, whose model checks explore every interleaving of each scan.
+#[cfg(not(loom))]
+pub const ALL_PINNED_RECHECKS: u32 = 8;
+/// Scans of every buffer a victim search makes before it reports every buffer pinned: one
+/// under loom (see the non-loom definition).
+#[cfg(loom)]
+pub const ALL_PINNED_RECHECKS: u32 = 1;
 
 /// How victims are chosen: chosen once per pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -252,11 +262,54 @@ impl Strategy {
         victim
     }
 
-    /// Chooses and pins a victim (`StrategyGetBuffer`): never sleeps on a buffer, and reports
-    /// [`Victim::AllPinned`] after the hand has passed `nbuffers` pinned buffers in a row
-    /// without finding one it could decrement ("no unpinned buffers available").
+    /// Chooses and pins a victim (`StrategyGetBuffer`): never sleeps on a buffer. When the
+    /// hand has passed `nbuffers` pinned buffers in a row without finding one it could
+    /// decrement (where PostgreSQL raises "no unpinned buffers available"), it does not give
+    /// up yet: it reports [`Victim::AllPinned`] only after [`ALL_PINNED_RECHECKS`] further
+    /// scans ([`Self::recheck`]) also found every buffer pinned.
     pub(crate) fn get_victim(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
         self.num_allocs.fetch_add(1, Ordering::Relaxed);
+        match self.sweep(descs, header) {
+            Victim::AllPinned => self.recheck(descs, header),
+            found => found,
+        }
+    }
+
+    /// The bounded retry before [`Victim::AllPinned`]: up to [`ALL_PINNED_RECHECKS`] scans of
+    /// every buffer in index order, each after yielding the CPU, taking the first unpinned
+    /// buffer with usage count 0 and decrementing unpinned ones (a scan that met an unpinned
+    /// buffer does not count against the bound: the next one takes it unless it is pinned
+    /// again meanwhile).
+    ///
+    /// The hand's run of `nbuffers` pinned buffers does not show that every buffer was pinned
+    /// at one instant: the backends that take victims pin the buffers at the hand, just ahead
+    /// of the ticks a concurrent search gets, so with `k` backends each holding one brief pin
+    /// in a pool of `k` buffers the hand can see `k` pinned buffers in a row while one is
+    /// always free. A scan of its own, not by the shared hand, after giving the CPU to the
+    /// holders, does not follow those pins around the clock. Made outside the free-list lock
+    /// (9.2 variant), which the sweep released: the header lock is what takes a buffer.
+    fn recheck(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
+        let mut fruitless = 0;
+        while fruitless < ALL_PINNED_RECHECKS {
+            yield_now();
+            let mut saw_unpinned = false;
+            for id in 0..self.nbuffers {
+                match Self::try_take(&descs[id as usize], header, true) {
+                    (Some(state), _, _) => return Victim::Pinned { id, state },
+                    (None, false, _) => saw_unpinned = true,
+                    (None, true, _) => {}
+                }
+            }
+            if !saw_unpinned {
+                fruitless += 1;
+            }
+        }
+        Victim::AllPinned
+    }
+
+    /// The clock sweep proper: the free list, then the hand until it finds a victim or has
+    /// passed `nbuffers` pinned buffers in a row ([`Victim::AllPinned`]).
+    fn sweep(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
         let n = self.nbuffers;
         match self.kind {
             VictimKind::FreelistLock => {

@@ -46,7 +46,8 @@
 //! the content lock shared to read the page and exclusive to change it; a backend never holds
 //! two content locks on one buffer; physically removing tuples needs a cleanup lock
 //! ([`BackendBuffers::lock_for_cleanup`]). Pins are never waited for by normal operations;
-//! when every buffer is pinned a read fails with [`BufferError::NoUnpinnedBuffers`].
+//! when every buffer is pinned a read fails with [`BufferError::NoUnpinnedBuffers`], after
+//! the clock hand and then [`ALL_PINNED_RECHECKS`] scans of every buffer found none unpinned.
 
 mod arena;
 mod buckets;
@@ -64,7 +65,7 @@ mod tag;
 pub mod vm;
 
 pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
-pub use freelist::VictimKind;
+pub use freelist::{ALL_PINNED_RECHECKS, VictimKind};
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};
 pub use pool::{

@@ -49,8 +49,9 @@ static ZERO_PAGE: [u8; BLCKSZ] = [0; BLCKSZ];
 #[derive(Debug)]
 pub enum BufferError {
     /// Every buffer is pinned, so none can be replaced (PostgreSQL's `ERROR: no unpinned
-    /// buffers available`). Raised by the clock sweep after a full pass over pinned buffers;
-    /// the pool never waits for a pin to go away.
+    /// buffers available`). Raised by the victim search after the clock hand passed every
+    /// buffer pinned and [`crate::ALL_PINNED_RECHECKS`] scans of every buffer found them pinned
+    /// too; the pool never waits for a pin to go away.
     NoUnpinnedBuffers,
     /// A read of a block at or past the end of its fork.
     BeyondEof {

@@ -252,11 +252,13 @@ struct OpenFork {
 /// it, durability needs [`Smgr::sync`].
 ///
 /// With checksums on ([`with_checksums`](Self::with_checksums), PostgreSQL's
-/// `data_checksums`), every page written gets [`crate::page::checksum`] in `pd_checksum`
-/// (computed on a copy, as `PageSetChecksumCopy` does, so the caller's buffer is not changed)
-/// and every page read is checked against it ([`crate::page::verify_checksum`]); a mismatch
-/// fails the read with an error naming the file and the block. Only files whose every page
-/// was written this way may be read with checksums on.
+/// `data_checksums`), every page written gets [`crate::page::relation_checksum`] in
+/// `pd_checksum` (computed on a copy, as `PageSetChecksumCopy` does, so the caller's buffer is
+/// not changed) and every page read is checked against it
+/// ([`crate::page::verify_relation_checksum`]); a mismatch fails the read with an error naming
+/// the file and the block. The checksum covers the relation and fork as well as the block, so
+/// a file that holds another relation's or fork's pages fails its first read. Only files
+/// whose every page was written this way may be read with checksums on.
 ///
 /// Only regular files are used: a fork whose path is anything else (a FIFO, a directory, a
 /// device) is refused when it is opened, never read or written.
@@ -389,13 +391,21 @@ impl FileSmgr {
         Ok(Some(of))
     }
 
-    /// `buf`, or with checksums on a copy of it in `copy` with `pd_checksum` set for `block`.
-    fn with_checksum<'a>(&self, buf: &'a [u8], block: BlockNumber, copy: &'a mut [u8; BLCKSZ]) -> &'a [u8] {
+    /// `buf`, or with checksums on a copy of it in `copy` with `pd_checksum` set for `block`
+    /// of `fork` of `rel` ([`crate::page::relation_checksum`]).
+    fn with_checksum<'a>(
+        &self,
+        buf: &'a [u8],
+        rel: Oid,
+        fork: ForkNumber,
+        block: BlockNumber,
+        copy: &'a mut [u8; BLCKSZ],
+    ) -> &'a [u8] {
         if !self.checksums || buf.len() != BLCKSZ {
             return buf;
         }
         copy.copy_from_slice(buf);
-        crate::page::set_checksum(copy, block.0);
+        crate::page::set_relation_checksum(copy, rel, fork, block.0);
         copy
     }
 
@@ -470,7 +480,7 @@ impl Smgr for FileSmgr {
                 .map_err(|e| self.err(SmgrOp::Read, rel, fork, Some(block), e))?;
         }
         if self.checksums {
-            crate::page::verify_checksum(buf, block.0).map_err(|m| {
+            crate::page::verify_relation_checksum(buf, rel, fork, block.0).map_err(|m| {
                 self.err(SmgrOp::Read, rel, fork, Some(block), io::Error::new(io::ErrorKind::InvalidData, m))
             })?;
         }
@@ -492,7 +502,7 @@ impl Smgr for FileSmgr {
             return Err(missing());
         }
         let mut copy = [0u8; BLCKSZ];
-        let buf = self.with_checksum(buf, block, &mut copy);
+        let buf = self.with_checksum(buf, rel, fork, block, &mut copy);
         {
             let _w = WaitEventScope::new(WaitEvent::DATA_FILE_WRITE);
             pwrite(&f.file, buf, u64::from(block.0) * BLCKSZ as u64)
@@ -514,7 +524,7 @@ impl Smgr for FileSmgr {
             ));
         }
         let mut copy = [0u8; BLCKSZ];
-        let buf = self.with_checksum(buf, block, &mut copy);
+        let buf = self.with_checksum(buf, rel, fork, block, &mut copy);
         {
             let _w = WaitEventScope::new(WaitEvent::DATA_FILE_EXTEND);
             pwrite(&f.file, buf, u64::from(block.0) * BLCKSZ as u64)
@@ -605,10 +615,15 @@ mod tests {
         let mut buf = vec![0u8; BLCKSZ];
         for b in 0..2 {
             s.read(rel, ForkNumber::Main, BlockNumber(b), &mut buf).unwrap();
-            assert_eq!(crate::page::stored_checksum(&buf), crate::page::checksum(&buf, b));
+            let want = crate::page::relation_checksum(&buf, rel, ForkNumber::Main, b);
+            assert_eq!(crate::page::stored_checksum(&buf), want);
         }
-        // The same bytes at another block number do not pass: the block is mixed in.
-        assert_ne!(crate::page::checksum(&buf, 0), crate::page::checksum(&buf, 1));
+        // The same bytes at another block number, or in another relation or fork, do not
+        // pass: all three are mixed in.
+        let c = |rel: u32, fork, b| crate::page::relation_checksum(&buf, Oid(rel), fork, b);
+        assert_ne!(c(16384, ForkNumber::Main, 0), c(16384, ForkNumber::Main, 1));
+        assert_ne!(c(16384, ForkNumber::Main, 1), c(16385, ForkNumber::Main, 1));
+        assert_ne!(c(16384, ForkNumber::Main, 1), c(16384, ForkNumber::VisibilityMap, 1));
         drop(s);
         let path = dir.path().join("16384");
         let mut bytes = std::fs::read(&path).unwrap();
@@ -622,6 +637,31 @@ mod tests {
         // Without checksums the flip goes unnoticed here (the page layout checks are the pool's).
         let s = FileSmgr::new(dir.path(), false).unwrap();
         s.read(rel, ForkNumber::Main, BlockNumber(1), &mut buf).unwrap();
+    }
+
+    #[test]
+    fn a_file_copied_over_another_relation_or_fork_fails_its_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileSmgr::new(dir.path(), false).unwrap().with_checksums(true);
+        let mut page = vec![0u8; BLCKSZ];
+        crate::page::init(&mut page, 0);
+        for rel in [Oid(16384), Oid(16385)] {
+            s.extend(rel, ForkNumber::Main, BlockNumber(0), &page).unwrap();
+            s.extend(rel, ForkNumber::VisibilityMap, BlockNumber(0), &page).unwrap();
+        }
+        drop(s);
+        // Byte for byte the same pages, except for the checksum that names where each belongs.
+        std::fs::copy(dir.path().join("16384"), dir.path().join("16385")).unwrap();
+        std::fs::copy(dir.path().join("16384"), dir.path().join("16384_vm")).unwrap();
+        let s = FileSmgr::new(dir.path(), false).unwrap().with_checksums(true);
+        let mut buf = vec![0u8; BLCKSZ];
+        s.read(Oid(16384), ForkNumber::Main, BlockNumber(0), &mut buf).unwrap();
+        for (rel, fork, name) in
+            [(Oid(16385), ForkNumber::Main, "16385\""), (Oid(16384), ForkNumber::VisibilityMap, "16384_vm\"")]
+        {
+            let msg = s.read(rel, fork, BlockNumber(0), &mut buf).unwrap_err().to_string();
+            assert!(msg.contains(name) && msg.contains("page verification failed"), "{msg}");
+        }
     }
 
     #[cfg(unix)]

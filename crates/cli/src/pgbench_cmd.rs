@@ -31,6 +31,10 @@ pub(crate) struct PgbenchArgs {
     /// it (scale from the control file) and shuts it down cleanly at the end.
     #[arg(long = "data-dir", value_name = "DIR")]
     data_dir: Option<std::path::PathBuf>,
+    /// Open a --data-dir that a failed consistency check marked damaged, to look at what the
+    /// failed run left; the mark stays until -i reinitializes the directory.
+    #[arg(long = "open-damaged")]
+    open_damaged: bool,
     /// Also check that the account balance total is unchanged (transfer scripts).
     #[arg(long = "check-total")]
     check_total: bool,
@@ -140,6 +144,7 @@ fn init_only_options(args: &PgbenchArgs) -> Result<(), Failure> {
     flag(args.json.is_some(), "--json");
     flag(args.protocol.is_some(), "-M");
     flag(args.random_seed.is_some(), "--random-seed");
+    flag(args.open_damaged, "--open-damaged");
     if bad.is_empty() {
         Ok(())
     } else {
@@ -238,6 +243,9 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     }
     if args.initialize {
         init_only_options(&args)?;
+    }
+    if args.open_damaged && args.data_dir.is_none() {
+        return Err(Failure::input("--open-damaged applies only with --data-dir DIR"));
     }
     if !["simple", "extended", "prepared"].contains(&protocol(&args)) {
         return Err(Failure::input(format!("invalid query mode (-M): \"{}\"", protocol(&args))));
@@ -397,39 +405,68 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         );
     };
     let opts = RunOptions { per_command_latencies: args.report_per_command };
-    let mut res = match &args.data_dir {
-        None => runner::run_with(&cfg, opts, &progress).map_err(run_failure)?,
+    let check_total = |res: &mut PgbenchResult| {
+        if args.check_total {
+            let (before, after) = res
+                .balance_sums
+                .iter()
+                .find(|(t, _, _)| t == "pgbench_accounts")
+                .map(|(_, b, a)| (*b, *a))
+                .unwrap_or_default();
+            res.checks.push(Check {
+                name: "--check-total: account balance total unchanged".into(),
+                ok: before == after,
+                detail: format!("{before} -> {after}"),
+            });
+        }
+    };
+    let res = match &args.data_dir {
+        None => {
+            let mut res = runner::run_with(&cfg, opts, &progress).map_err(run_failure)?;
+            check_total(&mut res);
+            res
+        }
         Some(dir) => {
             let t0 = lockstack_common::sync::Instant::now();
-            let (engine, control) =
-                datadir::open(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
-            let res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress);
+            let options = datadir::OpenOptions { open_damaged: args.open_damaged };
+            let (engine, control) = datadir::open_with(cfg.engine.clone(), dir, options, |s| s)
+                .map_err(|e| Failure::input(e.to_string()))?;
+            if let Some(why) = &control.damaged {
+                errln!(
+                    "warning: data directory \"{}\" is marked damaged ({why}); it stays marked until -i",
+                    dir.display()
+                );
+            }
+            let mut res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress);
+            if let Ok(r) = &mut res {
+                check_total(r);
+            }
+            // A failed consistency check marks the directory damaged: the next open refuses it
+            // with the reason, instead of starting from data the check found inconsistent.
+            let failed = res
+                .as_ref()
+                .ok()
+                .and_then(|r| r.checks.iter().find(|c| !c.ok))
+                .map(|c| format!("{} ({})", c.name, c.detail));
             // Shut down even after a failed run, so the directory stays usable.
-            let down = datadir::shutdown(&engine, &control);
+            let down = datadir::shutdown_checked(&engine, &control, failed.as_deref());
             let res = res.map_err(run_failure)?;
             down.map_err(|e| Failure::run(format!("shutdown of \"{}\" failed: {e}", dir.display())))?;
             res
         }
     };
-    if args.check_total {
-        let (before, after) = res
-            .balance_sums
-            .iter()
-            .find(|(t, _, _)| t == "pgbench_accounts")
-            .map(|(_, b, a)| (*b, *a))
-            .unwrap_or_default();
-        res.checks.push(Check {
-            name: "--check-total: account balance total unchanged".into(),
-            ok: before == after,
-            detail: format!("{before} -> {after}"),
-        });
-    }
     print_report(&args, &cfg, &res);
     if args.json.is_some() {
         crate::write_json(args.json.as_deref(), &json_document(&args, &cfg, &res)?)?;
     }
     if let Some(c) = res.checks.iter().find(|c| !c.ok) {
-        return Err(Failure::run(format!("consistency check failed: {} ({})", c.name, c.detail)));
+        let marked = match &args.data_dir {
+            Some(dir) => {
+                format!("; data directory \"{}\" marked damaged (reinitialize it with -i)", dir.display())
+            }
+            None => String::new(),
+        };
+        return Err(Failure::run(format!("consistency check failed: {} ({}){marked}", c.name, c.detail)));
     }
     interrupted_or_ok()
 }

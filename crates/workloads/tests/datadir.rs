@@ -182,13 +182,20 @@ fn a_directory_in_use_is_refused_naming_the_holder() {
 
 const BLOCK: usize = 8192;
 
-/// Changes block `block` of `file` with `f` and gives it a valid checksum again, as a writer
-/// that produced a bad page would: what the page checks behind the checksum must catch.
+/// Changes block `block` of `file` (a main fork, named by its relation number) with `f` and
+/// gives it a valid checksum again, as a writer that produced a bad page would: what the page
+/// checks behind the checksum must catch.
 fn patch_block(file: &std::path::Path, block: usize, f: impl FnOnce(&mut [u8])) {
+    let rel = lockstack_common::Oid(file.file_name().unwrap().to_str().unwrap().parse().unwrap());
     let mut bytes = fs::read(file).unwrap();
     let page = &mut bytes[block * BLOCK..(block + 1) * BLOCK];
     f(page);
-    lockstack_bufmgr::page::set_checksum(page, block as u32);
+    lockstack_bufmgr::page::set_relation_checksum(
+        page,
+        rel,
+        lockstack_bufmgr::ForkNumber::Main,
+        block as u32,
+    );
     fs::write(file, bytes).unwrap();
 }
 
@@ -288,12 +295,13 @@ fn a_corrupted_page_is_an_error_naming_block_and_relation_never_a_panic() {
 fn a_truncated_relation_file_says_so() {
     let (_tmp, dir) = loaded();
     let heap = dir.join("base").join(TableId::Accounts.heap_oid().0.to_string());
+    let clean = fs::read(&heap).unwrap();
     fs::OpenOptions::new().write(true).open(&heap).unwrap().set_len(8000).unwrap();
     let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
     assert!(e.contains("16384") && e.contains("truncated"), "{e}");
     assert!(!e.contains("does not exist"), "{e}");
     // Cut at a block boundary: the scale check notices the missing pages.
-    fs::OpenOptions::new().write(true).open(&heap).unwrap().set_len(8192 * 100).unwrap();
+    fs::write(&heap, &clean[..8192 * 100]).unwrap();
     let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
     assert!(e.contains("pgbench_accounts has 100 pages"), "{e}");
 }

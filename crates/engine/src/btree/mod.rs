@@ -169,6 +169,7 @@ impl BTree {
         s[0..4].copy_from_slice(&META_MAGIC.to_le_bytes());
         s[4..8].copy_from_slice(&root.to_le_bytes());
         s[8..10].copy_from_slice(&level.to_le_bytes());
+        s[META_REL].copy_from_slice(&rel.0.to_le_bytes());
         g.mark_dirty();
         drop(g);
         bb.release(meta_buf);

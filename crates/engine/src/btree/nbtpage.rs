@@ -48,6 +48,11 @@ pub(super) const META_BLOCK: u32 = 0;
 
 pub(super) const META_MAGIC: u32 = 0x0005_3162; // nbtree's magic number
 
+/// Where the metapage's special space keeps the index's own relation number (bytes 12..16):
+/// magic (0..4), root (4..8) and level (8..10) are PostgreSQL's `BTMetaPageData` fields; the
+/// relation number is lockstack's, so that an index file names the index it holds.
+pub(super) const META_REL: std::ops::Range<usize> = 12..16;
+
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Opaque {
     pub(super) level: u16,
@@ -180,21 +185,27 @@ pub(super) fn init_page(p: &mut [u8], o: Opaque) {
     set_opaque(p, o);
 }
 
-/// Checks the shape of index block `block` just read from its file (after
-/// `lockstack_bufmgr::page::verify` passed): the metapage's special space, and on other pages
+/// Checks the shape of block `block` of index `rel` just read from its file (after
+/// `lockstack_bufmgr::page::verify` passed): the metapage's special space and the relation it
+/// names (which must be `rel`: a file swapped with another index's fails here), and on other pages
 /// the opaque data's size, leaf flag against level, and every item normal and of its level's
 /// length, at least one on an internal page. This is what the code reading index pages relies on
 /// to be free of out-of-range accesses (PostgreSQL's `_bt_checkpage`, extended to the items).
 ///
 /// # Errors
 /// A one-line reason.
-pub(crate) fn verify_page(block: u32, p: &[u8]) -> Result<(), String> {
+pub(crate) fn verify_page(rel: u32, block: u32, p: &[u8]) -> Result<(), String> {
     let special = BLCKSZ - page::special_offset(p);
     if block == META_BLOCK {
-        return if special == 16 {
+        if special != 16 {
+            return Err(format!("B-tree metapage has {special} bytes of special space, not 16"));
+        }
+        let s = page::special(p);
+        let owner = u32::from_le_bytes(s[META_REL].try_into().expect("4 bytes"));
+        return if owner == rel {
             Ok(())
         } else {
-            Err(format!("B-tree metapage has {special} bytes of special space, not 16"))
+            Err(format!("the file holds the B-tree of relation {owner}, not of relation {rel}"))
         };
     }
     if special != PAGE_OPAQUE_SIZE {

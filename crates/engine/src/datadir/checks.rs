@@ -1,18 +1,18 @@
 //! The checks [`super::open`] makes before anything is written, beyond the control file's own
-//! fields: pg_xact's length, page CRCs and unassigned xids; the relations against the control
-//! file's scale and next xid; the tables' visible rows and balance sums against the last
-//! shutdown's.
+//! fields: pg_xact's length, page CRCs and unassigned xids; every relation file's size, pages
+//! and identity; the relations against the control file's scale and next xid; the tables'
+//! visible rows and balance sums against the last shutdown's.
 
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use lockstack_bufmgr::ForkNumber;
+use lockstack_bufmgr::{BufferError, BufferTag, FileSmgr, ForkNumber, Smgr};
 use lockstack_clog::{
     CLOG_XACTS_PER_BYTE, CLOG_XACTS_PER_PAGE, SLRU_PAGE_SIZE, SLRU_PAGES_PER_SEGMENT, clog_page,
     segment_file_name,
 };
-use lockstack_common::TransactionId;
+use lockstack_common::{BlockNumber, Oid, TransactionId};
 
 use super::control::{Balances, CONTROL_FILE, ControlFile, TableTotals};
 use super::files::{io, regular_or_missing, usage};
@@ -250,4 +250,115 @@ pub(super) fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile)
         )));
     }
     Ok(())
+}
+
+/// The relation forks a data directory may hold in `base/`, with their names for messages:
+/// every table's heap and visibility map, and every index.
+fn relation_forks() -> Vec<(Oid, ForkNumber, String)> {
+    let mut v = Vec::new();
+    for t in TableId::ALL {
+        v.push((t.heap_oid(), ForkNumber::Main, t.name().to_string()));
+        v.push((t.heap_oid(), ForkNumber::VisibilityMap, format!("{}'s visibility map", t.name())));
+        if let Some(i) = t.index_oid() {
+            v.push((i, ForkNumber::Main, format!("{}_pkey", t.name())));
+        }
+    }
+    v
+}
+
+/// Checks every relation file in `base/` before the engine is built and anything is written,
+/// so that damage found only when a page is first read (by the run, or by the shutdown
+/// checkpoint, which then could not shut the directory down) is refused at open instead:
+///
+/// * `base/` holds only the relation forks lockstack writes for its tables
+///   ([`relation_forks`]): an unknown file is refused, as nothing would ever read it;
+/// * each file's size is a whole number of blocks;
+/// * each page passes, as a read through the buffer pool would check it, its checksum (with
+///   `checksums`; it names relation, fork and block, so a file swapped with another
+///   relation's or copied over it fails, and the message then names whose pages it holds),
+///   `lockstack_bufmgr::page::verify`, and the engine's page check (tuple shapes, B-tree
+///   pages, and an index metapage naming its own index).
+///
+/// A missing file is left to the checks that follow (the tables' totals name it).
+///
+/// # Errors
+/// One line naming the file, and the block when a page fails.
+pub(super) fn check_relation_files(dir: &Path, checksums: bool) -> Result<(), EngineError> {
+    let base = dir.join("base");
+    let forks = relation_forks();
+    let smgr = match FileSmgr::new(&base, false) {
+        Ok(s) => s.with_checksums(checksums),
+        // No base/ at all: the relations' own checks say what is missing.
+        Err(_) if !base.exists() => return Ok(()),
+        Err(e) => return Err(BufferError::from(e).into()),
+    };
+    let entries = fs::read_dir(&base).map_err(|e| io(&base, "could not read directory", e))?;
+    for e in entries {
+        let e = e.map_err(|e| io(&base, "could not read directory", e))?;
+        let name = e.file_name();
+        let ours = forks.iter().any(|(rel, fork, _)| smgr.path(*rel, *fork).file_name() == Some(&name));
+        if !ours {
+            return Err(usage(format!(
+                "unexpected file \"{}\" in data directory \"{}\": it is none of the relation files lockstack \
+                 writes; move it away (or reinitialize the directory with -i)",
+                e.path().display(),
+                dir.display()
+            )));
+        }
+    }
+    let mut buf = vec![0u8; lockstack_bufmgr::page::BLCKSZ];
+    for (rel, fork, _) in &forks {
+        let (rel, fork) = (*rel, *fork);
+        if !smgr.path(rel, fork).exists() {
+            continue;
+        }
+        let nblocks = smgr.nblocks(rel, fork).map_err(BufferError::from)?;
+        for b in 0..nblocks {
+            if let Err(e) = smgr.read(rel, fork, BlockNumber(b), &mut buf) {
+                if e.source.kind() == std::io::ErrorKind::InvalidData
+                    && let Some(msg) = whose_page(&smgr, &forks, rel, fork, b)
+                {
+                    return Err(usage(msg));
+                }
+                return Err(BufferError::from(e).into());
+            }
+            let tag = BufferTag { rel, fork, block: BlockNumber(b) };
+            lockstack_bufmgr::page::verify(&buf)
+                .map_err(|e| e.to_string())
+                .and_then(|()| crate::tables::verify_page(tag, &buf))
+                .map_err(|reason| BufferError::InvalidPage { tag, reason })?;
+        }
+    }
+    Ok(())
+}
+
+/// After block `block` of `fork` of `rel` failed its checksum: whether the page carries the
+/// checksum of the same block of another relation fork of the directory, i.e. the file holds
+/// that fork's pages; the message saying so.
+fn whose_page(
+    smgr: &FileSmgr,
+    forks: &[(Oid, ForkNumber, String)],
+    rel: Oid,
+    fork: ForkNumber,
+    block: u32,
+) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = smgr.path(rel, fork);
+    let mut page = vec![0u8; lockstack_bufmgr::page::BLCKSZ];
+    let mut f = fs::File::open(&path).ok()?;
+    f.seek(SeekFrom::Start(u64::from(block) * lockstack_bufmgr::page::BLCKSZ as u64)).ok()?;
+    f.read_exact(&mut page).ok()?;
+    let name = |r: Oid, f: ForkNumber| forks.iter().find(|x| x.0 == r && x.1 == f).map(|x| x.2.clone());
+    let (owner, owner_fork, owner_name) = forks.iter().find(|(r, f, _)| {
+        (*r, *f) != (rel, fork)
+            && lockstack_bufmgr::page::verify_relation_checksum(&page, *r, *f, block).is_ok()
+    })?;
+    Some(format!(
+        "file \"{}\" holds the pages of {owner_name} (file \"{}\"), not of {}: relation files were swapped or \
+         copied over each other (block {block} carries the other relation's checksum); put them back or \
+         reinitialize the directory with -i",
+        path.display(),
+        smgr.path(*owner, *owner_fork).display(),
+        name(rel, fork)?
+    ))
 }

@@ -4,9 +4,9 @@
 //!
 //! | path | holds |
 //! |---|---|
-//! | `lockstack.control` | the control file (JSON): scale, fillfactor, next xid, end of WAL, state, `data_checksums`, pg_xact page CRCs, the tables' totals; stands for `global/pg_control` |
+//! | `lockstack.control` | the control file (JSON with a CRC-32C, every key required): scale, fillfactor, next xid, end of WAL, state, `data_checksums`, pg_xact page CRCs, the tables' totals, the damaged mark; stands for `global/pg_control` |
 //! | `lockstack.pid` | the lock file: pid of the process using the directory, locked while it is open ([`lock`]); stands for `postmaster.pid` |
-//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`], every page with a checksum |
+//! | `base/` | relation files, one per fork (`<oid>`, `<oid>_vm`), written by [`FileSmgr`], every page with a checksum that names its relation, fork and block |
 //! | `pg_xact/` | CLOG segment files (32 pages of 8 KiB each) |
 //! | `pg_wal/` | WAL segment files (16 MiB each) |
 //!
@@ -20,10 +20,14 @@
 //! "in production" and the error ([`ControlFile::last_failure`]). [`open`] accepts only a
 //! cleanly shut down directory (there is no crash recovery: replaying WAL into pages is not
 //! built) that no other process holds and that passes its checks, all made before anything is
-//! written: control file fields; pg_xact's length and page CRCs; every file and directory a
-//! run writes is writable and a regular file or directory (never a FIFO, which would block);
-//! relations against the control file; the tables' visible rows and balance sums equal to the
-//! last shutdown's (every relation page read is verified: checksum, then layout). It then
+//! written: the control file's CRC-32C, keys and fields, and its damaged mark (a failed
+//! end-of-run consistency check, refused until `-i` unless [`OpenOptions::open_damaged`]);
+//! pg_xact's length and page CRCs; every file and directory a run writes is writable and a
+//! regular file or directory (never a FIFO, which would block); every relation file's size
+//! and every page of it (checksum, which names the relation and fork, so a swapped file is
+//! refused naming whose pages it holds; layout; tuple and B-tree shapes; an index metapage
+//! naming its own index); relations against the control file; the tables' visible rows and
+//! balance sums equal to the last shutdown's. It then
 //! marks the directory "in production", and continues the xid counter and the WAL after what
 //! the control file records, the WAL in the next segment so that every new record's LSN is
 //! above every page LSN already on disk.
@@ -44,7 +48,10 @@ use lockstack_common::TransactionId;
 use lockstack_xlog::{Wal, WalSink};
 
 use crate::engine::{Engine, EngineConfig, EngineError, TableSource};
-use checks::{check_balances, check_pg_xact_unassigned, check_relations, pg_xact_crcs, table_totals};
+use checks::{
+    check_balances, check_pg_xact_unassigned, check_relation_files, check_relations, pg_xact_crcs,
+    table_totals,
+};
 use files::{io, usage};
 
 use crate::tables::TableId;
@@ -146,7 +153,7 @@ pub fn initialize(
     };
     let cfg = file_config(cfg, dir);
     let engine = Engine::build(cfg, smgr(dir, true)?, TableSource::Load { scale, fillfactor }, Some(lock))?;
-    shutdown_with(&engine, scale, fillfactor, true)
+    shutdown_with(&engine, scale, fillfactor, true, None)
 }
 
 /// Whether `name` is one of the files lockstack writes in subdirectory `sub` of a data
@@ -191,7 +198,10 @@ fn check_only_ours(path: &Path, sub: &str) -> Result<(), EngineError> {
 /// before [`shutdown`] leaves a directory that [`open`] refuses.
 ///
 /// The directory stays locked ([`lock`]) until the engine is dropped. Before anything is
-/// changed, the directory is checked: the control file's fields ([`check_control`]), pg_xact
+/// changed, the directory is checked: the control file's CRC-32C and keys ([`read_control`]),
+/// that it is not marked damaged ([`ControlFile::damaged`]; see [`open_with`] to open it
+/// anyway), its fields ([`check_control`]), every relation file whole (size, then every page's
+/// checksum, layout and shape), pg_xact
 /// against `next_xid` ([`check_pg_xact`]) and against the page checksums of the last shutdown
 /// ([`check_pg_xact_checksums`]), that every file and directory the run will write is a
 /// writable regular file or directory ([`check_writable`]), every relation page read while
@@ -202,14 +212,27 @@ fn check_only_ours(path: &Path, sub: &str) -> Result<(), EngineError> {
 ///
 /// # Errors
 /// Another process uses the directory; no or invalid control file, or one that is not a
-/// regular file; a control file field that is out of range or does not match the relations;
+/// regular file, fails its CRC-32C, lacks a key, has an unknown one or is of another version;
+/// a directory marked damaged; a file in `base/` that lockstack does not write; a relation
+/// file holding another relation's pages (swapped or copied); a control file field that is
+/// out of range or does not match the relations;
 /// pg_xact missing, truncated or failing a page checksum; a file or directory the run writes
 /// that is read-only or not a regular file or directory; an invalid, truncated or checksum-failing
 /// relation page; table totals that differ from the last shutdown's; a directory not shut down
 /// cleanly (no crash recovery here; the message repeats why the last shutdown failed when it
 /// did); I/O and engine errors. Each is one line naming the directory, file, block or field.
 pub fn open(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile), EngineError> {
-    open_wrapped(cfg, dir, |s| s)
+    open_with(cfg, dir, OpenOptions::default(), |s| s)
+}
+
+/// How [`open_with`] treats a directory that passes its checks but is marked damaged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Open a directory whose control file records a failed consistency check
+    /// ([`ControlFile::damaged`]) instead of refusing it (the CLI's `--open-damaged`): to look
+    /// at what the failed run left. The mark stays: the next shutdown writes it again, and only
+    /// `-i` ([`initialize`]) clears it.
+    pub open_damaged: bool,
 }
 
 /// [`open`] with the relation storage manager wrapped by `wrap` before the engine is built
@@ -220,8 +243,22 @@ pub fn open(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile),
 /// # Errors
 /// As [`open`].
 pub fn open_wrapped(
+    cfg: EngineConfig,
+    dir: &Path,
+    wrap: impl FnOnce(Arc<FileSmgr>) -> Arc<dyn Smgr>,
+) -> Result<(Arc<Engine>, ControlFile), EngineError> {
+    open_with(cfg, dir, OpenOptions::default(), wrap)
+}
+
+/// [`open_wrapped`] with [`OpenOptions`].
+///
+/// # Errors
+/// As [`open`]; a directory marked damaged ([`ControlFile::damaged`]) unless
+/// [`OpenOptions::open_damaged`].
+pub fn open_with(
     mut cfg: EngineConfig,
     dir: &Path,
+    opts: OpenOptions,
     wrap: impl FnOnce(Arc<FileSmgr>) -> Arc<dyn Smgr>,
 ) -> Result<(Arc<Engine>, ControlFile), EngineError> {
     if !dir.join(CONTROL_FILE).exists() {
@@ -242,10 +279,20 @@ pub fn open_wrapped(
             dir.display()
         )));
     }
+    if let Some(why) = &control.damaged
+        && !opts.open_damaged
+    {
+        return Err(usage(format!(
+            "data directory \"{}\" is marked damaged: a run's consistency check failed: {why}; reinitialize it \
+             with -i (or open it anyway with --open-damaged)",
+            dir.display()
+        )));
+    }
     check_control(dir, &control)?;
     check_pg_xact(dir, TransactionId(control.next_xid))?;
     check_pg_xact_checksums(dir, &control)?;
     check_writable(dir)?;
+    check_relation_files(dir, control.data_checksums)?;
     cfg.procarray.first_xid = TransactionId(control.next_xid);
     cfg.wal.start_segment = control.next_wal_segment;
     let cfg = file_config(cfg, dir);
@@ -274,7 +321,24 @@ pub fn open_wrapped(
 /// The engine is in memory; I/O errors of the WAL, the buffer pool or the CLOG; errors of the
 /// scans that take the totals.
 pub fn shutdown(engine: &Arc<Engine>, control: &ControlFile) -> Result<ControlFile, EngineError> {
-    match shutdown_with(engine, control.scale, control.fillfactor, control.data_checksums) {
+    shutdown_checked(engine, control, None)
+}
+
+/// [`shutdown`] after a run whose end-of-run consistency checks ran: `failed_check` is the
+/// first failed check (its name and figures), which the control file then records as
+/// [`ControlFile::damaged`], so that the next [`open`] refuses the directory with that reason
+/// until it is reinitialized. A mark the directory already had (opened with
+/// [`OpenOptions::open_damaged`]) is kept when `failed_check` is `None`.
+///
+/// # Errors
+/// As [`shutdown`].
+pub fn shutdown_checked(
+    engine: &Arc<Engine>,
+    control: &ControlFile,
+    failed_check: Option<&str>,
+) -> Result<ControlFile, EngineError> {
+    let damaged = failed_check.map(|f| f.replace(['\n', '\r'], " ")).or_else(|| control.damaged.clone());
+    match shutdown_with(engine, control.scale, control.fillfactor, control.data_checksums, damaged.clone()) {
         Ok(c) => Ok(c),
         Err(e) => {
             if let Some(dir) = engine.data_dir() {
@@ -283,6 +347,7 @@ pub fn shutdown(engine: &Arc<Engine>, control: &ControlFile) -> Result<ControlFi
                 let failed = ControlFile {
                     state: ClusterState::InProduction,
                     last_failure: Some(e.to_string().replace(['\n', '\r'], " ")),
+                    damaged,
                     ..control.clone()
                 };
                 let _ = write_control(dir, &failed);
@@ -297,6 +362,7 @@ fn shutdown_with(
     scale: i64,
     fillfactor: u8,
     data_checksums: bool,
+    damaged: Option<String>,
 ) -> Result<ControlFile, EngineError> {
     let dir: PathBuf =
         engine.data_dir().ok_or_else(|| usage("shutdown of an in-memory engine".into()))?.to_path_buf();
@@ -327,6 +393,7 @@ fn shutdown_with(
         clog_page_crcs,
         balances: Some(balances),
         last_failure: None,
+        damaged,
     };
     write_control(&dir, &control)?;
     Ok(control)
