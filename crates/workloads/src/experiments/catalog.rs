@@ -334,7 +334,7 @@ const FLEXLOCK: Experiment = Experiment {
     published_notes: &[],
     machines: &[SeedMachine {
         profile: "xeon-32",
-        series: &[KEVIN_P, KEVIN_S],
+        series: &[KEVIN_S, KEVIN_P],
         clients: &[1, 2, 4, 8, 16, 32, 64, 80, 96, 128],
         duration_s: 0.15,
         scale: 10,
