@@ -6,7 +6,9 @@ usage: gen.py KIND N  (KIND: S B N NS NI I T A AL AS)
   NI: N without the INSERT   I: BEGIN; i; END;               T: tpcb-like
   A: N advisory xact locks on distinct keys in one transaction (main lock table, LockReleaseAll)
   AL: N re-acquisitions of one advisory xact lock (LockAcquire's backend-local path only)
-  AS: N session advisory locks on distinct keys, then N pg_advisory_unlock (LockRelease, main table)"""
+  AS: N session advisory locks on distinct keys, then N pg_advisory_unlock (LockRelease, main table)
+  L: BEGIN; LOCK TABLE pgbench_branches IN SHARE MODE; END; (a strong lock: fast-path transfer)
+  WS, WL: N autocommit INSERTs of a 100-byte or 1900-byte uncompressed text row (WAL copy per byte)"""
 import random, sys
 
 kind, n = sys.argv[1], int(sys.argv[2])
@@ -35,6 +37,12 @@ elif kind == "AL":
     w("BEGIN;")
     w(f"SELECT count(pg_advisory_xact_lock(1)) FROM generate_series(1,{n}) i;")
     w("END;")
+elif kind in ("WS", "WL"):
+    size = 100 if kind == "WS" else 1900
+    w("CREATE TABLE walw (t text) WITH (autovacuum_enabled = off);")
+    w("ALTER TABLE walw ALTER COLUMN t SET STORAGE PLAIN;")
+    for _ in range(n):
+        w(f"INSERT INTO walw VALUES (repeat('x', {size}));")
 elif kind == "AS":
     w(f"SELECT count(pg_advisory_lock(i)) FROM generate_series(1,{n}) i;")
     w(f"SELECT count(pg_advisory_unlock(i)) FROM generate_series(1,{n}) i;")
@@ -47,7 +55,7 @@ else:
         UT = f"EXECUTE ut({delta},{tid});"
         UB = f"EXECUTE ub({delta},{bid});"
         I = f"EXECUTE i({tid},{bid},{aid},{delta});"
-        body = {"S": [S], "B": [], "N": [UA, S, I], "NS": [UA, I], "NI": [UA, S],
+        body = {"S": [S], "B": [], "L": ["LOCK TABLE pgbench_branches IN SHARE MODE;"], "N": [UA, S, I], "NS": [UA, I], "NI": [UA, S],
                 "I": [I], "T": [UA, S, UT, UB, I]}[kind]
         if kind == "S":
             w(S)  # -S: one autocommit statement per transaction

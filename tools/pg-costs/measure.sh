@@ -16,6 +16,8 @@ W=$(mktemp -d /tmp/pgcosts.XXXXXX)
 trap 'as_pg "$BIN/pg_ctl" -D "$W/run" stop -m immediate >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
 if [ "$(id -u)" = 0 ]; then chown postgres "$W"; as_pg() { runuser -u postgres -- "$@"; }; else as_pg() { "$@"; }; fi
 mkdir -p "$DATA"
+[ -n "${PGCOSTS_ONLY:-}" ] || rm -f "$DATA"/*.funcs.json "$DATA"/*.inclusive.txt "$DATA"/*.lsn
+START=$(date +%s)
 # PGCOSTS_ONLY="PB PI" reruns just those passes (keeping the other summaries in $DATA)
 want() { [ -z "${PGCOSTS_ONLY:-}" ] || [[ " $PGCOSTS_ONLY " == *" $1 "* ]]; }
 log() { echo "[measure.sh $(date -u +%H:%M:%S)] $*" >&2; }
@@ -28,13 +30,13 @@ as_pg "$BIN/pgbench" -h "$W" -p $PORT -i -s 1 -q postgres >/dev/null 2>&1
 as_pg "$BIN/pg_ctl" -D "$W/base" -w stop -m fast >/dev/null
 
 # One single-user pass: a fresh copy of the loaded cluster, the script on stdin, callgrind on.
-single() { # KIND N
-  local kind=$1 n=$2 tag=$1$2
+single() { # KIND N [TAG-SUFFIX POSTGRES-OPTION...]
+  local kind=$1 n=$2 tag=$1$2${3:-}; shift 2; if [ $# -gt 0 ]; then shift; fi
   want "$kind" || return 0
   rm -rf "$W/run"; as_pg cp -a "$W/base" "$W/run"
   python3 "$HERE/gen.py" "$kind" "$n" > "$W/$tag.sql"
   as_pg valgrind --tool=callgrind --callgrind-out-file="$W/$tag.cg" \
-    "$BIN/postgres" --single -D "$W/run" -c fsync=off -c full_page_writes=off -c max_locks_per_transaction=256 postgres \
+    "$BIN/postgres" --single -D "$W/run" -c fsync=off -c full_page_writes=off -c max_locks_per_transaction=256 "$@" postgres \
     < "$W/$tag.sql" > "$W/$tag.out" 2> "$W/$tag.err"
   grep -o 'pg_current_wal_insert_lsn = "[^"]*"' "$W/$tag.out" | sed 's/.*= "\(.*\)"/\1/' > "$W/$tag.lsn"
   summarize "$tag"
@@ -57,6 +59,13 @@ for k in A AL AS; do
   log "single-user $k (advisory locks): $((SHORT * 5)) and $((LONG * 5)) locks"
   single $k $((SHORT * 5)); single $k $((LONG * 5))
 done
+
+log "single-user WS/WL: $LONG inserts of 100-byte and 1900-byte rows (WAL copy per byte)"
+single WS $LONG; single WL $LONG
+
+log "single-user L: a strong relation lock per transaction (fast-path transfer), max_connections 100 and 20"
+single L $SHORT; single L $LONG
+single L $SHORT m20 -c max_connections=20; single L $LONG m20 -c max_connections=20
 
 # Snapshot slope: a server whose backends all run under callgrind; one pgbench -N client,
 # with 0 or $IDLE extra idle sessions connected.
@@ -98,7 +107,7 @@ for k in B I NS NI; do server P$k$SHORT 0 $SHORT $k; server P$k$LONG 0 $LONG $k;
 log "server -N with $IDLE idle sessions connected"
 server PNX$SHORT "$IDLE" $SHORT simple-update; server PNX$LONG "$IDLE" $LONG simple-update
 
-log "computing the table"
+log "computing the table (passes took $(( $(date +%s) - START )) s)"
 if [ -n "$OUT" ]; then
   python3 "$HERE/parse.py" table "$DATA" "$SHORT" "$LONG" "$IDLE" > "$OUT"; log "wrote $OUT"
 else

@@ -45,15 +45,15 @@ EMPTY = {"incl": 0, "calls": 0, "callees": {}, "callers": {}}
 class Run:
     """Per-unit differences between the short and long run of one kind."""
 
-    def __init__(self, data, kind, short, long_):
-        self.a = json.load(open(f"{data}/{kind}{short}.funcs.json"))
-        self.b = json.load(open(f"{data}/{kind}{long_}.funcs.json"))
+    def __init__(self, data, kind, short, long_, suffix=""):
+        self.a = json.load(open(f"{data}/{kind}{short}{suffix}.funcs.json"))
+        self.b = json.load(open(f"{data}/{kind}{long_}{suffix}.funcs.json"))
         self.n = long_ - short
         self.kind = kind
-        self.ta = self._total(f"{data}/{kind}{short}.inclusive.txt")
-        self.tb = self._total(f"{data}/{kind}{long_}.inclusive.txt")
+        self.ta = self._total(f"{data}/{kind}{short}{suffix}.inclusive.txt")
+        self.tb = self._total(f"{data}/{kind}{long_}{suffix}.inclusive.txt")
         self.lsn = None
-        la, lb = f"{data}/{kind}{short}.lsn", f"{data}/{kind}{long_}.lsn"
+        la, lb = f"{data}/{kind}{short}{suffix}.lsn", f"{data}/{kind}{long_}{suffix}.lsn"
         if os.path.exists(la) and os.path.exists(lb):
             def span(p):
                 v = [int(x.split("/")[0], 16) << 32 | int(x.split("/")[1], 16) for x in open(p).read().split()]
@@ -159,9 +159,11 @@ def main(data, short, long_, idle):
         f"-S: LockAcquireExtended's own (folded) instructions per new lock minus the local path's "
         f"own instructions ({hit_self:.0f}, from AL) minus {newlocal_init:.0f} for LOCALLOCK set-up: "
         "FastPathGrantRelationLock is static and inlined, so its loop over the 16 slots is separated "
-        "this way (the split of folded code is an estimate)",
+        "this way. Cross-check in the binary's disassembly (LockAcquireExtended+0x8e8..0x9a4): the slot "
+        "loop is 10 instructions a slot, always all 16 (it looks for an unused slot and an existing "
+        "entry), plus ~15 to set up and grant and ~10 for the strong-lock count check: ~185-195",
         "FastPathGrantRelationLock (16-slot scan and grant) under MyProc->fpInfoLock, plus "
-        "FastPathStrongRelationLocks check", estimated=True, runs="S, AL")
+        "FastPathStrongRelationLocks check", runs="S, AL")
     a_nolw = A.per_call(lae, A.nolw(lae))
     main_acq = a_nolw - local_new
     put("lmgr.lock_acquire.main", main_acq,
@@ -184,14 +186,16 @@ def main(data, short, long_, idle):
         "per lock in LockReleaseAll (A): RemoveLocalLock (static) + hash_seq_search step + "
         "ResourceOwnerForgetLock + ~20 instructions of LockReleaseAll's loop (estimate)",
         "LockReleaseAll's/LockRelease's per-lock work outside LWLocks: LOCALLOCK hash_search HASH_REMOVE, "
-        "pfree of lockOwners, resource-owner bookkeeping", runs="A")
+        "pfree of lockOwners, resource-owner bookkeeping", estimated=True, runs="A")
     put("lmgr.lock_release.main", a_rel - local_rel,
         f"per lock in LockReleaseAll at commit of a transaction holding many main-table locks (A): "
-        f"{a_rel:.0f} per lock excluding LWLock calls, minus lmgr.lock_release.local. The partition "
+        f"{a_rel:.0f} per lock excluding LWLock calls, minus lmgr.lock_release.local (whose ~20 "
+        f"instructions of LockReleaseAll's own loop are an estimate: the split between the two is "
+        f"estimated, their sum is measured). The partition "
         "LWLock is taken once per partition, not per lock, in LockReleaseAll",
         f"under the partition LWLock: PROCLOCK queue walk, UnGrantLock ({A.per_call('UnGrantLock'):.0f}), "
         f"LockTagHashCode, CleanUpLock ({A.per_call('CleanUpLock'):.0f}: PROCLOCK and LOCK "
-        "hash_search_with_hash_value HASH_REMOVE)", runs="A")
+        "hash_search_with_hash_value HASH_REMOVE)", estimated=True, runs="A")
     if AS.calls("LockRelease"):
         asr = AS.per_call("LockRelease", AS.nolw("LockRelease"))
         reg["lmgr.lock_release.main"]["how"] += (
@@ -206,19 +210,37 @@ def main(data, short, long_, idle):
         "partition), VirtualXactLockTableCleanup", runs="B")
     fpu = S.per_call("FastPathUnGrantRelationLock")
     put("lmgr.lock_release.fastpath", fpu,
-        "-S: FastPathUnGrantRelationLock (static, not inlined) inclusive per call",
+        "-S: FastPathUnGrantRelationLock (static, not inlined) inclusive per call (its loop visits all "
+        "16 slots: ~14 instructions a slot)",
         "FastPathUnGrantRelationLock's 16-slot scan under fpInfoLock (LockReleaseAll takes fpInfoLock "
         "once for all of a backend's fast-path locks)", runs="S")
-    # transfer: not triggered by any pgbench script; from the code structure
-    put("lmgr.fastpath_transfer", 40.0,
-        "not triggered by pgbench (no strong relation lock): estimated from "
-        "FastPathTransferRelationLocks' structure: per backend, LWLockAcquire of its fpInfoLock (not "
-        "counted), a check of databaseId, then a 16-slot scan (~8 instructions a slot, as measured for "
-        "FastPathUnGrantRelationLock ~14/slot incl. bit ops) -> ~40 with no matching slot; a matching "
-        "slot adds SetupLockInTable + GrantLock (~lmgr.lock_acquire.main)",
-        "FastPathTransferRelationLocks, per PGPROC scanned (fixed part 0)", per_item=40.0,
-        item="backend (PGPROC) scanned", estimated=True)
-    reg["lmgr.fastpath_transfer"]["instructions"] = 0.0
+    # transfer: no pgbench script takes a strong relation lock; L does (LOCK TABLE ... IN SHARE MODE),
+    # at max_connections 100 and 20: FastPathTransferRelationLocks (inlined) visits every PGPROC slot
+    if os.path.exists(f"{data}/L{long_}m20.funcs.json"):
+        L100, L20 = R("L"), Run(data, "L", short, long_, "m20")
+        procs = L100.callee(lae, "LWLockAcquire")[1] - L20.callee(lae, "LWLockAcquire")[1]
+        per_proc = (L100.nolw(lae) - L20.nolw(lae)) / procs
+        fixed = L20.nolw(lae) - L20.callee(lae, "LWLockAcquire")[1] * per_proc - local_new - main_acq
+        put("lmgr.fastpath_transfer", max(fixed, 0.0),
+            f"single-user BEGIN; LOCK TABLE pgbench_branches IN SHARE MODE; END; at max_connections "
+            f"100 and 20 ({procs:.0f} fewer PGPROC slots, counted by their fpInfoLock acquisitions): "
+            f"LockAcquireExtended's difference excluding LWLock calls / slots = {per_proc:.1f} per slot; "
+            f"fixed = the rest beyond lmgr.lock_acquire.local + .main ({fixed:.0f}, clamped at 0). Every "
+            "slot in ProcGlobal->allProcs (max_connections + autovacuum + auxiliary + prepared-xact "
+            "slots, used or not) is visited with one fpInfoLock acquire/release (not included: the "
+            "simulator's LWLock); a backend of the same database also has its 16 slots scanned "
+            "(~80 more, estimated from the loop: not measured, no other backend here)",
+            "FastPathTransferRelationLocks (inlined into LockAcquireExtended) per PGPROC slot: "
+            "databaseId test, (same database) 16-slot fpRelId scan, transfer of a matching entry "
+            "(SetupLockInTable + GrantLock)", per_item=per_proc,
+            item="PGPROC slot visited (allProcCount; plus one fpInfoLock LWLock pair each)", runs="L, L-m20")
+    else:
+        put("lmgr.fastpath_transfer", 0.0,
+            "not measured in this run (no L passes): estimated from FastPathTransferRelationLocks' "
+            "structure: per PGPROC slot a databaseId test (~18) and, for a backend of the same "
+            "database, the 16-slot scan (~80)",
+            "FastPathTransferRelationLocks, per PGPROC scanned (fixed part 0)", per_item=18.0,
+            item="PGPROC slot visited (allProcCount; plus one fpInfoLock LWLock pair each)", estimated=True)
 
     # ---- procarray ----------------------------------------------------------------------
     gsd = "GetSnapshotData"
@@ -298,7 +320,17 @@ def main(data, short, long_, idle):
     mc = sum(N.callee(xir, c)[0] for c in memcpy_callee)
     wal_per_txn = N.lsn or 0.0
     rec_bytes = wal_per_txn / recs if recs else 0.0
-    per_byte = 0.08
+    # per byte: the same number of INSERTs of 100- and 1900-byte rows (WS, WL)
+    ws = json.load(open(f"{data}/WS{long_}.funcs.json")); wl = json.load(open(f"{data}/WL{long_}.funcs.json"))
+    def span(p):
+        v = [int(x.split("/")[0], 16) << 32 | int(x.split("/")[1], 16) for x in open(p).read().split()]
+        return v[-1] - v[0]
+    wbytes = span(f"{data}/WL{long_}.lsn") - span(f"{data}/WS{long_}.lsn")
+    per_byte = (wl[xir]["incl"] - ws[xir]["incl"]) / wbytes
+    gx = STATIC["GetXLogBuffer"]
+    pb_gxb = (wl[xir]["callees"][gx][0] - ws[xir]["callees"][gx][0]) / wbytes
+    pages = wl[xir]["callees"][gx][1] - ws[xir]["callees"][gx][1]
+    per_page = (wl[xir]["callees"][gx][0] - ws[xir]["callees"][gx][0]) / pages if pages else 0.0
     lockwrap = N.incl("WALInsertLockAcquire") + N.incl("WALInsertLockRelease")
     other = sum(N.callee(xir, c)[0] for c in ("pg_comp_crc32c_sse42", "MarkCurrentTransactionIdLoggedIfAny"))
     copy_rec = (N.incl(xir) - lockwrap - other) / recs - reserve
@@ -307,14 +339,15 @@ def main(data, short, long_, idle):
         f"WALInsertLockAcquire/Release (static, with their LWLock calls: {lockwrap / recs:.0f}/record), "
         f"the header CRC finish and xlog.insert_reserve = {copy_rec:.0f} per record at the mean record "
         f"size {rec_bytes:.0f} B ({recs:.2f} records and {wal_per_txn:.0f} WAL bytes per txn, from "
-        f"pg_current_wal_insert_lsn); memcpy here costs {mc / recs:.0f}/record ({mc / max(N.callee(xir, memcpy_callee[0])[1], 1e-9) if memcpy_callee else 0:.0f} per call, "
-        f"fixed-cost dominated at these sizes), so the per-byte slope is estimated from glibc's AVX "
-        f"memmove loop (~10 instructions per 128 B) plus GetXLogBuffer per 8 kB page: {per_byte} per "
-        "byte; fixed = per record minus slope x mean size",
+        f"pg_current_wal_insert_lsn; memcpy {mc / recs:.0f} of it); fixed = that minus per_item x mean "
+        f"size. Per byte: {long_} INSERTs of 1900-byte vs 100-byte uncompressed rows (WL vs WS): "
+        f"XLogInsertRecord's difference / the WAL bytes' difference ({wbytes}); of it GetXLogBuffer "
+        f"{pb_gxb:.3f}/byte (new WAL pages: {per_page:.0f} per page crossed, AdvanceXLInsertBuffer "
+        "initialising the page), the rest memcpy",
         "CopyXLogRecordToWAL (inlined): GetXLogBuffer per page, memcpy of the record's chunks, "
         "page-header handling; XLogInsertRecord's bookkeeping after the copy", per_item=0.0,
-        item="byte of WAL record", estimated=True, runs="N")
-    reg["xlog.insert_copy"]["per_item"] = per_byte
+        item="byte of WAL record", runs="N, WS, WL")
+    reg["xlog.insert_copy"]["per_item"] = round(per_byte, 3)
     xf = "XLogFlush"
     flushes = N.calls("XLogWrite")
     wr = sum(N.callee("XLogWrite", c)[0] for c in N.f("XLogWrite", "b")["callees"]
@@ -534,7 +567,8 @@ def derive(reg):
         "pg96": (g("lmgr.lock_release.fastpath"), 0.0, "same 16-slot scan")}
     rel["lmgr.fastpath_transfer"] = {
         "pg91": (0.0, 0.0, "9.1: no fast path, nothing to transfer"),
-        "pg92": (0.0, reg["lmgr.fastpath_transfer"]["per_item"], "same structure"),
+        "pg92": (0.0, reg["lmgr.fastpath_transfer"]["per_item"], "same structure (backendLock "
+                 "instead of fpInfoLock), every PGPROC slot visited"),
         "pg96": (0.0, reg["lmgr.fastpath_transfer"]["per_item"], "same structure")}
     # WAL insertion before 9.4: one WALInsertLock over reserve + copy
     rel["xlog.insert_reserve"] = {
@@ -552,6 +586,22 @@ def derive(reg):
         "pg91": (g("bufmgr.unpin") - 40.0, 0.0, "as bufmgr.pin"),
         "pg92": (g("bufmgr.unpin") - 40.0, 0.0, "as bufmgr.pin"),
         "pg96": (g("bufmgr.unpin"), 0.0, "as 15")}
+    rel["lmgr.lock_acquire.main"] = {
+        "pg91": (g("lmgr.lock_acquire.main"), 0.0, "9.1: the same LOCK/PROCLOCK hash inserts and "
+                 "conflict check (SetupLockInTable's code was inline in LockAcquireExtended); with no fast "
+                 "path every relation lock pays it, under the partition LWLock"),
+        "pg92": (g("lmgr.lock_acquire.main"), 0.0, "as 15"),
+        "pg96": (g("lmgr.lock_acquire.main"), 0.0, "as 15")}
+    pe = g("procarray.end_transaction")
+    rel["procarray.end_transaction"] = {
+        "pg91": (pe - 10.0, 0.0, "9.1: clears PGPROC xid/xmin/subxids under ProcArrayLock exclusive; "
+                 "no xactCompletionCount and no dense xids[]/statusFlags[] copies to keep in step "
+                 "(~-10 vs 15)"),
+        "pg92": (pe - 10.0, 0.0, "9.2-9.5: as 9.1 on PGXACT"),
+        "pg96": (pe - 10.0, pe + 20.0, "9.6: a backend that cannot get ProcArrayLock joins the group "
+                 "(lock-free list push, sleep); the leader runs ProcArrayEndTransactionInternal for "
+                 "each member plus ~20 of list walking and wakeup per member (per_item, charged "
+                 "to the leader under the lock)")}
     for k, rs in rel.items():
         reg[k]["release"] = {r: dict(instructions=round(v[0], 1), per_item=round(v[1], 1),
                                      estimated=True, how="derived: " + v[2]) for r, v in rs.items()}
