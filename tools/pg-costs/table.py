@@ -266,7 +266,10 @@ def main(data, short, long_, idle):
     put("procarray.end_transaction", N.per_call(pae, N.nolw(pae)),
         f"-N single-user: ProcArrayEndTransaction per call (one per write transaction, "
         f"LWLockConditionalAcquire succeeds so no group clear) excluding LWLock calls; a read-only "
-        f"transaction's call (no xid, no lock) costs {S.per_call(pae, S.nolw(pae)):.0f}",
+        f"transaction's call (no xid, no lock) costs {S.per_call(pae, S.nolw(pae)):.0f}. Under "
+        "contention (not measured: one client) the group-clear leader runs "
+        "ProcArrayEndTransactionInternal for each member, about this figure + ~20 of list walking and "
+        "wakeup per member (see release.pg96)",
         "ProcArrayEndTransaction -> ProcArrayEndTransactionInternal (static) under ProcArrayLock "
         "exclusive: clear xid/xmin, subxids, xactCompletionCount++, latestCompletedXid", runs="N, S")
     gnt = "GetNewTransactionId"
@@ -593,7 +596,7 @@ def derive(reg):
         "pg92": (g("lmgr.lock_acquire.main"), 0.0, "as 15"),
         "pg96": (g("lmgr.lock_acquire.main"), 0.0, "as 15")}
     pe = g("procarray.end_transaction")
-    rel["procarray.end_transaction"] = {
+    rel["procarray.end_transaction"] = {  # pg96's per_item also holds for 15's group clear
         "pg91": (pe - 10.0, 0.0, "9.1: clears PGPROC xid/xmin/subxids under ProcArrayLock exclusive; "
                  "no xactCompletionCount and no dense xids[]/statusFlags[] copies to keep in step "
                  "(~-10 vs 15)"),
