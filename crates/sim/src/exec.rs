@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, Location};
 use std::time::{Duration, Instant};
@@ -273,6 +273,43 @@ pub(crate) enum State {
 
 type Payload = Box<dyn Any + Send + 'static>;
 
+/// A task's task-local values (the facade's `thread_local!`), keyed by the address of their
+/// key, kept in the order they were created and dropped in the reverse order (as a thread's
+/// TLS destructors run). The order matters beyond the destructors: the values are freed one
+/// by one, and the allocator hands freed blocks out again to later allocations, such as
+/// another task's first LWLock waiter; a hash map's drop order (its hasher's random seed)
+/// placed those at addresses that differed run to run, and with them which objects shared a
+/// cache line in the model.
+#[derive(Default)]
+pub(crate) struct TaskLocals(Vec<(usize, Box<dyn Any>)>);
+
+impl TaskLocals {
+    /// The value for `key`, if this task created one.
+    pub(crate) fn get(&self, key: usize) -> Option<&dyn Any> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| &**v)
+    }
+
+    /// Stores `v` for `key` unless a value is there already (an `init` that created it).
+    pub(crate) fn insert_if_absent(&mut self, key: usize, v: Box<dyn Any>) {
+        if self.get(key).is_none() {
+            self.0.push((key, v));
+        }
+    }
+
+    /// Drops the values, the most recently created first.
+    pub(crate) fn clear(&mut self) {
+        while let Some(v) = self.0.pop() {
+            drop(v);
+        }
+    }
+}
+
+impl Drop for TaskLocals {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 pub(crate) struct Task {
     pub(crate) name: String,
     pub(crate) clock: u64,
@@ -290,7 +327,7 @@ pub(crate) struct Task {
     pub(crate) outcome: Option<Result<(), Payload>>,
     pub(crate) joined: bool,
     pub(crate) joiners: Vec<u32>,
-    pub(crate) locals: HashMap<usize, Box<dyn Any>>,
+    pub(crate) locals: TaskLocals,
     pub(crate) yielder: *const Yielder<(), ()>,
     pub(crate) seg_start: Option<u64>,
     pub(crate) ops: u64,
@@ -671,7 +708,7 @@ impl Exec {
             outcome: None,
             joined: false,
             joiners: Vec::new(),
-            locals: HashMap::new(),
+            locals: TaskLocals::default(),
             yielder: std::ptr::null(),
             seg_start: None,
             ops: 0,

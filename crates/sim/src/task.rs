@@ -444,20 +444,20 @@ pub fn with_local<T: 'static, R>(key: usize, init: impl FnOnce() -> T, f: impl F
     let cell = exec();
     let present = {
         let ex = cell.borrow();
-        ex.tasks[ex.current as usize].locals.contains_key(&key)
+        ex.tasks[ex.current as usize].locals.get(key).is_some()
     };
     if !present {
         let v = init();
         let mut ex = cell.borrow_mut();
         let cur = ex.current as usize;
-        ex.tasks[cur].locals.entry(key).or_insert_with(|| Box::new(v));
+        ex.tasks[cur].locals.insert_if_absent(key, Box::new(v));
     }
     let ptr: *const T = {
         let ex = cell.borrow();
-        let b = &ex.tasks[ex.current as usize].locals[&key];
+        let b = ex.tasks[ex.current as usize].locals.get(key).expect("created above");
         b.downcast_ref::<T>().expect("task-local key used with two types") as *const T
     };
-    // SAFETY: the value is boxed, so it does not move when the map grows; it is removed only
+    // SAFETY: the value is boxed, so it does not move when the list grows; it is removed only
     // after the task's closure returned (`task_body`) or when the run ends, and `f` runs
     // within the task's closure, on this task, before either. Only shared references to it
     // are handed out.
