@@ -659,7 +659,12 @@ impl Exec {
         let d = at.saturating_sub(t.since);
         match t.state {
             State::Parked => *t.waiting_ps.entry(t.wait_class.unwrap_or(UNCLASSIFIED)).or_insert(0) += d,
-            State::Sleeping => t.sleeping_ps += d,
+            // A sleep under a wait class is a wait of that class (a spinlock's back-off sleep is
+            // `Timeout:SpinDelay`, a modelled fsync `IO:WALSync`), not idle sleeping.
+            State::Sleeping => match t.wait_class {
+                Some(c) => *t.waiting_ps.entry(c).or_insert(0) += d,
+                None => t.sleeping_ps += d,
+            },
             State::Joining(_) => t.joining_ps += d,
             _ => {}
         }

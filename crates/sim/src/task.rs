@@ -322,7 +322,8 @@ pub fn now_at(site: &'static Location<'static>) -> Duration {
 }
 
 /// Sleeps `d` of virtual time: frees the hardware thread, runs again `futex_wake_latency_ns`
-/// after the timer expires.
+/// after the timer expires. The time is booked under the task's wait class when one is set
+/// (a spinlock's back-off sleep is a wait of `Timeout:SpinDelay`), else as sleeping.
 #[track_caller]
 pub fn sleep(d: Duration) {
     sleep_at(d, Location::caller())
