@@ -51,6 +51,28 @@ fn an_unknown_profile_is_one_line_and_exit_code_1() {
     assert!(err.contains("cray-1") && err.contains("xeon-32"), "{err}");
 }
 
+/// `machine calibrate`'s --repeats and --max-spread are checked before anything is measured:
+/// one line naming the flag, exit code 1. (The measurement itself, its spread and the refusal
+/// of an unstable figure are checked by `lockstack-sim`'s calibrate unit tests: a real
+/// calibration's figures depend on the host's load.)
+#[test]
+fn calibrate_refuses_bad_repeats_and_spread_in_one_line() {
+    for (args, flag) in [
+        (&["machine", "calibrate", "--repeats", "1"][..], "--repeats 1"),
+        (&["machine", "calibrate", "--repeats", "0"][..], "--repeats 0"),
+        (&["machine", "calibrate", "--repeats", "101"][..], "--repeats 101"),
+        (&["machine", "calibrate", "--max-spread", "0.9"][..], "--max-spread 0.9"),
+        (&["machine", "calibrate", "--max-spread", "-2"][..], "--max-spread -2"),
+    ] {
+        let o = lockstack(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// Runs `lockstack args`, expecting success, and returns stdout.
 fn ok(args: &[&str]) -> String {
     let o = lockstack(args);
