@@ -17,53 +17,21 @@
 //!   PostgreSQL seeds a new backend from a shared average of exiting backends; here every
 //!   thread starts at the default, as the first backends of a fresh cluster do.
 //!
+//! The wait itself (the pauses, sleeps and the adaptation) is `lockstack_lwlock::SLockDelay`,
+//! the one the LWLock spin paths use under PostgreSQL's schedule; each sleep is booked as the
+//! wait event `Timeout:SpinDelay`.
+//!
 //! The number of sleeps is what PostgreSQL reports as `spindelay` and what the pool counts as
 //! spin delays. Under loom a wait step is one yield and never sleeps, so that models stay
 //! small.
 
-use std::cell::Cell;
+use crate::sync::{AtomicBool, Ordering};
 
-use crate::sync::{AtomicBool, Ordering, spin_hint, thread_local};
-
-/// `DEFAULT_SPINS_PER_DELAY`.
-const DEFAULT_SPINS_PER_DELAY: u32 = 100;
-/// `MIN_SPINS_PER_DELAY`.
-const MIN_SPINS_PER_DELAY: u32 = 10;
-/// `MAX_SPINS_PER_DELAY`.
-const MAX_SPINS_PER_DELAY: u32 = 1000;
-/// `NUM_DELAYS`: sleeps before the spinlock is declared stuck.
-const NUM_DELAYS: u32 = 1000;
-/// `MIN_DELAY_USEC`: the first sleep, 1 ms.
-const MIN_DELAY_USEC: u32 = 1000;
-/// `MAX_DELAY_USEC`: the longest sleep, 1 s.
-const MAX_DELAY_USEC: u32 = 1_000_000;
-
-thread_local! {
-    /// This backend's `spins_per_delay`.
-    static SPINS_PER_DELAY: Cell<u32> = const { Cell::new(DEFAULT_SPINS_PER_DELAY) };
-    /// State of this backend's `random()` for the sleep growth (xorshift32, never 0).
-    static RANDOM: Cell<u32> = const { Cell::new(0x9E37_79B9) };
-}
-
-/// A random fraction in `[0, 1)` (PostgreSQL: `random() / MAX_RANDOM_VALUE`).
-fn random_fraction() -> f64 {
-    RANDOM.with(|r| {
-        let mut x = r.get();
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        r.set(x);
-        f64::from(x) / (f64::from(u32::MAX) + 1.0)
-    })
-}
-
-/// One spin loop's back-off state (`SpinDelayStatus`, `init_local_spin_delay`).
+/// One spin loop's back-off state: `s_lock.c`'s wait, shared with the LWLock spin paths
+/// (`lockstack_lwlock::SLockDelay`), with the spinning booked as a spinlock's wait on a
+/// simulated machine.
 #[derive(Debug, Default)]
-pub(crate) struct SpinDelayStatus {
-    spins: u32,
-    delays: u32,
-    cur_delay: u32,
-}
+pub(crate) struct SpinDelayStatus(lockstack_lwlock::SLockDelay);
 
 impl SpinDelayStatus {
     /// Fresh state (`init_local_spin_delay`).
@@ -72,55 +40,22 @@ impl SpinDelayStatus {
     }
 
     /// One wait step (`perform_spin_delay`): a `pause`, and every `spins_per_delay` steps a
-    /// sleep of growing length.
+    /// sleep of growing length, booked as `Timeout:SpinDelay`.
     ///
     /// # Panics
-    /// After [`NUM_DELAYS`] sleeps in one wait ("stuck spinlock", PostgreSQL's `s_lock_stuck`).
+    /// After 1000 sleeps in one wait ("stuck spinlock", PostgreSQL's `s_lock_stuck`).
     #[inline]
     pub(crate) fn perform(&mut self) {
         // A simulated machine books the step as PostgreSQL names a spinlock's wait.
         let _class = lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::SPIN_DELAY_CLASS);
-        spin_hint();
-        if cfg!(loom) {
-            // One yield per step keeps models small; loom has no time to sleep for.
-            return;
-        }
-        self.spins += 1;
-        if self.spins >= SPINS_PER_DELAY.with(Cell::get) {
-            self.delay();
-        }
-    }
-
-    #[cold]
-    fn delay(&mut self) {
-        self.delays += 1;
-        assert!(self.delays <= NUM_DELAYS, "stuck spinlock detected (more than {NUM_DELAYS} sleeps)");
-        if self.cur_delay == 0 {
-            self.cur_delay = MIN_DELAY_USEC;
-        }
-        lockstack_common::sync::sleep(std::time::Duration::from_micros(u64::from(self.cur_delay)));
-        // Grow by a random fraction between 1x and 2x; wrap back to the minimum past the maximum.
-        self.cur_delay += (f64::from(self.cur_delay) * random_fraction() + 0.5) as u32;
-        if self.cur_delay > MAX_DELAY_USEC {
-            self.cur_delay = MIN_DELAY_USEC;
-        }
-        self.spins = 0;
+        self.0.perform();
     }
 
     /// Ends the wait (`finish_spin_delay`): adapts this backend's `spins_per_delay` and returns
     /// the number of sleeps.
     #[inline]
     pub(crate) fn finish(self) -> u32 {
-        SPINS_PER_DELAY.with(|s| {
-            let v = s.get();
-            if self.cur_delay == 0 {
-                // Never slept: probably a multiprocessor, spin longer next time.
-                s.set((v + 100).min(MAX_SPINS_PER_DELAY));
-            } else {
-                s.set(v.saturating_sub(1).max(MIN_SPINS_PER_DELAY));
-            }
-        });
-        self.delays
+        self.0.finish()
     }
 }
 
@@ -188,59 +123,6 @@ impl SLock {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    /// `spins_per_delay` climbs by 100 per contended acquisition without sleeps, capped at
-    /// 1000, and drops by 1 per acquisition that slept, floored at 10.
-    #[test]
-    fn spins_per_delay_adapts_like_s_lock() {
-        std::thread::spawn(|| {
-            assert_eq!(SPINS_PER_DELAY.with(Cell::get), 100);
-            for want in [200, 300, 400, 500, 600, 700, 800, 900, 1000, 1000] {
-                assert_eq!(SpinDelayStatus::new().finish(), 0);
-                assert_eq!(SPINS_PER_DELAY.with(Cell::get), want);
-            }
-            SPINS_PER_DELAY.with(|s| s.set(11));
-            for want in [10, 10] {
-                let d = SpinDelayStatus { spins: 0, delays: 1, cur_delay: MIN_DELAY_USEC };
-                assert_eq!(d.finish(), 1);
-                assert_eq!(SPINS_PER_DELAY.with(Cell::get), want);
-            }
-        })
-        .join()
-        .unwrap();
-    }
-
-    /// The first sleep comes after `spins_per_delay` pauses and lasts 1 ms; later ones grow by
-    /// 1-2x and wrap back to 1 ms past 1 s.
-    #[test]
-    fn sleeps_start_at_one_ms_and_grow() {
-        std::thread::spawn(|| {
-            SPINS_PER_DELAY.with(|s| s.set(10));
-            let mut d = SpinDelayStatus::new();
-            for _ in 0..9 {
-                d.perform();
-            }
-            assert_eq!((d.delays, d.cur_delay), (0, 0));
-            d.perform();
-            assert_eq!(d.delays, 1);
-            assert!((MIN_DELAY_USEC..=2 * MIN_DELAY_USEC).contains(&d.cur_delay), "{d:?}");
-            let mut prev = d.cur_delay;
-            for _ in 0..200 {
-                d.delay();
-                assert!(
-                    d.cur_delay == MIN_DELAY_USEC || (d.cur_delay >= prev && d.cur_delay <= 2 * prev + 1),
-                    "{prev} -> {}",
-                    d.cur_delay
-                );
-                prev = d.cur_delay;
-                if prev > 100_000 {
-                    break;
-                }
-            }
-        })
-        .join()
-        .unwrap();
-    }
 
     /// Mutual exclusion: two threads adding under the lock lose no increment, and the first
     /// `TAS` reports contention only when the lock was held.

@@ -6,6 +6,5 @@
 //! loom does model) protect them.
 
 pub(crate) use lockstack_common::sync::{
-    AtomicBool, AtomicI32, AtomicU32, AtomicU64, Latch, Mutex, Ordering, RwLock, spin_hint, yield_now,
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, Latch, Mutex, Ordering, RwLock, yield_now,
 };
-pub(crate) use lockstack_common::thread_local;

@@ -24,11 +24,22 @@ enum MachineAction {
         profile: String,
     },
     /// Measure this host's line ping-pong, atomic, fence, pause, memory and futex costs with
-    /// real threads (about two seconds) and write them as a `host` profile.
+    /// real threads (about two seconds per repeat), --repeats times, print each figure's
+    /// min / median / max over the repeats, and write the medians as a `host` profile; no
+    /// profile is written when a figure's repeats disagree by more than --max-spread.
     Calibrate {
-        /// Write the profile to this file instead of stdout.
+        /// Write the profile to this file instead of stdout (the spread table then goes to
+        /// stdout; without --out it goes to stderr).
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
+        /// How many times to measure every figure (2 to 100); the profile takes the median.
+        #[arg(long, default_value_t = 3, value_name = "N", allow_negative_numbers = true)]
+        repeats: i64,
+        /// The largest max/min ratio of a figure's repeats for the profile to be written (at
+        /// least 1). A figure over it whose repeats also differ by more than 1 ns is unstable:
+        /// the command names it and exits with code 2 without writing a profile.
+        #[arg(long, default_value_t = 1.5, value_name = "RATIO", allow_negative_numbers = true)]
+        max_spread: f64,
     },
     /// The deterministic clock's calibration pass: time the lock stack's code between every two
     /// synchronization operations natively on this host, at 1 client or thread, over the
@@ -170,23 +181,74 @@ pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
             out!("{text}");
             Ok(())
         }
-        MachineAction::Calibrate { out } => {
-            if let Some(path) = &out
-                && path.is_dir()
-            {
-                return Err(Failure::input(format!("--out {}: is a directory", path.display())));
-            }
-            let costs = lockstack_sim::calibrate::measure();
-            let text = lockstack_sim::calibrate::host_profile_toml(&costs);
-            MachineProfile::from_toml(&text, "calibrated host")
-                .map_err(|e| Failure::run(format!("the measured profile is not valid: {e}")))?;
-            match out {
-                Some(path) => std::fs::write(&path, &text)
-                    .map_err(|e| Failure::output(format!("--out {}: {e}", path.display())))?,
-                None => out!("{text}"),
-            }
-            Ok(())
-        }
+        MachineAction::Calibrate { out, repeats, max_spread } => calibrate(out, repeats, max_spread),
         MachineAction::Segments { out, seconds } => time_segments(&out, seconds),
     }
+}
+
+/// `machine calibrate`: measures the host `repeats` times, prints each figure's spread, and
+/// writes the medians as a profile unless a figure is unstable (exit code 2, naming it).
+fn calibrate(out: Option<std::path::PathBuf>, repeats: i64, max_spread: f64) -> Result<(), Failure> {
+    if let Some(path) = &out
+        && path.is_dir()
+    {
+        return Err(Failure::input(format!("--out {}: is a directory", path.display())));
+    }
+    if !(2..=100).contains(&repeats) {
+        return Err(Failure::input(format!(
+            "--repeats {repeats}: must be 2 to 100 (the spread of one measurement says nothing)"
+        )));
+    }
+    if !max_spread.is_finite() || max_spread < 1.0 {
+        return Err(Failure::input(format!(
+            "--max-spread {max_spread}: must be a number of at least 1 (the largest max/min of a figure's repeats)"
+        )));
+    }
+    let r = lockstack_sim::calibrate::measure_repeated(repeats as usize);
+    let mut table = format!(
+        "{:<24} {:>12} {:>12} {:>12} {:>8}\n",
+        format!("figure ({repeats} repeats)"),
+        "min ns",
+        "median ns",
+        "max ns",
+        "max/min"
+    );
+    let unstable = r.unstable(max_spread);
+    for (key, s) in &r.spreads {
+        let flag = if unstable.iter().any(|(k, _)| k == key) { "  unstable" } else { "" };
+        table.push_str(&format!(
+            "{key:<24} {:>12.1} {:>12.1} {:>12.1} {:>8.2}{flag}\n",
+            s.min,
+            s.median,
+            s.max,
+            s.ratio()
+        ));
+    }
+    // The profile goes to stdout without --out: the table then goes to stderr.
+    if out.is_some() {
+        out!("{table}");
+    } else {
+        eprint!("{table}");
+    }
+    if !unstable.is_empty() {
+        let names: Vec<String> = unstable
+            .iter()
+            .map(|(k, s)| {
+                format!("{k} (max/min {:.2}: {:.1} / {:.1} / {:.1} ns)", s.ratio(), s.min, s.median, s.max)
+            })
+            .collect();
+        return Err(Failure::run(format!(
+            "unstable: {} over --max-spread {max_spread}; no profile written (rerun on an idle host, with more --repeats, or a larger --max-spread)",
+            names.join(", ")
+        )));
+    }
+    let text = lockstack_sim::calibrate::host_profile_toml_repeated(&r);
+    MachineProfile::from_toml(&text, "calibrated host")
+        .map_err(|e| Failure::run(format!("the measured profile is not valid: {e}")))?;
+    match out {
+        Some(path) => std::fs::write(&path, &text)
+            .map_err(|e| Failure::output(format!("--out {}: {e}", path.display())))?,
+        None => out!("{text}"),
+    }
+    Ok(())
 }

@@ -111,7 +111,7 @@ enum Command {
     /// counters, the seed's figures, CSV/JSON/SVG.
     Experiment(experiment_cmd::ExperimentArgs),
     /// The simulated machines' profiles: `machine list`, `machine show NAME|FILE`,
-    /// `machine calibrate [--out FILE]` (measure this host), `machine sweep --out DIR` (pgbench
+    /// `machine calibrate [--out FILE] [--repeats N]` (measure this host), `machine sweep --out DIR` (pgbench
     /// -S on every profile, preset and client count).
     Machine(machine_cmd::MachineArgs),
 }

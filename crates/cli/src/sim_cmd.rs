@@ -681,6 +681,7 @@ pub(crate) struct SimTally {
 #[derive(Serialize)]
 struct ClassShare {
     class: String,
+    /// Parked, or asleep under the class (a spinlock's back-off sleeps), ms.
     waiting_ms: f64,
     spinning_ms: f64,
     share: f64,
@@ -884,7 +885,7 @@ pub(crate) fn print_section(command: &str, s: &Section) {
     }
     for w in &s.waits {
         outln!(
-            "    {:<28} {:>7.3}%  parked {:.3} ms, spinning {:.3} ms",
+            "    {:<28} {:>7.3}%  parked or asleep {:.3} ms, spinning {:.3} ms",
             w.class,
             w.share * 100.0,
             w.waiting_ms,

@@ -87,7 +87,7 @@ const IO_NAMES: &[&str] = &[
     "SLRUWrite",
     "SLRUSync",
 ];
-const TIMEOUT_NAMES: &[&str] = &["PgSleep", "CommitDelay"];
+const TIMEOUT_NAMES: &[&str] = &["PgSleep", "CommitDelay", "SpinDelay"];
 const ACTIVITY_NAMES: &[&str] = &["WalWriterMain", "CheckpointerMain"];
 
 /// One wait event: class + event, packed into a `u32` (0 means "not waiting").
@@ -134,6 +134,9 @@ impl WaitEvent {
     pub const PG_SLEEP: WaitEvent = Self::pack(WaitEventType::Timeout, 0);
     /// `Timeout:CommitDelay`.
     pub const COMMIT_DELAY: WaitEvent = Self::pack(WaitEventType::Timeout, 1);
+    /// `Timeout:SpinDelay`: a spinlock's back-off sleep (`s_lock.c`'s `perform_spin_delay`;
+    /// PostgreSQL 14+'s `WAIT_EVENT_SPIN_DELAY`).
+    pub const SPIN_DELAY: WaitEvent = Self::pack(WaitEventType::Timeout, 2);
     /// `Activity:WalWriterMain`.
     pub const WAL_WRITER_MAIN: WaitEvent = Self::pack(WaitEventType::Activity, 0);
 

@@ -3,9 +3,14 @@
 //!
 //! Each figure is the minimum over many short rounds of a loop: on a loaded machine (other
 //! processes taking the cores) a round in which a thread was descheduled is slow, and the
-//! fastest round is the one that measured the hardware (the whole calibration takes about two
+//! fastest round is the one that measured the hardware (one measurement takes about two
 //! seconds). Figures that cannot be measured without pinning threads to cores or
 //! reading kernel tunables (the context switch, the time slice) are written as assumptions.
+//!
+//! The whole measurement is repeated ([`measure_repeated`]): the profile takes each figure's
+//! median over the repeats, and [`Spread`] (min, median, max) shows how far they disagree. A
+//! figure whose max/min exceeds a threshold (and differs by more than
+//! [`SPREAD_FLOOR_NS`]) is unstable, and `lockstack machine calibrate` then writes no profile.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -284,6 +289,138 @@ pub fn measure() -> HostCosts {
     }
 }
 
+/// Two repeats of a figure closer than this (ns) never make it unstable, whatever their ratio:
+/// the figures computed as a difference of two loops (`atomic_rmw_ns`, `fence_ns`) can be a
+/// fraction of a nanosecond, where a ratio means nothing.
+pub const SPREAD_FLOOR_NS: f64 = 1.0;
+
+/// One figure over the repeats of a calibration, ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The smallest repeat.
+    pub min: f64,
+    /// The median repeat (of an even count, the mean of the two middle ones): the figure the
+    /// profile takes.
+    pub median: f64,
+    /// The largest repeat.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `v` (at least one value).
+    ///
+    /// # Panics
+    /// If `v` is empty.
+    pub fn of(v: &[f64]) -> Spread {
+        assert!(!v.is_empty(), "a spread of no values");
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Spread { min: v[0], median, max: v[n - 1] }
+    }
+
+    /// max / min (infinite when min is 0 and max is not; 1 when both are 0).
+    pub fn ratio(&self) -> f64 {
+        if self.max == self.min { 1.0 } else { self.max / self.min }
+    }
+
+    /// Whether the repeats disagree: max/min above `max_ratio` and max - min above
+    /// [`SPREAD_FLOOR_NS`].
+    pub fn unstable(&self, max_ratio: f64) -> bool {
+        self.ratio() > max_ratio && self.max - self.min > SPREAD_FLOOR_NS
+    }
+}
+
+/// The profile keys of the measured figures, in the profile's order, and each one's value in
+/// a measurement (`None`: not measured on this host, as the transfer on one core).
+pub fn figures(c: &HostCosts) -> Vec<(&'static str, Option<f64>)> {
+    vec![
+        ("l1_hit_ns", Some(c.l1_hit.ns)),
+        ("same_llc_ns", c.transfer.map(|m| m.ns)),
+        ("ping_pong_ns", c.ping_pong.map(|m| m.ns)),
+        ("memory_ns", Some(c.memory.ns)),
+        ("atomic_rmw_ns", Some(c.atomic_rmw.ns)),
+        ("fence_ns", Some(c.fence.ns)),
+        ("pause_ns", Some(c.pause.ns)),
+        ("clock_read_ns", Some(c.clock_read.ns)),
+        ("syscall_ns", Some(c.syscall.ns)),
+        ("futex_wake_ns", Some(c.futex_wake.ns)),
+        ("futex_wake_latency_ns", Some(c.wake_latency.ns)),
+    ]
+}
+
+/// A calibration repeated: every measurement, and per figure its spread over them.
+#[derive(Debug, Clone)]
+pub struct Repeated {
+    /// Each repeat's measurement, in the order taken.
+    pub runs: Vec<HostCosts>,
+    /// Per figure ([`figures`]' keys and order), its spread over the repeats that measured it;
+    /// a figure no repeat measured is left out.
+    pub spreads: Vec<(&'static str, Spread)>,
+}
+
+impl Repeated {
+    /// The figures whose repeats disagree by more than `max_ratio` ([`Spread::unstable`]).
+    pub fn unstable(&self, max_ratio: f64) -> Vec<(&'static str, Spread)> {
+        self.spreads.iter().filter(|(_, s)| s.unstable(max_ratio)).copied().collect()
+    }
+
+    /// The measurement the profile is written from: each figure's median over the repeats
+    /// (the transfer and ping-pong only if every repeat measured them), the CPU and thread
+    /// count of the first repeat and the highest load average seen.
+    pub fn median(&self) -> HostCosts {
+        let first = &self.runs[0];
+        let med =
+            |key: &str| self.spreads.iter().find(|(k, _)| *k == key).map(|(_, s)| Measured { ns: s.median });
+        let all =
+            |key: &str| self.runs.iter().all(|r| figures(r).iter().any(|(k, v)| *k == key && v.is_some()));
+        let must = |key: &str| med(key).expect("every repeat measures this figure");
+        HostCosts {
+            hw_threads: first.hw_threads,
+            cpu: first.cpu.clone(),
+            load_average: self.runs.iter().filter_map(|r| r.load_average).reduce(f64::max),
+            l1_hit: must("l1_hit_ns"),
+            transfer: if all("same_llc_ns") { med("same_llc_ns") } else { None },
+            ping_pong: if all("ping_pong_ns") { med("ping_pong_ns") } else { None },
+            atomic_rmw: must("atomic_rmw_ns"),
+            fence: must("fence_ns"),
+            pause: must("pause_ns"),
+            memory: must("memory_ns"),
+            clock_read: must("clock_read_ns"),
+            syscall: must("syscall_ns"),
+            futex_wake: must("futex_wake_ns"),
+            wake_latency: must("futex_wake_latency_ns"),
+        }
+    }
+}
+
+/// The spreads of `runs` (see [`Repeated::spreads`]).
+pub fn spreads(runs: &[HostCosts]) -> Vec<(&'static str, Spread)> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    figures(first)
+        .iter()
+        .filter_map(|&(key, _)| {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| figures(r).into_iter().find(|(k, _)| *k == key).and_then(|(_, v)| v))
+                .collect();
+            (!v.is_empty()).then(|| (key, Spread::of(&v)))
+        })
+        .collect()
+}
+
+/// Measures this host `repeats` times ([`measure`], about two seconds each) and returns every
+/// measurement with each figure's spread.
+///
+/// # Panics
+/// If `repeats` is 0.
+pub fn measure_repeated(repeats: usize) -> Repeated {
+    assert!(repeats > 0, "a calibration needs at least one measurement");
+    let runs: Vec<HostCosts> = (0..repeats).map(|_| measure()).collect();
+    Repeated { spreads: spreads(&runs), runs }
+}
+
 /// Renders a measurement as a `host` profile (TOML with a comment beside each number: what
 /// measured it, or "assumed").
 pub fn host_profile_toml(c: &HostCosts) -> String {
@@ -368,4 +505,89 @@ postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
         wake = r(c.futex_wake.ns),
         lat = r(c.wake_latency.ns),
     )
+}
+
+/// Renders a repeated calibration as a `host` profile: each figure the median over the repeats
+/// ([`Repeated::median`]), with a comment block giving every figure's min / median / max.
+pub fn host_profile_toml_repeated(r: &Repeated) -> String {
+    let mut head = format!(
+        "# Each measured figure below is the median of {} measurements (each the fastest of its rounds);\n# min / median / max over them, ns:\n",
+        r.runs.len()
+    );
+    for (key, s) in &r.spreads {
+        head.push_str(&format!(
+            "#   {key:<22} {:>10.1} {:>10.1} {:>10.1}  (max/min {:.2})\n",
+            s.min,
+            s.median,
+            s.max,
+            s.ratio()
+        ));
+    }
+    head + &host_profile_toml(&r.median())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs(scale: f64) -> HostCosts {
+        let m = |ns: f64| Measured { ns: ns * scale };
+        HostCosts {
+            hw_threads: 2,
+            cpu: "test".into(),
+            load_average: Some(0.5 * scale),
+            l1_hit: m(1.0),
+            transfer: Some(m(40.0)),
+            ping_pong: Some(m(60.0)),
+            atomic_rmw: m(0.2),
+            fence: m(0.1),
+            pause: m(10.0),
+            memory: m(90.0),
+            clock_read: m(20.0),
+            syscall: m(100.0),
+            futex_wake: m(1000.0),
+            wake_latency: m(5000.0),
+        }
+    }
+
+    /// min / median / max over the repeats, the median of an even count the mean of the middle
+    /// two.
+    #[test]
+    fn spread_is_min_median_max() {
+        assert_eq!(Spread::of(&[3.0, 1.0, 2.0]), Spread { min: 1.0, median: 2.0, max: 3.0 });
+        assert_eq!(Spread::of(&[4.0, 1.0, 2.0, 3.0]), Spread { min: 1.0, median: 2.5, max: 4.0 });
+        assert_eq!(Spread::of(&[0.0, 0.0]).ratio(), 1.0);
+    }
+
+    /// Repeats that agree are stable; one figure 100x apart is named; a sub-nanosecond figure
+    /// that doubles is not (below the floor).
+    #[test]
+    fn unstable_figures_are_named() {
+        let runs = vec![costs(1.0), costs(1.1), costs(1.2)];
+        let r = Repeated { spreads: spreads(&runs), runs };
+        assert!(r.unstable(1.5).is_empty(), "{:?}", r.unstable(1.5));
+        assert_eq!(r.median().futex_wake.ns, 1100.0);
+
+        let mut noisy = vec![costs(1.0), costs(1.0), costs(1.0)];
+        noisy[1].wake_latency.ns = 500_000.0;
+        noisy[2].fence.ns = 0.3;
+        let r = Repeated { spreads: spreads(&noisy), runs: noisy };
+        let bad: Vec<&str> = r.unstable(1.5).iter().map(|(k, _)| *k).collect();
+        assert_eq!(bad, ["futex_wake_latency_ns"]);
+        assert_eq!(r.median().wake_latency.ns, 5000.0, "the median ignores one outlier");
+    }
+
+    /// The repeated profile parses as a profile and carries the spread comment for each figure.
+    #[test]
+    fn repeated_profile_parses_and_shows_the_spread() {
+        let runs = vec![costs(1.0), costs(1.2), costs(1.1)];
+        let r = Repeated { spreads: spreads(&runs), runs };
+        let text = host_profile_toml_repeated(&r);
+        assert!(text.contains("median of 3 measurements"), "{text}");
+        for (key, _) in figures(&r.runs[0]) {
+            assert!(text.lines().any(|l| l.starts_with("#   ") && l.contains(key)), "{key}: {text}");
+        }
+        let p = crate::MachineProfile::from_toml(&text, "test").expect("the profile parses");
+        assert_eq!(p.costs.futex_wake_ns, 1100.0);
+    }
 }

@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, Location};
 use std::time::{Duration, Instant};
@@ -302,6 +302,43 @@ pub(crate) enum State {
 
 type Payload = Box<dyn Any + Send + 'static>;
 
+/// A task's task-local values (the facade's `thread_local!`), keyed by the address of their
+/// key, kept in the order they were created and dropped in the reverse order (as a thread's
+/// TLS destructors run). The order matters beyond the destructors: the values are freed one
+/// by one, and the allocator hands freed blocks out again to later allocations, such as
+/// another task's first LWLock waiter; a hash map's drop order (its hasher's random seed)
+/// placed those at addresses that differed run to run, and with them which objects shared a
+/// cache line in the model.
+#[derive(Default)]
+pub(crate) struct TaskLocals(Vec<(usize, Box<dyn Any>)>);
+
+impl TaskLocals {
+    /// The value for `key`, if this task created one.
+    pub(crate) fn get(&self, key: usize) -> Option<&dyn Any> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| &**v)
+    }
+
+    /// Stores `v` for `key` unless a value is there already (an `init` that created it).
+    pub(crate) fn insert_if_absent(&mut self, key: usize, v: Box<dyn Any>) {
+        if self.get(key).is_none() {
+            self.0.push((key, v));
+        }
+    }
+
+    /// Drops the values, the most recently created first.
+    pub(crate) fn clear(&mut self) {
+        while let Some(v) = self.0.pop() {
+            drop(v);
+        }
+    }
+}
+
+impl Drop for TaskLocals {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 pub(crate) struct Task {
     pub(crate) name: String,
     pub(crate) clock: u64,
@@ -319,7 +356,7 @@ pub(crate) struct Task {
     pub(crate) outcome: Option<Result<(), Payload>>,
     pub(crate) joined: bool,
     pub(crate) joiners: Vec<u32>,
-    pub(crate) locals: HashMap<usize, Box<dyn Any>>,
+    pub(crate) locals: TaskLocals,
     pub(crate) yielder: *const Yielder<(), ()>,
     pub(crate) seg_start: Option<u64>,
     pub(crate) ops: u64,
@@ -758,7 +795,12 @@ impl Exec {
         let d = at.saturating_sub(t.since);
         match t.state {
             State::Parked => *t.waiting_ps.entry(t.wait_class.unwrap_or(UNCLASSIFIED)).or_insert(0) += d,
-            State::Sleeping => t.sleeping_ps += d,
+            // A sleep under a wait class is a wait of that class (a spinlock's back-off sleep is
+            // `Timeout:SpinDelay`, a modelled fsync `IO:WALSync`), not idle sleeping.
+            State::Sleeping => match t.wait_class {
+                Some(c) => *t.waiting_ps.entry(c).or_insert(0) += d,
+                None => t.sleeping_ps += d,
+            },
             State::Joining(_) => t.joining_ps += d,
             _ => {}
         }
@@ -807,7 +849,7 @@ impl Exec {
             outcome: None,
             joined: false,
             joiners: Vec::new(),
-            locals: HashMap::new(),
+            locals: TaskLocals::default(),
             yielder: std::ptr::null(),
             seg_start: None,
             ops: 0,

@@ -106,9 +106,11 @@ pub struct TaskStats {
     pub running_ns: u64,
     /// Running inside a wait class (spinning, retrying), per class.
     pub spinning_ns: BTreeMap<String, u64>,
-    /// Parked (asleep in a futex), per wait class (`unclassified` when none was set).
+    /// Parked (asleep in a futex), per wait class (`unclassified` when none was set), and
+    /// asleep in [`crate::task::sleep`] under a wait class (a spinlock's back-off sleep under
+    /// `Timeout:SpinDelay`, a modelled fsync under `IO:WALSync`).
     pub waiting_ns: BTreeMap<String, u64>,
-    /// Asleep in [`crate::task::sleep`].
+    /// Asleep in [`crate::task::sleep`] outside any wait class (a client's round trip).
     pub sleeping_ns: u64,
     /// Waiting in [`crate::task::join`].
     pub joining_ns: u64,

@@ -361,7 +361,8 @@ pub fn now_at(site: &'static Location<'static>) -> Duration {
 }
 
 /// Sleeps `d` of virtual time: frees the hardware thread, runs again `futex_wake_latency_ns`
-/// after the timer expires.
+/// after the timer expires. The time is booked under the task's wait class when one is set
+/// (a spinlock's back-off sleep is a wait of `Timeout:SpinDelay`), else as sleeping.
 #[track_caller]
 pub fn sleep(d: Duration) {
     sleep_at(d, Location::caller())
@@ -483,20 +484,20 @@ pub fn with_local<T: 'static, R>(key: usize, init: impl FnOnce() -> T, f: impl F
     let cell = exec();
     let present = {
         let ex = cell.borrow();
-        ex.tasks[ex.current as usize].locals.contains_key(&key)
+        ex.tasks[ex.current as usize].locals.get(key).is_some()
     };
     if !present {
         let v = init();
         let mut ex = cell.borrow_mut();
         let cur = ex.current as usize;
-        ex.tasks[cur].locals.entry(key).or_insert_with(|| Box::new(v));
+        ex.tasks[cur].locals.insert_if_absent(key, Box::new(v));
     }
     let ptr: *const T = {
         let ex = cell.borrow();
-        let b = &ex.tasks[ex.current as usize].locals[&key];
+        let b = ex.tasks[ex.current as usize].locals.get(key).expect("created above");
         b.downcast_ref::<T>().expect("task-local key used with two types") as *const T
     };
-    // SAFETY: the value is boxed, so it does not move when the map grows; it is removed only
+    // SAFETY: the value is boxed, so it does not move when the list grows; it is removed only
     // after the task's closure returned (`task_body`) or when the run ends, and `f` runs
     // within the task's closure, on this task, before either. Only shared references to it
     // are handed out.

@@ -27,7 +27,7 @@
 
 use std::any::Any;
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::panic::Location;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,8 +198,11 @@ pub struct Simulation {
     /// The wall-clock time virtual time zero stands for ([`crate::sync::time::system_now`]).
     wall_start: std::time::SystemTime,
     /// Tasks parked on a key, oldest first. A host mutex: a simulation runs on one host thread,
-    /// so it is never contended there (a test backend on real threads may contend it).
-    queues: std::sync::Mutex<HashMap<usize, VecDeque<TaskId>>>,
+    /// so it is never contended there (a test backend on real threads may contend it). An
+    /// ordered map, not a hash map: a hash map's random seed decided when its table grew, and
+    /// so where later allocations (a task's LWLock waiter) landed and which of them shared a
+    /// simulated cache line, run to run.
+    queues: std::sync::Mutex<BTreeMap<usize, VecDeque<TaskId>>>,
 }
 
 impl Simulation {
@@ -212,7 +215,7 @@ impl Simulation {
     /// Wraps a backend whose virtual time zero stands for the wall-clock time `wall_start`
     /// (a fixed value makes [`crate::sync::time::system_now`] reproducible from run to run).
     pub fn new_at(backend: Box<dyn SimBackend>, wall_start: std::time::SystemTime) -> Arc<Simulation> {
-        Arc::new(Simulation { backend, wall_start, queues: std::sync::Mutex::new(HashMap::new()) })
+        Arc::new(Simulation { backend, wall_start, queues: std::sync::Mutex::new(BTreeMap::new()) })
     }
 
     /// The wall-clock time virtual time zero stands for.
@@ -225,7 +228,7 @@ impl Simulation {
         &*self.backend
     }
 
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<usize, VecDeque<TaskId>>> {
+    fn queues(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, VecDeque<TaskId>>> {
         self.queues.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

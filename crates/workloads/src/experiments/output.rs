@@ -170,7 +170,8 @@ fn write_usl_csv(r: &ExperimentResult, path: &Path) -> Result<(), String> {
 #[derive(Clone, Debug, Serialize)]
 pub struct TimeShares {
     /// Category names: `running`, then `LWLock:<tranche>` by decreasing largest share,
-    /// `Lock:* (heavyweight)`, `IO:WALSync`, `sleep`, `runnable (no core)`, `other` (joins,
+    /// `Lock:* (heavyweight)`, `IO:WALSync`, `Timeout:SpinDelay` (a spinlock's spinning and
+    /// back-off sleeps), `sleep`, `runnable (no core)`, `other` (joins,
     /// waits with no wait event, other wait events, and tranches whose share never reaches
     /// [`SMALL_TRANCHE`]); only categories with some time in some row.
     pub categories: Vec<String>,
@@ -196,13 +197,16 @@ pub struct TimeRow {
 /// legend stays readable.
 pub const SMALL_TRANCHE: f64 = 0.005;
 
+/// A spinlock's spinning and back-off sleeps (PostgreSQL's wait event): a category of its own.
+const SPIN_DELAY: &str = lockstack_common::sync::hook::SPIN_DELAY_CLASS;
+
 /// What [`time_shares`] books a wait class under, before small tranches are folded.
 fn category_of(class: &str) -> String {
     if class == "unclassified" {
         "other".into()
     } else if class.starts_with("Lock:") {
         "Lock:* (heavyweight)".into()
-    } else if class == "IO:WALSync" {
+    } else if class == "IO:WALSync" || class == SPIN_DELAY {
         class.into()
     } else if class.contains(':') {
         "other".into()
@@ -267,7 +271,8 @@ pub fn time_shares(r: &ExperimentResult) -> Option<TimeShares> {
     let mut categories = vec!["running".to_string()];
     categories.extend(kept.iter().cloned());
     categories.extend(
-        ["Lock:* (heavyweight)", "IO:WALSync", "sleep", "runnable (no core)", "other"].map(String::from),
+        ["Lock:* (heavyweight)", "IO:WALSync", SPIN_DELAY, "sleep", "runnable (no core)", "other"]
+            .map(String::from),
     );
     let bucket = |k: &str| -> usize {
         let k = if k.starts_with("LWLock:") && !kept.iter().any(|t| t == k) { "other" } else { k };
@@ -557,6 +562,7 @@ mod tests {
                         ("IO:WALSync".to_string(), 30),
                         ("unclassified".to_string(), 20),
                         ("Timeout:PgSleep".to_string(), 10),
+                        ("Timeout:SpinDelay".to_string(), 60),
                     ]);
                     points.push(driver::Point {
                         workload: "select-only".into(),
@@ -607,10 +613,19 @@ mod tests {
         let t = time_shares(&r).unwrap();
         assert_eq!(t.rows.len(), r.summary.len());
         assert_eq!(t.categories[0], "running");
-        for c in ["LWLock:LockManager", "LWLock:BufferMapping", "Lock:* (heavyweight)", "IO:WALSync", "other"]
-        {
+        for c in [
+            "LWLock:LockManager",
+            "LWLock:BufferMapping",
+            "Lock:* (heavyweight)",
+            "IO:WALSync",
+            "Timeout:SpinDelay",
+            "other",
+        ] {
             assert!(t.categories.iter().any(|x| x == c), "{c}: {:?}", t.categories);
         }
+        // A spinlock's waits are a category of their own, never folded into sleep or other.
+        let spin = t.categories.iter().position(|x| x == "Timeout:SpinDelay").unwrap();
+        assert!(t.rows.iter().all(|r| r.shares[spin] > 0.0));
         // BufferContent's 1 ns never reaches 0.5%: it is folded into "other".
         assert!(!t.categories.iter().any(|x| x.contains("BufferContent")), "{:?}", t.categories);
         for row in &t.rows {

@@ -132,12 +132,13 @@ pub struct TimeSplit {
     pub tasks: usize,
     /// Running outside any wait class (local work and operations).
     pub running_ns: u64,
-    /// Parked or spinning, per wait class as the simulator books it: an LWLock tranche by its
+    /// Parked, spinning or asleep under a wait class, per class as the simulator books it (a
+    /// spinlock's back-off sleeps are `Timeout:SpinDelay`, a modelled fsync `IO:WALSync`): an LWLock tranche by its
     /// name (`ProcArray`, `LockManager`), `Lock:<tag kind>` for heavyweight locks, another wait
     /// event as `Type:Name` (`IO:WALSync`), `unclassified` for a park with no wait event set
     /// (start and stop gates).
     pub waits_ns: BTreeMap<String, u64>,
-    /// Asleep (timed sleeps: modelled fsyncs, client think time, back-off).
+    /// Asleep outside any wait class (timed sleeps: a client's round trip, think time).
     pub sleeping_ns: u64,
     /// Waiting to join another task.
     pub joining_ns: u64,

@@ -311,6 +311,7 @@ fn category_color(name: &str, tranche_index: &mut usize) -> RGBColor {
         "sleep" => RGBColor(158, 218, 229),
         "Lock:* (heavyweight)" => RGBColor(140, 86, 75),
         "IO:WALSync" => RGBColor(148, 103, 189),
+        "Timeout:SpinDelay" => RGBColor(219, 219, 141),
         "other" => RGBColor(220, 220, 220),
         _ => {
             let c = TRANCHE_COLORS[*tranche_index % TRANCHE_COLORS.len()];
