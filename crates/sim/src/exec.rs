@@ -111,8 +111,8 @@ pub(crate) fn file_pair(key: &str) -> String {
 }
 
 /// The sample-weighted mean host ns of each file pair of `table`.
-fn file_pair_means(table: &SegmentTable) -> HashMap<String, f64> {
-    let mut sums: HashMap<String, (f64, u64)> = HashMap::new();
+fn file_pair_means(table: &SegmentTable) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, u64)> = BTreeMap::new();
     for (k, c) in &table.segments {
         let e = sums.entry(file_pair(k)).or_insert((0.0, 0));
         e.0 += c.ns * c.samples as f64;
@@ -431,7 +431,7 @@ pub(crate) struct Exec {
     regions: BTreeMap<&'static str, (u64, u64)>,
     table: SegmentTable,
     /// The table's sample-weighted mean per pair of files ([`file_pair`]).
-    file_pairs: HashMap<String, f64>,
+    file_pairs: BTreeMap<String, f64>,
     default_segment_ps: u64,
     pub(crate) seed: u64,
     main_done: bool,
