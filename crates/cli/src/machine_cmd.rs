@@ -40,7 +40,8 @@ enum MachineAction {
         /// Write the table here.
         #[arg(long, value_name = "FILE")]
         out: std::path::PathBuf,
-        /// Seconds per pgbench run (the experiments and micro-benchmarks run a fraction of it).
+        /// Seconds per pgbench run, whole (the experiments and micro-benchmarks run a fraction
+        /// of it).
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
     },
@@ -89,8 +90,11 @@ fn segment_runs(seconds: f64) -> Vec<Vec<String>> {
 /// `machine segments`: runs [`segment_runs`] as child processes of this binary, each into its
 /// own table, and merges them (sample-weighted means).
 fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(Failure::input(format!("--seconds must be a positive number, got {seconds}")));
+    // Each pgbench run is a native `-T seconds`: whole seconds, as pgbench takes them.
+    if !(seconds.is_finite() && seconds.fract() == 0.0 && (1.0..=3600.0).contains(&seconds)) {
+        return Err(Failure::input(format!(
+            "--seconds must be a whole number of seconds from 1 to 3600 (pgbench's -T), got {seconds}"
+        )));
     }
     if out.is_dir() {
         return Err(Failure::input(format!("--out {}: is a directory", out.display())));

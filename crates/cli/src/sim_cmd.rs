@@ -167,6 +167,18 @@ pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether this command runs on the simulated machine (`--machine`, in the simulating binary).
+pub(crate) fn simulated() -> bool {
+    #[cfg(feature = "sim")]
+    {
+        simulating::hw_threads().is_some()
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        false
+    }
+}
+
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
 pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::MachineNote {

@@ -51,8 +51,13 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["isolation"], "<FILE.spec>"),
         (&["experiment"], "<NAME>"),
         // C17
-        (&["pgbench", "-T", "0"], "-T/--time must be above 0"),
-        (&["pgbench", "-T", "NaN"], "-T/--time must be above 0"),
+        (&["pgbench", "-T", "0"], "-T/--time must be a whole number of seconds from 1 to 3600, got '0'"),
+        (
+            &["pgbench", "-T", "4.9e-324"],
+            "-T/--time must be a whole number of seconds from 1 to 3600, got '4.9e-324'",
+        ),
+        (&["pgbench", "-T", "1.5"], "-T/--time must be a whole number of seconds from 1 to 3600, got '1.5'"),
+        (&["pgbench", "-T", "NaN"], "-T/--time must be a whole number of seconds"),
         // C18: negative numbers reach the range checks.
         (&["pgbench", "-c", "-1", "-t", "1"], "invalid number of clients: \"-1\""),
         (&["pgbench", "-t", "-3"], "invalid number of transactions: \"-3\""),
