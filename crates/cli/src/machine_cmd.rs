@@ -121,8 +121,8 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
                 err.lines().last().unwrap_or("no message")
             )));
         }
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
+        let text = lockstack_common::input::read_text_file(&file, lockstack_sim::MAX_SEGMENT_TABLE_BYTES)
+            .map_err(Failure::run)?;
         let t: lockstack_sim::SegmentTable =
             serde_json::from_str(&text).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
         merged.merge(&t);
@@ -168,9 +168,9 @@ pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
                 out!("{text}");
                 return Ok(());
             }
-            MachineProfile::resolve(&profile).map_err(|e| Failure::input(e.to_string()))?;
-            let text = std::fs::read_to_string(&profile)
-                .map_err(|e| Failure::input(format!("machine profile {profile}: {e}")))?;
+            // Read once (bounded), checked, and shown as written, comments included.
+            let text = MachineProfile::read_file(&profile).map_err(|e| Failure::input(e.to_string()))?;
+            MachineProfile::from_toml(&text, &profile).map_err(|e| Failure::input(e.to_string()))?;
             out!("{text}");
             Ok(())
         }

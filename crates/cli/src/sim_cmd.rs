@@ -310,8 +310,9 @@ mod simulating {
             SimClock::Deterministic => ClockMode::Deterministic(match &a.sim_segments {
                 None => SegmentTable::builtin().clone(),
                 Some(p) => {
-                    let text = std::fs::read_to_string(p)
-                        .map_err(|e| Failure::input(format!("--sim-segments {}: {e}", p.display())))?;
+                    let text =
+                        lockstack_common::input::read_text_file(p, lockstack_sim::MAX_SEGMENT_TABLE_BYTES)
+                            .map_err(|e| Failure::input(format!("--sim-segments {e}")))?;
                     serde_json::from_str(&text)
                         .map_err(|e| Failure::input(format!("--sim-segments {}: {e}", p.display())))?
                 }
