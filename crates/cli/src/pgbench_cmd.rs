@@ -111,7 +111,7 @@ fn time_arg(raw: &str) -> Result<std::time::Duration, Failure> {
 
 /// [`time_arg`] with `simulated` given.
 fn time_arg_for(raw: &str, simulated: bool) -> Result<std::time::Duration, Failure> {
-    let secs = raw.trim().parse::<f64>().unwrap_or(f64::NAN);
+    let secs = raw.trim_matches(|c: char| c.is_ascii_whitespace()).parse::<f64>().unwrap_or(f64::NAN);
     let ok = if simulated {
         secs.is_finite() && (0.001..=3600.0).contains(&secs)
     } else {
