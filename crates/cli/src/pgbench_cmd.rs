@@ -47,7 +47,8 @@ pub(crate) struct PgbenchArgs {
     /// thread, see docs).
     #[arg(short = 'j', long = "jobs", default_value_t = 1)]
     jobs: i64,
-    /// Duration of the run in seconds.
+    /// Duration of the run in whole seconds, 1 to 3600 (under --machine, virtual seconds, which
+    /// may be a fraction from 0.001).
     #[arg(short = 'T', long = "time", value_name = "SECONDS", allow_negative_numbers = true)]
     time: Option<String>,
     /// Transactions per client (default 10 when -T is not given).
