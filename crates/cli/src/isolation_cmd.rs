@@ -69,11 +69,24 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::input(e.0))?;
     let mut failed = 0;
     for (path, spec) in &specs {
+        // With --expected, the expected files are read (bounded) before the spec runs, and
+        // its output is kept only up to one byte past the longest of them.
+        let expected = match &args.expected {
+            None => None,
+            Some(exp) => Some(
+                isolation::read_expected(&isolation::expected_candidates(path, exp))
+                    .map_err(|e| Failure::input(e.0))?,
+            ),
+        };
+        if let Some(note) = isolation::permutation_note(spec) {
+            errln!("{}", lockstack_workloads::input::one_line(&note));
+        }
         // Without --expected the output is printed as it is produced (as PostgreSQL's tester
-        // prints it), so a spec that hangs shows what led there; with it, it is compared whole.
-        let r = match &args.expected {
+        // prints it), so a spec that hangs shows what led there; with it, it is compared.
+        let mut keeper = expected.as_deref().map(isolation::OutputKeeper::new);
+        let r = match &mut keeper {
             None => isolation::run_with(spec, &cfg, &mut |s| out!("{s}")),
-            Some(_) => isolation::run(spec, &cfg),
+            Some(k) => isolation::run_with(spec, &cfg, &mut |s| k.push(s)),
         }
         .map_err(|e| Failure { message: e.0, code: 2 })?;
         for w in &r.warnings {
@@ -82,22 +95,25 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         if let Some(e) = r.aborted {
             // Show what ran before the stuck step (already shown without --expected), then
             // stop with its error.
-            if args.expected.is_some() {
-                out!("{}", r.output);
+            if let Some(k) = &keeper {
+                out!("{}", k.kept());
             }
             return Err(Failure { message: e.0, code: 2 });
         }
-        match &args.expected {
-            None => {}
-            Some(exp) => {
-                let cands = isolation::expected_candidates(path, exp);
-                match isolation::compare(&r.output, &cands).map_err(|e| Failure::input(e.0))? {
-                    Comparison::Same(_) => outln!("ok       {}", path.display()),
-                    Comparison::Different { expected, diff } => {
-                        failed += 1;
-                        outln!("FAILED   {} (differs from {})", path.display(), expected.display());
-                        out!("{diff}");
+        if let (Some(k), Some(expected)) = (&keeper, &expected) {
+            match isolation::compare_output(k.kept(), k.complete(), expected) {
+                Comparison::Same(_) => outln!("ok       {}", path.display()),
+                Comparison::Different { expected, diff } => {
+                    failed += 1;
+                    outln!("FAILED   {} (differs from {})", path.display(), expected.display());
+                    if !k.complete() {
+                        outln!(
+                            "(the output, {} bytes, is longer than every expected file; the diff shows its first {})",
+                            k.total(),
+                            k.kept().len()
+                        );
                     }
+                    out!("{diff}");
                 }
             }
         }

@@ -51,7 +51,8 @@ enum MachineAction {
         /// Write the table here.
         #[arg(long, value_name = "FILE")]
         out: std::path::PathBuf,
-        /// Seconds per pgbench run (the experiments and micro-benchmarks run a fraction of it).
+        /// Seconds per pgbench run, whole (the experiments and micro-benchmarks run a fraction
+        /// of it).
         #[arg(long, default_value_t = 1.0)]
         seconds: f64,
     },
@@ -100,8 +101,11 @@ fn segment_runs(seconds: f64) -> Vec<Vec<String>> {
 /// `machine segments`: runs [`segment_runs`] as child processes of this binary, each into its
 /// own table, and merges them (sample-weighted means).
 fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(Failure::input(format!("--seconds must be a positive number, got {seconds}")));
+    // Each pgbench run is a native `-T seconds`: whole seconds, as pgbench takes them.
+    if !(seconds.is_finite() && seconds.fract() == 0.0 && (1.0..=3600.0).contains(&seconds)) {
+        return Err(Failure::input(format!(
+            "--seconds must be a whole number of seconds from 1 to 3600 (pgbench's -T), got {seconds}"
+        )));
     }
     if out.is_dir() {
         return Err(Failure::input(format!("--out {}: is a directory", out.display())));
@@ -128,8 +132,8 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
                 err.lines().last().unwrap_or("no message")
             )));
         }
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
+        let text = lockstack_common::input::read_text_file(&file, lockstack_sim::MAX_SEGMENT_TABLE_BYTES)
+            .map_err(Failure::run)?;
         let t: lockstack_sim::SegmentTable =
             serde_json::from_str(&text).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
         merged.merge(&t);
@@ -175,9 +179,9 @@ pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
                 out!("{text}");
                 return Ok(());
             }
-            MachineProfile::resolve(&profile).map_err(|e| Failure::input(e.to_string()))?;
-            let text = std::fs::read_to_string(&profile)
-                .map_err(|e| Failure::input(format!("machine profile {profile}: {e}")))?;
+            // Read once (bounded), checked, and shown as written, comments included.
+            let text = MachineProfile::read_file(&profile).map_err(|e| Failure::input(e.to_string()))?;
+            MachineProfile::from_toml(&text, &profile).map_err(|e| Failure::input(e.to_string()))?;
             out!("{text}");
             Ok(())
         }

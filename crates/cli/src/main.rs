@@ -447,20 +447,7 @@ mod tests {
 
     /// Valid command lines the flag fuzz target mutates.
     const SEEDS: [&[&str]; 4] = [
-        &[
-            "lockstack",
-            "pgbench",
-            "-c",
-            "4",
-            "-j",
-            "2",
-            "-T",
-            "1.5",
-            "-b",
-            "select-only@3",
-            "--preset",
-            "pg15",
-        ],
+        &["lockstack", "pgbench", "-c", "4", "-j", "2", "-T", "2", "-b", "select-only@3", "--preset", "pg15"],
         &[
             "lockstack",
             "isolation",

@@ -51,9 +51,10 @@ pub(crate) struct PgbenchArgs {
     /// thread, see docs).
     #[arg(short = 'j', long = "jobs", default_value_t = 1)]
     jobs: i64,
-    /// Duration of the run in seconds.
-    #[arg(short = 'T', long = "time")]
-    time: Option<f64>,
+    /// Duration of the run in whole seconds, 1 to 3600 (under --machine, virtual seconds, which
+    /// may be a fraction from 0.001).
+    #[arg(short = 'T', long = "time", value_name = "SECONDS", allow_negative_numbers = true)]
+    time: Option<String>,
     /// Transactions per client (default 10 when -T is not given).
     #[arg(short = 't', long = "transactions")]
     transactions: Option<i64>,
@@ -108,11 +109,32 @@ pub(crate) struct PgbenchArgs {
     json: Option<std::path::PathBuf>,
 }
 
-/// `-T/--time` in seconds: above 0 and at most an hour.
-fn time_arg(secs: f64) -> Result<std::time::Duration, Failure> {
-    crate::duration_arg(secs).map_err(|_| {
-        Failure::input(format!("-T/--time must be above 0 and at most 3600 seconds, got {secs}"))
-    })
+/// `-T/--time` in seconds: a whole number from 1 to 3600, as pgbench 15 reads it (an int of at
+/// least 1); under `--machine`, where -T is virtual seconds and short runs are the rule, also a
+/// fraction, from 0.001 s.
+fn time_arg(raw: &str) -> Result<std::time::Duration, Failure> {
+    time_arg_for(raw, crate::sim_cmd::simulated())
+}
+
+/// [`time_arg`] with `simulated` given.
+fn time_arg_for(raw: &str, simulated: bool) -> Result<std::time::Duration, Failure> {
+    let secs = raw.trim_matches(|c: char| c.is_ascii_whitespace()).parse::<f64>().unwrap_or(f64::NAN);
+    let ok = if simulated {
+        secs.is_finite() && (0.001..=3600.0).contains(&secs)
+    } else {
+        secs.is_finite() && secs.fract() == 0.0 && (1.0..=3600.0).contains(&secs)
+    };
+    if !ok {
+        return Err(Failure::input(if simulated {
+            format!(
+                "-T/--time must be from 0.001 to 3600 virtual seconds under --machine, got '{}'",
+                one_line(raw)
+            )
+        } else {
+            format!("-T/--time must be a whole number of seconds from 1 to 3600, got '{}'", one_line(raw))
+        }));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// pgbench 15 refuses run options with `-i`: "some of the specified options cannot be used in
@@ -260,7 +282,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             "-h {h}: lockstack pgbench runs its engine in this process and connects to no server"
         )));
     }
-    let duration = args.time.map(time_arg).transpose()?;
+    let duration = args.time.as_deref().map(time_arg).transpose()?;
     // pgbench 15 reads -t as an int: 1..=2147483647.
     if let Some(t) = args.transactions
         && !(1..=i64::from(i32::MAX)).contains(&t)
@@ -707,5 +729,34 @@ pub(crate) fn print_knobs() {
     outln!("--set crate.knob=value overrides (applied in order, after --preset):");
     for k in settings::knobs() {
         outln!("  {:<36} {:<42} {} (default {})", k.key, k.values, k.doc, k.default);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_arg_for;
+
+    #[test]
+    fn time_is_whole_seconds_natively_and_a_fraction_only_under_machine() {
+        for (ok, secs) in [("1", 1.0), ("2", 2.0), ("3600", 3600.0), ("60.0", 60.0)] {
+            assert_eq!(time_arg_for(ok, false).map_err(|e| e.message).unwrap().as_secs_f64(), secs);
+        }
+        for bad in ["4.9e-324", "0.5", "1.5", "0", "-1", "3601", "NaN", "inf", "x", "1\u{2028}"] {
+            let e = time_arg_for(bad, false).unwrap_err();
+            assert!(
+                e.message.starts_with("-T/--time must be a whole number of seconds from 1 to 3600, got '"),
+                "{bad}"
+            );
+            assert_eq!(e.message.lines().count(), 1);
+            assert_eq!(e.code, 1);
+        }
+        assert!(time_arg_for("4.9e-324", false).unwrap_err().message.ends_with("got '4.9e-324'"));
+        assert_eq!(time_arg_for("0.5", true).map_err(|e| e.message).unwrap().as_millis(), 500);
+        assert_eq!(time_arg_for("0.001", true).map_err(|e| e.message).unwrap().as_millis(), 1);
+        for bad in ["4.9e-324", "0.0009", "0", "3600.5", "NaN"] {
+            assert!(
+                time_arg_for(bad, true).unwrap_err().message.contains("from 0.001 to 3600 virtual seconds")
+            );
+        }
     }
 }

@@ -189,6 +189,18 @@ pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether this command runs on the simulated machine (`--machine`, in the simulating binary).
+pub(crate) fn simulated() -> bool {
+    #[cfg(feature = "sim")]
+    {
+        simulating::hw_threads().is_some()
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        false
+    }
+}
+
 /// The note on busy threads against cores: the simulated machine's hardware threads under
 /// `--machine`, this host's otherwise.
 pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::MachineNote {
@@ -339,8 +351,9 @@ mod simulating {
             SimClock::Deterministic => ClockMode::Deterministic(match &a.sim_segments {
                 None => SegmentTable::builtin().clone(),
                 Some(p) => {
-                    let text = std::fs::read_to_string(p)
-                        .map_err(|e| Failure::input(format!("--sim-segments {}: {e}", p.display())))?;
+                    let text =
+                        lockstack_common::input::read_text_file(p, lockstack_sim::MAX_SEGMENT_TABLE_BYTES)
+                            .map_err(|e| Failure::input(format!("--sim-segments {e}")))?;
                     serde_json::from_str(&text)
                         .map_err(|e| Failure::input(format!("--sim-segments {}: {e}", p.display())))?
                 }

@@ -51,8 +51,13 @@ fn bad_flags_are_one_line_and_exit_1() {
         (&["isolation"], "<FILE.spec>"),
         (&["experiment"], "<NAME>"),
         // C17
-        (&["pgbench", "-T", "0"], "-T/--time must be above 0"),
-        (&["pgbench", "-T", "NaN"], "-T/--time must be above 0"),
+        (&["pgbench", "-T", "0"], "-T/--time must be a whole number of seconds from 1 to 3600, got '0'"),
+        (
+            &["pgbench", "-T", "4.9e-324"],
+            "-T/--time must be a whole number of seconds from 1 to 3600, got '4.9e-324'",
+        ),
+        (&["pgbench", "-T", "1.5"], "-T/--time must be a whole number of seconds from 1 to 3600, got '1.5'"),
+        (&["pgbench", "-T", "NaN"], "-T/--time must be a whole number of seconds"),
         // C18: negative numbers reach the range checks.
         (&["pgbench", "-c", "-1", "-t", "1"], "invalid number of clients: \"-1\""),
         (&["pgbench", "-t", "-3"], "invalid number of transactions: \"-3\""),
@@ -597,4 +602,129 @@ fn a_blocked_teardown_prints_what_ran_and_times_out() {
         err.contains("t.spec: setup or teardown on the control connection timed out after 0.300 s"),
         "{err}"
     );
+}
+
+/// Runs `args` with the address space limited to `kib` KiB (`ulimit -v`), so that a reader
+/// that buffers an endless input, or a plan built whole in memory, fails instead of growing.
+#[cfg(target_os = "linux")]
+fn lockstack_limited(kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_lockstack"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run lockstack under sh")
+}
+
+/// Every file a user names is read through a bound, devices and symlinks to them included:
+/// under a 400 MB address-space limit each is one line naming the file, exit code 1 (they
+/// were read whole: 1 GB and "out of memory", or an abort).
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_input_files_are_refused_within_a_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let check = |args: &[&str], want: &str| {
+        let o = lockstack_limited(400_000, args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in: {err}");
+    };
+    check(&["machine", "show", "/dev/zero"], "machine profile \"/dev/zero\": larger than 1048576 bytes");
+    let spec = d.join("ok.spec");
+    std::fs::write(&spec, "session s\nstep a { SELECT pg_advisory_lock(1); }\n").unwrap();
+    check(
+        &["isolation", spec.to_str().unwrap(), "--expected", "/dev/zero"],
+        "/dev/zero: larger than 16777216 bytes",
+    );
+    // An expected directory whose NAME.out is a link to an endless device.
+    let exp = d.join("expected");
+    std::fs::create_dir(&exp).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", exp.join("ok.out")).unwrap();
+    check(&["isolation", spec.to_str().unwrap(), "--expected", exp.to_str().unwrap()], "ok.out: larger than");
+    // A point file that is a link to /dev/zero.
+    let points = d.join("points");
+    std::fs::create_dir(&points).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", points.join("fastpath-point-0.json")).unwrap();
+    check(
+        &["experiment", "merge", points.to_str().unwrap()],
+        "fastpath-point-0.json: larger than 67108864 bytes",
+    );
+}
+
+/// A spec without permutation lines runs every interleaving of its sessions' steps: three
+/// sessions of seven steps are 399,072,960 permutations, which were built in memory before the
+/// first ran (3 GB, then an abort). They are made one at a time now: under a 400 MB limit the
+/// count is printed, the first permutation runs, and the second stops the run (its setup
+/// creates a table the first left behind, having no teardown) with one line and exit code 2.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_spec_of_many_permutations_runs_in_constant_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("many.spec");
+    let mut body = String::from("setup { CREATE TABLE t (id int); }\n");
+    for s in ["a", "b", "c"] {
+        body.push_str(&format!("session {s}\n"));
+        for i in 1..=7 {
+            body.push_str(&format!("step {s}{i} {{ RESET lock_timeout; }}\n"));
+        }
+    }
+    std::fs::write(&spec, body).unwrap();
+    let o = lockstack_limited(400_000, &["isolation", spec.to_str().unwrap()]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].ends_with(
+            "many.spec: 399,072,960 permutations (every interleaving of 3 sessions' steps (7 + 7 + 7))"
+        ),
+        "{err}"
+    );
+    assert!(lines[1].contains("many.spec: setup failed: ERROR:  relation \"t\" already exists"), "{err}");
+    assert_eq!(out.matches("starting permutation:").count(), 2, "{out}");
+    assert!(
+        out.contains(
+            "starting permutation: a1 a2 a3 a4 a5 a6 a7 b1 b2 b3 b4 b5 b6 b7 c1 c2 c3 c4 c5 c6 c7\n"
+        )
+    );
+    assert_eq!(out.matches("step ").count(), 21, "{out}");
+
+    // A dry run lists the permutations one per line as it makes them; listed permutations
+    // print no count.
+    let small = dir.path().join("small.spec");
+    std::fs::write(&small, "session a\nstep a1 { }\nstep a2 { }\nsession b\nstep b1 { }\n").unwrap();
+    let o = lockstack_limited(400_000, &["isolation", "-n", small.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(
+        text(&o.stdout),
+        "permutation \"a1\" \"a2\" \"b1\"\npermutation \"a1\" \"b1\" \"a2\"\npermutation \"b1\" \"a1\" \"a2\"\n"
+    );
+    assert!(
+        text(&o.stderr)
+            .ends_with("small.spec: 3 permutations (every interleaving of 2 sessions' steps (2 + 1))\n")
+    );
+    std::fs::write(&small, "session a\nstep a1 { }\nsession b\nstep b1 { }\npermutation b1 a1\n").unwrap();
+    let o = lockstack(&["isolation", "-n", small.to_str().unwrap()]);
+    assert_eq!(text(&o.stdout), "permutation \"b1\" \"a1\"\n");
+    assert_eq!(text(&o.stderr), "");
+}
+
+/// Input quoted in an error line keeps it one line: a raw U+2028 LINE SEPARATOR, U+2029, NEL
+/// (U+0085) or a bidirectional override from a file name or flag value is written as an escape.
+#[test]
+fn separators_in_quoted_input_are_escaped() {
+    let o = lockstack(&["pgbench", "-f", "no\u{2028}such\u{85}file\u{202e}.sql", "-t", "1"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no\\u{2028}such\\u{85}file\\u{202e}.sql"), "{err}");
+    assert!(!err.contains(['\u{2028}', '\u{85}', '\u{202e}']), "{err}");
+    let o = lockstack(&["pgbench", "-T", "1\u{2029}2"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("got '1\\u{2029}2'"), "{err}");
+    assert!(!err.contains('\u{2029}'), "{err}");
 }

@@ -383,3 +383,38 @@ fn bad_machine_input_is_one_line_and_exit_code_1() {
         assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
     }
 }
+
+/// `--machine FILE` and `--sim-segments FILE` read their files through a bound: an endless
+/// device is one line naming it and exit code 1 under a 400 MB address-space limit (they were
+/// read whole until memory ran out). A pgbench run's `-T` under `--machine` is virtual seconds
+/// and may be a fraction, from 0.001.
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_profile_and_segment_files_are_refused_within_a_memory_limit() {
+    for (args, want) in [
+        (
+            &["pgbench", "-S", "-t", "5", "--machine", "/dev/zero"][..],
+            "machine profile \"/dev/zero\": larger than 1048576 bytes",
+        ),
+        (
+            &["pgbench", "-S", "-t", "5", "--machine", "host", "--sim-segments", "/dev/zero"],
+            "--sim-segments /dev/zero: larger than 16777216 bytes",
+        ),
+        (
+            &["pgbench", "-S", "-T", "0.0001", "--machine", "host"],
+            "from 0.001 to 3600 virtual seconds under --machine, got '0.0001'",
+        ),
+    ] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 400000 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_lockstack"))
+            .args(args)
+            .output()
+            .expect("run lockstack under sh");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
+        assert!(err.contains(want), "lockstack {args:?}: want {want:?} in: {err}");
+    }
+}

@@ -15,6 +15,8 @@
 //!   and summed on demand (the model of `LWLOCK_STATS` and `pg_stat_*` backend-local counters).
 //! * [`gate`]: a start gate for benchmark threads, which unlike `std::sync::Barrier` does not
 //!   hand a mutex from thread to thread as hundreds of them start.
+//! * [`input`]: reading a user's input file through a size bound (devices and FIFOs
+//!   included), and quoting input on one line in messages; every crate's file readers use it.
 //!
 //! Nothing here takes a lock on a hot path: publishing a wait event is one relaxed store, and
 //! bumping a counter is a relaxed load and store on a cache line only its owner writes.
@@ -22,6 +24,7 @@
 pub mod backend;
 pub mod gate;
 pub mod ids;
+pub mod input;
 pub mod knob;
 pub mod stats;
 pub mod sync;

@@ -45,6 +45,11 @@ pub enum ClockMode {
     Measured,
 }
 
+/// The largest segment table file (`--sim-segments FILE`) read, bytes (16 MiB). The built-in
+/// table, every segment of every workload, is about 130 KB; the bound keeps
+/// `--sim-segments /dev/zero` from filling memory.
+pub const MAX_SEGMENT_TABLE_BYTES: u64 = 16 << 20;
+
 /// Mean host cost of each segment, keyed by `"from_site -> to_site"` (`file:line:col`, or
 /// `<start>`/`<exit>` for a task's first and last segment). Serializable, so a calibration can
 /// be saved and reused.

@@ -37,8 +37,13 @@ pub mod task;
 #[cfg(feature = "facade")]
 pub mod timer;
 
-pub use exec::{BlockedTask, ClockMode, SegmentCost, SegmentTable, SimConfig, SimError, Simulation, TaskId};
+pub use exec::{
+    BlockedTask, ClockMode, MAX_SEGMENT_TABLE_BYTES, SegmentCost, SegmentTable, SimConfig, SimError,
+    Simulation, TaskId,
+};
 pub use machine::Access;
 pub use pgcosts::{PgCostFile, PgCostRates};
-pub use profile::{ClientCosts, Costs, MachineProfile, ProfileError, RemoteCost, Topology};
+pub use profile::{
+    ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost, Topology,
+};
 pub use stats::{HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};

@@ -16,6 +16,11 @@ pub const MAX_CORES: u32 = 256;
 /// The most hardware threads a profile may have.
 pub const MAX_HW_THREADS: u32 = 1024;
 
+/// The largest profile file [`MachineProfile::resolve`] reads, bytes (1 MiB). A profile is a
+/// few kilobytes; the largest possible one (a 256 x 256 NUMA distance matrix) is about 400 KB.
+/// The bound keeps `--machine /dev/zero` from filling memory.
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
 /// One simulated machine: its name, a one-line description, its topology and its costs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +166,13 @@ impl Costs {
 /// Why a profile could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileError {
+    /// A file was found but not read whole: larger than [`MAX_PROFILE_BYTES`] or not UTF-8.
+    Unreadable {
+        /// The path given.
+        spec: String,
+        /// What is wrong (`larger than 1048576 bytes, the most accepted`).
+        message: String,
+    },
     /// The name is no built-in profile and no readable file.
     Unknown {
         /// The name or path given.
@@ -187,6 +199,7 @@ pub enum ProfileError {
 impl fmt::Display for ProfileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ProfileError::Unreadable { spec, message } => write!(f, "machine profile {spec:?}: {message}"),
             ProfileError::Unknown { spec, reason } => write!(
                 f,
                 "machine profile {spec:?}: no built-in profile of that name ({}) and no readable file ({reason})",
@@ -252,15 +265,28 @@ impl MachineProfile {
     /// A built-in profile by name, or else a profile read from the file at `spec`.
     ///
     /// # Errors
-    /// [`ProfileError::Unknown`] when `spec` is neither; parse and validation errors of the
+    /// [`ProfileError::Unknown`] when `spec` is neither; [`ProfileError::Unreadable`] for a
+    /// file larger than [`MAX_PROFILE_BYTES`] or not UTF-8; parse and validation errors of the
     /// file otherwise.
     pub fn resolve(spec: &str) -> Result<Self, ProfileError> {
         if let Some(p) = Self::builtin(spec) {
             return Ok(p);
         }
-        let text = std::fs::read_to_string(Path::new(spec))
-            .map_err(|e| ProfileError::Unknown { spec: spec.to_string(), reason: e.to_string() })?;
-        Self::from_toml(&text, spec)
+        Self::from_toml(&Self::read_file(spec)?, spec)
+    }
+
+    /// The text of the profile file at `spec` (read through [`MAX_PROFILE_BYTES`]; a device or
+    /// FIFO is bounded too), unparsed.
+    ///
+    /// # Errors
+    /// [`ProfileError::Unknown`] when it cannot be opened or read, [`ProfileError::Unreadable`]
+    /// when it is larger than [`MAX_PROFILE_BYTES`] or not UTF-8.
+    pub fn read_file(spec: &str) -> Result<String, ProfileError> {
+        use lockstack_common::input::{ReadError, read_text_bounded};
+        read_text_bounded(Path::new(spec), MAX_PROFILE_BYTES).map_err(|e| match e {
+            ReadError::Io(e) => ProfileError::Unknown { spec: spec.to_string(), reason: e.to_string() },
+            e => ProfileError::Unreadable { spec: spec.to_string(), message: e.to_string() },
+        })
     }
 
     /// Renders the profile as TOML (without comments).

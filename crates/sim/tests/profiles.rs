@@ -40,3 +40,22 @@ fn unknown_names_bad_toml_and_inconsistent_profiles_are_refused() {
     assert_eq!(p.name, "mine");
     std::fs::remove_file(&dir).unwrap();
 }
+
+/// A profile file is read through a bound ([`lockstack_sim::MAX_PROFILE_BYTES`]): an endless
+/// device is refused after 1 MiB, naming it, as is a file that is not UTF-8.
+#[test]
+fn profile_files_are_read_bounded() {
+    if std::path::Path::new("/dev/zero").exists() {
+        let e = MachineProfile::resolve("/dev/zero").unwrap_err();
+        assert!(matches!(e, ProfileError::Unreadable { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "machine profile \"/dev/zero\": larger than 1048576 bytes, the most accepted"
+        );
+    }
+    let path = std::env::temp_dir().join(format!("lockstack-sim-profile-utf8-{}", std::process::id()));
+    std::fs::write(&path, b"name = \"\xff\"\n").unwrap();
+    let e = MachineProfile::resolve(path.to_str().unwrap()).unwrap_err();
+    assert!(e.to_string().ends_with(": not valid UTF-8 text (invalid byte at offset 8)"), "{e}");
+    let _ = std::fs::remove_file(&path);
+}

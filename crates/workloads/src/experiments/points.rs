@@ -26,6 +26,11 @@ use crate::report::MachineNote;
 /// The `format` field of a point file; a file with another is refused.
 pub const FORMAT: &str = "lockstack-experiment-point/1";
 
+/// The largest point file [`merge`] reads, bytes (64 MiB). A point file holds one point's
+/// result, counters and simulated-machine tally, tens of kilobytes; the bound keeps a stray
+/// huge file (or a FIFO named like a point file) from filling memory.
+pub const MAX_POINT_FILE_BYTES: u64 = 64 << 20;
+
 /// What identifies a plan: the experiment and every option [`Plan::new`] resolved. Two
 /// processes given equal identities measure the same points in the same order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -226,11 +231,11 @@ fn is_point_file(name: &str) -> bool {
 /// Reads every `*-point-K.json` file of `dir` and merges them into the result of their plan.
 ///
 /// # Errors
-/// One line naming the problem: `dir` unreadable or holding no point file; a file that does
-/// not parse as a point file or has another format; files from different plans or contexts
-/// (naming the field); a point whose index is outside its plan or does not match the plan's
-/// point at that index; a point present twice (naming both files); points missing (naming
-/// their indexes, the first few).
+/// One line naming the problem: `dir` unreadable or holding no point file; a file larger than
+/// [`MAX_POINT_FILE_BYTES`], or that does not parse as a point file or has another format;
+/// files from different plans or contexts (naming the field); a point whose index is outside
+/// its plan or does not match the plan's point at that index; a point present twice (naming
+/// both files); points missing (naming their indexes, the first few).
 pub fn merge(dir: &Path) -> Result<Merged, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut paths = Vec::new();
@@ -249,7 +254,7 @@ pub fn merge(dir: &Path) -> Result<Merged, String> {
     }
     let mut files: Vec<(PathBuf, PointFile)> = Vec::with_capacity(paths.len());
     for p in paths {
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = crate::input::read_text_file(&p, MAX_POINT_FILE_BYTES)?;
         let f: PointFile =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a point file: {e}", p.display()))?;
         if f.format != FORMAT {

@@ -118,12 +118,19 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, IsolationError> {
     load_spec_text(&path.display().to_string(), &text)
 }
 
+/// The largest expected-output file [`read_expected`] reads, bytes (16 MiB). PostgreSQL's
+/// expected files are at most tens of kilobytes; the bound keeps `--expected /dev/zero` from
+/// filling memory, and with it the output kept for the comparison ([`OutputKeeper`]).
+pub const MAX_EXPECTED_BYTES: u64 = 16 << 20;
+
 /// The result of running one spec.
 #[derive(Debug, Clone)]
 pub struct IsolationRun {
-    /// What PostgreSQL's isolation tester would print on stdout.
+    /// What PostgreSQL's isolation tester would print on stdout, from [`run`]; empty from
+    /// [`run_with`], which passes it on as it is produced and keeps none of it.
     pub output: String,
-    /// What it would print on stderr without failing (teardown failures).
+    /// What it would print on stderr without failing (teardown failures): the first 100,
+    /// then one line counting the rest.
     pub warnings: Vec<String>,
     /// Lock-manager counters of the run.
     pub stats: LmgrStats,
@@ -132,7 +139,8 @@ pub struct IsolationRun {
     pub aborted: Option<IsolationError>,
 }
 
-/// Runs every permutation of `spec`.
+/// Runs every permutation of `spec`, keeping the whole output in [`IsolationRun::output`]
+/// (use [`run_with`] for a spec whose output may be large).
 ///
 /// A run that stops part-way (a step that never finishes within `step_timeout`, mutually
 /// blocking steps) still returns what it printed, with the reason in
@@ -141,13 +149,18 @@ pub struct IsolationRun {
 /// # Errors
 /// Failures to set up the sessions; a lock manager left with broken invariants.
 pub fn run(spec: &LoadedSpec, cfg: &IsolationConfig) -> Result<IsolationRun, IsolationError> {
-    run_with(spec, cfg, &mut |_| {})
+    let mut output = String::new();
+    let mut r = run_with(spec, cfg, &mut |s| output.push_str(s))?;
+    r.output = output;
+    Ok(r)
 }
 
 /// [`run`], passing the output to `emit` as it is produced, as PostgreSQL's tester prints it:
 /// everything printed so far has been passed before the runner waits for a step, a setup or a
-/// teardown, so a spec that hangs or times out has shown what led there. The pieces passed
-/// add up to [`IsolationRun::output`] (a dry run passes its whole output at once).
+/// teardown, so a spec that hangs or times out has shown what led there. Nothing passed is
+/// kept ([`IsolationRun::output`] is empty), and the permutations are made one at a time
+/// ([`spec::TestSpec::permutations`]), so a spec of millions of permutations runs in constant
+/// memory. A dry run passes one line per permutation.
 ///
 /// # Errors
 /// As [`run`].
@@ -156,24 +169,27 @@ pub fn run_with(
     cfg: &IsolationConfig,
     emit: &mut dyn FnMut(&str),
 ) -> Result<IsolationRun, IsolationError> {
-    let perms = spec.spec.all_permutations();
     if cfg.dry_run {
-        let mut output = String::new();
-        for p in &perms {
-            output.push_str("permutation");
-            for s in p {
-                output.push_str(&format!(" \"{}\"", s.name));
+        for p in spec.spec.permutations() {
+            let mut line = String::from("permutation");
+            for s in &p {
+                line.push_str(&format!(" \"{}\"", s.name));
             }
-            output.push('\n');
+            line.push('\n');
+            emit(&line);
         }
-        emit(&output);
-        return Ok(IsolationRun { output, warnings: Vec::new(), stats: LmgrStats::default(), aborted: None });
+        return Ok(IsolationRun {
+            output: String::new(),
+            warnings: Vec::new(),
+            stats: LmgrStats::default(),
+            aborted: None,
+        });
     }
     let mut r = runner::Runner::new(spec, cfg, emit)?;
     r.out.push_str(&format!("Parsed test spec with {} sessions\n", spec.spec.sessions.len()));
     let mut aborted = None;
-    for p in &perms {
-        let names: Vec<_> = p.iter().map(|s| (s.name.clone(), s.blockers.clone())).collect();
+    for p in spec.spec.permutations() {
+        let names: Vec<_> = p.into_iter().map(|s| (s.name, s.blockers)).collect();
         if let Err(e) = r.run_permutation(&names) {
             aborted = Some(e);
             break;
@@ -182,15 +198,102 @@ pub fn run_with(
     r.flush();
     let stats = r.lmgr().stats();
     let lmgr = r.lmgr().clone();
-    let output = std::mem::take(&mut r.out);
-    let warnings = std::mem::take(&mut r.warnings);
+    let mut warnings = std::mem::take(&mut r.warnings);
+    if r.more_warnings > 0 {
+        warnings.push(format!("... and {} more teardown failures", r.more_warnings));
+    }
     drop(r);
     if aborted.is_none() {
         // A run stopped on a stuck step may have left that step's lock request queued.
         lmgr.check_invariants()
             .map_err(|e| IsolationError(format!("{}: lock manager invariant broken: {e}", spec.spec.file)))?;
     }
-    Ok(IsolationRun { output, warnings, stats, aborted })
+    Ok(IsolationRun { output: String::new(), warnings, stats, aborted })
+}
+
+/// What a spec's run prints on stderr before it starts, for a spec without permutation lines
+/// whose sessions' steps interleave in more than one way: how many permutations will run,
+/// exactly when the count fits in a `u128`. `None` for a spec that lists its permutations, or
+/// whose only permutation is its steps in order (at most one session has steps).
+///
+/// The count grows as a multinomial coefficient (three sessions of seven steps: 399,072,960
+/// permutations); such a spec still starts, as PostgreSQL's tester starts it, and runs in
+/// constant memory until it ends or is stopped, and this line says what was asked for.
+pub fn permutation_note(spec: &LoadedSpec) -> Option<String> {
+    let t = &spec.spec;
+    if !t.permutations.is_empty() {
+        return None;
+    }
+    let steps: Vec<String> = t.sessions.iter().map(|s| s.steps.len().to_string()).collect();
+    let what = format!("every interleaving of {} sessions' steps ({})", t.sessions.len(), steps.join(" + "));
+    Some(match t.permutation_count() {
+        Some(1) => return None,
+        Some(n) => format!("{}: {} permutations ({what})", t.file, group_digits(n)),
+        None => format!(
+            "{}: more than {} permutations ({what}; too many to count)",
+            t.file,
+            group_digits(u128::MAX)
+        ),
+    })
+}
+
+/// `n` with its digits in groups of three (`399,072,960`).
+fn group_digits(n: u128) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Keeps a run's output for comparing with expected files, at most one byte more than the
+/// longest of them: output longer than every expected file differs from all of them, and
+/// what is past that byte cannot change which it is closest to by much. A spec that runs
+/// millions of permutations is so compared in bounded memory.
+#[derive(Debug, Clone)]
+pub struct OutputKeeper {
+    kept: String,
+    limit: usize,
+    total: u64,
+}
+
+impl OutputKeeper {
+    /// A keeper for comparison with `expected` ([`read_expected`]).
+    pub fn new(expected: &[(PathBuf, String)]) -> Self {
+        let limit = expected.iter().map(|(_, t)| t.len()).max().unwrap_or(0) + 1;
+        OutputKeeper { kept: String::new(), limit, total: 0 }
+    }
+
+    /// Takes the next piece of output.
+    pub fn push(&mut self, s: &str) {
+        self.total += s.len() as u64;
+        let room = self.limit.saturating_sub(self.kept.len());
+        if room >= s.len() {
+            self.kept.push_str(s);
+        } else if room > 0 {
+            let cut = (0..=room).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+            self.kept.push_str(&s[..cut]);
+        }
+    }
+
+    /// The output kept (all of it when [`OutputKeeper::complete`]).
+    pub fn kept(&self) -> &str {
+        &self.kept
+    }
+
+    /// Whether all of the output was kept.
+    pub fn complete(&self) -> bool {
+        self.total == self.kept.len() as u64
+    }
+
+    /// Bytes of output taken, kept or not.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 /// The expected files to compare a spec's output with: `expected` itself if it is a file;
@@ -219,67 +322,120 @@ pub enum Comparison {
     },
 }
 
+/// Reads the expected files among `candidates` ([`expected_candidates`]), each through
+/// [`MAX_EXPECTED_BYTES`]; a candidate that does not exist is skipped.
+///
+/// # Errors
+/// One line naming the file: a candidate that exists but cannot be read, is larger than
+/// [`MAX_EXPECTED_BYTES`] or not UTF-8; no candidate exists (`cannot read expected output
+/// FILE: ...`, naming the first).
+pub fn read_expected(candidates: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, IsolationError> {
+    use crate::input::{one_line, read_text_bounded};
+    let mut read = Vec::new();
+    let mut first_missing = None;
+    for c in candidates {
+        match read_text_bounded(c, MAX_EXPECTED_BYTES) {
+            Ok(t) => read.push((c.clone(), t)),
+            Err(e) if e.is_not_found() => {
+                first_missing.get_or_insert(format!("{}: {e}", one_line(&c.display().to_string())));
+            }
+            Err(e) => return Err(IsolationError(format!("{}: {e}", one_line(&c.display().to_string())))),
+        }
+    }
+    if read.is_empty() {
+        return Err(IsolationError(format!(
+            "cannot read expected output {}",
+            first_missing.unwrap_or_else(|| "(no candidate file)".to_string())
+        )));
+    }
+    Ok(read)
+}
+
 /// Compares `output` with the candidates as `pg_regress` does: success if any is identical.
 ///
 /// # Errors
-/// When no candidate can be read.
+/// As [`read_expected`].
 pub fn compare(output: &str, candidates: &[PathBuf]) -> Result<Comparison, IsolationError> {
-    let mut best: Option<(usize, PathBuf, String)> = None;
-    let mut read_any = false;
-    for c in candidates {
-        let Ok(exp) = std::fs::read_to_string(c) else { continue };
-        read_any = true;
-        if exp == output {
-            return Ok(Comparison::Same(c.clone()));
-        }
-        let (n, diff) = line_diff(&exp, output);
-        if best.as_ref().is_none_or(|b| n < b.0) {
-            best = Some((n, c.clone(), diff));
-        }
-    }
-    match best {
-        Some((_, expected, diff)) => Ok(Comparison::Different { expected, diff }),
-        None if !read_any => Err(IsolationError(format!(
-            "cannot read expected output {}",
-            candidates.first().map(|p| p.display().to_string()).unwrap_or_default()
-        ))),
-        None => unreachable!("a readable candidate either matches or is the best"),
-    }
+    Ok(compare_output(output, true, &read_expected(candidates)?))
 }
 
+/// Compares `output` with expected texts ([`read_expected`], at least one): the first
+/// identical one, or the diff against the closest. `complete` is false when `output` is only
+/// the start of the output ([`OutputKeeper`]), which then matches none.
+pub fn compare_output(output: &str, complete: bool, expected: &[(PathBuf, String)]) -> Comparison {
+    let mut best: Option<(usize, &PathBuf, String)> = None;
+    for (path, exp) in expected {
+        if complete && exp == output {
+            return Comparison::Same(path.clone());
+        }
+        let (n, diff) = line_diff(exp, output);
+        if best.as_ref().is_none_or(|b| n < b.0) {
+            best = Some((n, path, diff));
+        }
+    }
+    let (_, expected, diff) = best.expect("read_expected returns at least one expected file");
+    Comparison::Different { expected: expected.clone(), diff }
+}
+
+/// The most cells of the LCS table [`line_diff`] fills (16 MB of `u32`); past it the lines
+/// between the common start and end are shown as all removed and all added.
+const MAX_DIFF_CELLS: usize = 4 << 20;
+
 /// A minimal LCS line diff: (number of differing lines, text with `-`/`+`/` ` prefixes and 3
-/// lines of context around changes).
+/// lines of context around changes). The common first and last lines are set aside first;
+/// the LCS table covers only the lines between, up to [`MAX_DIFF_CELLS`].
 fn line_diff(a: &str, b: &str) -> (usize, String) {
     let a: Vec<&str> = a.lines().collect();
     let b: Vec<&str> = b.lines().collect();
-    let (n, m) = (a.len(), b.len());
-    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (am, bm) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    let (n, m) = (am.len(), bm.len());
+    let mut ops: Vec<(char, &str)> = a[..head].iter().map(|l| (' ', *l)).collect();
+    if n.saturating_mul(m) <= MAX_DIFF_CELLS {
+        let w = m + 1;
+        let mut lcs = vec![0u32; (n + 1) * w];
+        for i in (0..n).rev() {
+            for j in (0..m).rev() {
+                lcs[i * w + j] = if am[i] == bm[j] {
+                    lcs[(i + 1) * w + j + 1] + 1
+                } else {
+                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                };
+            }
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < n || j < m {
+            if i < n && j < m && am[i] == bm[j] {
+                ops.push((' ', am[i]));
+                i += 1;
+                j += 1;
+            } else if j < m && (i == n || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
+                ops.push(('+', bm[j]));
+                j += 1;
+            } else {
+                ops.push(('-', am[i]));
+                i += 1;
+            }
+        }
+    } else {
+        ops.extend(am.iter().map(|l| ('-', *l)));
+        ops.extend(bm.iter().map(|l| ('+', *l)));
+    }
+    ops.extend(a[a.len() - tail..].iter().map(|l| (' ', *l)));
+    // Lines within 3 of a change are shown.
+    let mut near = vec![false; ops.len()];
+    let mut changed = 0;
+    for (k, op) in ops.iter().enumerate() {
+        if op.0 != ' ' {
+            changed += 1;
+            near[k.saturating_sub(3)..(k + 4).min(ops.len())].iter_mut().for_each(|x| *x = true);
         }
     }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            ops.push(('+', b[j]));
-            j += 1;
-        } else {
-            ops.push(('-', a[i]));
-            i += 1;
-        }
-    }
-    let changed: Vec<usize> = ops.iter().enumerate().filter(|(_, o)| o.0 != ' ').map(|(k, _)| k).collect();
     let mut out = String::new();
     let mut last_end = 0usize;
     for (k, op) in ops.iter().enumerate() {
-        let near = changed.iter().any(|&c| c.abs_diff(k) <= 3);
-        if near {
+        if near[k] {
             if k > last_end && last_end > 0 {
                 out.push_str("...\n");
             }
@@ -287,5 +443,62 @@ fn line_diff(a: &str, b: &str) -> (usize, String) {
             last_end = k + 1;
         }
     }
-    (changed.len() + usize::from(a.len() != b.len() && changed.is_empty()), out)
+    (changed + usize::from(a.len() != b.len() && changed == 0), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_output_is_bounded_and_never_matches_when_cut() {
+        let expected = vec![(PathBuf::from("a.out"), "x\ny\n".to_string())];
+        let mut k = OutputKeeper::new(&expected);
+        k.push("x\n");
+        k.push("y\n");
+        assert!(k.complete());
+        assert!(matches!(compare_output(k.kept(), k.complete(), &expected), Comparison::Same(_)));
+        // Past the longest expected file (4 bytes) only one more byte is kept.
+        for _ in 0..1000 {
+            k.push("y\n");
+        }
+        assert_eq!(k.kept(), "x\ny\ny");
+        assert_eq!(k.total(), 2004);
+        assert!(!k.complete());
+        assert!(matches!(compare_output(k.kept(), k.complete(), &expected), Comparison::Different { .. }));
+        // A multi-byte character across the cut is dropped whole; the cut output, equal to the
+        // expected text, still does not match it.
+        let mut k = OutputKeeper::new(&expected);
+        k.push("x\ny\n\u{e9}");
+        assert_eq!(k.kept(), "x\ny\n");
+        assert!(!k.complete());
+        assert!(matches!(compare_output(k.kept(), k.complete(), &expected), Comparison::Different { .. }));
+    }
+
+    #[test]
+    fn diffs_of_large_texts_are_bounded() {
+        let (n, d) = line_diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nd\nX\nf\ng\nh\n");
+        assert_eq!(n, 2);
+        assert_eq!(d, " b\n c\n d\n+X\n-e\n f\n g\n h\n");
+        // 200,000 lines against 200,000 others: no 4e10-cell table, every line shown changed.
+        let a: String = (0..200_000).map(|i| format!("a{i}\n")).collect();
+        let b: String = (0..200_000).map(|i| format!("b{i}\n")).collect();
+        let (n, d) = line_diff(&format!("same\n{a}same\n"), &format!("same\n{b}same\n"));
+        assert_eq!(n, 400_000);
+        assert_eq!(d.lines().count(), 400_002);
+    }
+
+    #[test]
+    fn expected_files_are_read_bounded() {
+        let dir = std::env::temp_dir().join(format!("lockstack-expected-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.out");
+        let e = read_expected(std::slice::from_ref(&missing)).unwrap_err().0;
+        assert!(e.starts_with("cannot read expected output ") && e.contains("missing.out"), "{e}");
+        if Path::new("/dev/zero").exists() {
+            let e = read_expected(&[missing, PathBuf::from("/dev/zero")]).unwrap_err().0;
+            assert_eq!(e, "/dev/zero: larger than 16777216 bytes, the most accepted");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -140,13 +140,19 @@ pub(super) struct Runner<'a> {
     control: SessionThread,
     sessions: Vec<SessionThread>,
     active: Vec<Option<usize>>,
-    /// Everything printed so far.
+    /// What was printed since the last [`Runner::flush`] (at most one permutation's output:
+    /// flushed output is not kept, so a run of many permutations holds none of it).
     pub(super) out: String,
-    /// How much of `out` has been passed to `emit`.
-    emitted: usize,
     emit: &'a mut dyn FnMut(&str),
+    /// The first [`MAX_WARNINGS`] warnings (teardown failures).
     pub(super) warnings: Vec<String>,
+    /// Warnings past [`MAX_WARNINGS`], counted only.
+    pub(super) more_warnings: u64,
 }
+
+/// The most warnings a run keeps; a teardown that fails in each of millions of permutations
+/// is counted past these, not kept.
+pub(super) const MAX_WARNINGS: usize = 100;
 
 fn print_result(out: &mut String, session: &str, r: &QueryResult, sets: bool) {
     for n in &r.notices {
@@ -185,9 +191,9 @@ impl<'a> Runner<'a> {
             sessions,
             active: vec![None; n],
             out: String::new(),
-            emitted: 0,
             emit,
             warnings: Vec::new(),
+            more_warnings: 0,
         })
     }
 
@@ -195,11 +201,20 @@ impl<'a> Runner<'a> {
         &self.lmgr
     }
 
-    /// Passes what was printed since the last call to the caller.
+    /// Passes what was printed since the last call to the caller, and forgets it.
     pub(super) fn flush(&mut self) {
-        if self.emitted < self.out.len() {
-            (self.emit)(&self.out[self.emitted..]);
-            self.emitted = self.out.len();
+        if !self.out.is_empty() {
+            (self.emit)(&self.out);
+            self.out.clear();
+        }
+    }
+
+    /// Keeps a warning, or counts it past [`MAX_WARNINGS`].
+    fn warn(&mut self, w: String) {
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(w);
+        } else {
+            self.more_warnings += 1;
         }
     }
 
@@ -319,7 +334,7 @@ impl<'a> Runner<'a> {
                 let r = self.session_exec(Some(i), &stmts)?;
                 let name = spec.sessions[i].name.clone();
                 if let Some(e) = &r.error {
-                    self.warnings.push(format!("teardown of session {name} failed: ERROR:  {e}"));
+                    self.warn(format!("teardown of session {name} failed: ERROR:  {e}"));
                 }
                 self.print_exec(&name, &r);
             }
@@ -327,7 +342,7 @@ impl<'a> Runner<'a> {
         if let Some(stmts) = self.spec.teardown.clone() {
             let r = self.session_exec(None, &stmts)?;
             if let Some(e) = &r.error {
-                self.warnings.push(format!("teardown failed: ERROR:  {e}"));
+                self.warn(format!("teardown failed: ERROR:  {e}"));
             }
             self.print_exec("control connection", &r);
         }
@@ -410,9 +425,9 @@ impl<'a> Runner<'a> {
             if !flushed {
                 // About to wait: show what ran so far (`flush`, on the fields `s` leaves free).
                 flushed = true;
-                if self.emitted < self.out.len() {
-                    (self.emit)(&self.out[self.emitted..]);
-                    self.emitted = self.out.len();
+                if !self.out.is_empty() {
+                    (self.emit)(&self.out);
+                    self.out.clear();
                 }
             }
             s.wait(Duration::from_micros(200));

@@ -89,6 +89,69 @@ pub struct TestSpec {
     pub permutations: Vec<(usize, Vec<PermutationStep>)>,
 }
 
+/// The permutations of a spec, one at a time ([`TestSpec::permutations`]).
+#[derive(Debug, Clone)]
+pub struct Permutations<'a> {
+    spec: &'a TestSpec,
+    state: PermState,
+}
+
+#[derive(Debug, Clone)]
+enum PermState {
+    /// The index of the next listed permutation.
+    Listed(usize),
+    /// The next interleaving, as the session of each position (ascending at the start), or
+    /// `done` after the last one (the sequence in descending order).
+    Generated { seq: Vec<usize>, done: bool },
+}
+
+impl Iterator for Permutations<'_> {
+    type Item = Vec<PermutationStep>;
+
+    fn next(&mut self) -> Option<Vec<PermutationStep>> {
+        match &mut self.state {
+            PermState::Listed(i) => {
+                let p = self.spec.permutations.get(*i)?;
+                *i += 1;
+                Some(p.1.clone())
+            }
+            PermState::Generated { seq, done } => {
+                if *done {
+                    return None;
+                }
+                // Position by position, the next step of that position's session.
+                let mut taken = vec![0usize; self.spec.sessions.len()];
+                let perm = seq
+                    .iter()
+                    .map(|&s| {
+                        let step = &self.spec.sessions[s].steps[taken[s]];
+                        taken[s] += 1;
+                        PermutationStep { name: step.name.clone(), blockers: Vec::new() }
+                    })
+                    .collect();
+                // The tester's depth-first search tries the lowest session first at each
+                // position, so it visits the sequences in lexicographic order: the next one
+                // is the next lexicographic permutation of the multiset.
+                *done = !next_lexicographic(seq);
+                Some(perm)
+            }
+        }
+    }
+}
+
+/// Rearranges `seq` into its next lexicographic permutation (equal elements not told apart);
+/// returns false, leaving it as it was, when it is already the last (non-increasing).
+fn next_lexicographic(seq: &mut [usize]) -> bool {
+    let Some(i) = (1..seq.len()).rev().find(|&i| seq[i - 1] < seq[i]) else {
+        return false;
+    };
+    let pivot = i - 1;
+    let j = (i..seq.len()).rev().find(|&j| seq[j] > seq[pivot]).expect("seq[i] is larger than the pivot");
+    seq.swap(pivot, j);
+    seq[i..].reverse();
+    true
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tok {
     Kw(&'static str),
@@ -378,45 +441,61 @@ pub fn parse_spec(file: &str, text: &str) -> Result<TestSpec, SpecError> {
 }
 
 impl TestSpec {
-    /// Every permutation to run: the listed ones, or all interleavings of the sessions' steps
-    /// (in the order PostgreSQL's `run_all_permutations` generates them).
-    pub fn all_permutations(&self) -> Vec<Vec<PermutationStep>> {
-        if !self.permutations.is_empty() {
-            return self.permutations.iter().map(|(_, p)| p.clone()).collect();
-        }
-        let total: usize = self.sessions.iter().map(|s| s.steps.len()).sum();
-        let mut piles = vec![0usize; self.sessions.len()];
-        let mut cur = Vec::with_capacity(total);
-        let mut out = Vec::new();
-        fn rec(
-            spec: &TestSpec,
-            piles: &mut [usize],
-            cur: &mut Vec<PermutationStep>,
-            out: &mut Vec<Vec<PermutationStep>>,
-        ) {
-            let mut found = false;
-            for i in 0..spec.sessions.len() {
-                if piles[i] < spec.sessions[i].steps.len() {
-                    cur.push(PermutationStep {
-                        name: spec.sessions[i].steps[piles[i]].name.clone(),
-                        blockers: Vec::new(),
-                    });
-                    piles[i] += 1;
-                    rec(spec, piles, cur, out);
-                    piles[i] -= 1;
-                    cur.pop();
-                    found = true;
-                }
-            }
-            if !found {
-                out.push(cur.clone());
-            }
-        }
-        rec(self, &mut piles, &mut cur, &mut out);
-        out
+    /// Every permutation to run, one at a time: the listed ones, or else every interleaving of
+    /// the sessions' steps in the order PostgreSQL's `run_all_permutations`
+    /// (`src/test/isolation/isolationtester.c`) generates them. The interleavings are made as
+    /// they are taken, so a spec of many sessions and steps is run in constant memory, as the
+    /// tester runs it: only the current permutation is held.
+    pub fn permutations(&self) -> Permutations<'_> {
+        let state = if self.permutations.is_empty() {
+            // The first interleaving runs every step of session 0, then of session 1, ...
+            let seq =
+                self.sessions.iter().enumerate().flat_map(|(i, s)| std::iter::repeat_n(i, s.steps.len()));
+            PermState::Generated { seq: seq.collect(), done: false }
+        } else {
+            PermState::Listed(0)
+        };
+        Permutations { spec: self, state }
     }
 
-    /// (session index, step) of the step called `name`.
+    /// How many permutations [`TestSpec::permutations`] yields: the listed ones, or the number
+    /// of interleavings, the multinomial coefficient (n1 + n2 + ...)! / (n1! n2! ...) of the
+    /// sessions' step counts. `None` when that does not fit in a `u128` (more than about
+    /// 3.4e38: 14 sessions of 10 steps have 1.3e153 interleavings).
+    pub fn permutation_count(&self) -> Option<u128> {
+        if !self.permutations.is_empty() {
+            return Some(self.permutations.len() as u128);
+        }
+        // The product of C(n1 + .. + nk, nk) over k. Each binomial is built as C(m, i) for
+        // i = 1..=k, where C(m - k + i, i) = C(m - k + i - 1, i - 1) * (m - k + i) / i; dividing
+        // by the gcd first keeps every partial value exact, and no partial value (of a
+        // binomial or of the product) exceeds the final one, so an overflow means the count
+        // itself does not fit.
+        fn gcd(mut a: u128, mut b: u128) -> u128 {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        }
+        let mut total: u128 = 1;
+        let mut m: u128 = 0;
+        for sess in &self.sessions {
+            let k = sess.steps.len() as u128;
+            m += k;
+            let mut c: u128 = 1;
+            for i in 1..=k {
+                let top = m - k + i;
+                let g = gcd(c, i);
+                let (c_g, i_g) = (c / g, i / g);
+                // i_g divides top, as C(top, i) is whole and gcd(c_g, i_g) = 1.
+                c = c_g.checked_mul(top / i_g)?;
+            }
+            total = total.checked_mul(c)?;
+        }
+        Some(total)
+    }
+
+    /// (session index, step) of the step called `name`.    /// (session index, step) of the step called `name`.
     pub fn step(&self, name: &str) -> Option<(usize, &Step)> {
         self.sessions
             .iter()
@@ -446,15 +525,95 @@ mod tests {
         assert_eq!(s.permutations[0].0, 15);
     }
 
+    /// The interleavings in the order of the tester's depth-first search, made here by the
+    /// reference recursion the iterator replaced.
+    fn reference_order(spec: &TestSpec) -> Vec<String> {
+        fn rec(spec: &TestSpec, piles: &mut [usize], cur: &mut Vec<String>, out: &mut Vec<String>) {
+            let mut found = false;
+            for i in 0..spec.sessions.len() {
+                if piles[i] < spec.sessions[i].steps.len() {
+                    cur.push(spec.sessions[i].steps[piles[i]].name.clone());
+                    piles[i] += 1;
+                    rec(spec, piles, cur, out);
+                    piles[i] -= 1;
+                    cur.pop();
+                    found = true;
+                }
+            }
+            if !found {
+                out.push(cur.join(" "));
+            }
+        }
+        let mut out = Vec::new();
+        rec(spec, &mut vec![0; spec.sessions.len()], &mut Vec::new(), &mut out);
+        out
+    }
+
+    fn names(spec: &TestSpec) -> Vec<String> {
+        spec.permutations().map(|p| p.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" ")).collect()
+    }
+
     #[test]
     fn all_permutations_interleave_sessions() {
         let s = parse_spec("t", "session a step a1 {x} step a2 {x} session b step b1 {x}").unwrap();
-        let names: Vec<String> = s
-            .all_permutations()
-            .iter()
-            .map(|p| p.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" "))
-            .collect();
-        assert_eq!(names, ["a1 a2 b1", "a1 b1 a2", "b1 a1 a2"]);
+        assert_eq!(names(&s), ["a1 a2 b1", "a1 b1 a2", "b1 a1 a2"]);
+        assert_eq!(s.permutation_count(), Some(3));
+        // Three sessions of 3, 1 and 2 steps: 6! / (3! 1! 2!) = 60, in the tester's order.
+        let s = parse_spec(
+            "t",
+            "session a step a1 {x} step a2 {x} step a3 {x} session b step b1 {x} \
+             session c step c1 {x} step c2 {x}",
+        )
+        .unwrap();
+        let got = names(&s);
+        assert_eq!(got.len(), 60);
+        assert_eq!(s.permutation_count(), Some(60));
+        assert_eq!(got, reference_order(&s));
+        // Listed permutations are run as listed.
+        let s = parse_spec("t", "session a step a1 {x} session b step b1 {x} permutation b1 a1").unwrap();
+        assert_eq!(names(&s), ["b1 a1"]);
+        assert_eq!(s.permutation_count(), Some(1));
+    }
+
+    /// A spec of n sessions of k steps each, without permutation lines.
+    fn grid(n: usize, k: usize) -> TestSpec {
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!("session s{i}\n"));
+            for j in 0..k {
+                text.push_str(&format!("step s{i}_{j} {{ }}\n"));
+            }
+        }
+        parse_spec("grid.spec", &text).unwrap()
+    }
+
+    #[test]
+    fn permutation_counts_are_exact_or_none() {
+        // 21! / (7!)^3 = 399072960.
+        assert_eq!(grid(3, 7).permutation_count(), Some(399_072_960));
+        // 40! / (20!)^2 = C(40, 20).
+        assert_eq!(grid(2, 20).permutation_count(), Some(137_846_528_820));
+        // C(130, 65) = 9.5e37 fits in a u128 (whose partial products in a naive evaluation
+        // would not); C(132, 66) = 3.8e38 does not.
+        assert_eq!(grid(2, 65).permutation_count(), Some(95_067_625_827_960_698_145_584_333_020_095_113_100));
+        assert_eq!(grid(2, 66).permutation_count(), None);
+        assert_eq!(grid(14, 10).permutation_count(), None);
+        assert_eq!(grid(1, 50).permutation_count(), Some(1));
+    }
+
+    #[test]
+    fn permutations_are_made_as_they_are_taken() {
+        // 399 million interleavings: taking the first few costs what one does (the former
+        // implementation built them all first and ran out of memory).
+        let s = grid(3, 7);
+        let mut it = s.permutations();
+        let first = it.next().unwrap();
+        assert_eq!(first.len(), 21);
+        assert_eq!(first[0].name, "s0_0");
+        assert_eq!(first[20].name, "s2_6");
+        let fourth = it.nth(2).unwrap();
+        let fourth: Vec<&str> = fourth.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(fourth[12..17], ["s1_5", "s2_0", "s2_1", "s2_2", "s1_6"]);
     }
 
     #[test]
