@@ -26,7 +26,8 @@ use crate::sim_cmd::{SimArgs, SimClock, SimTally};
 #[derive(Args, Debug)]
 pub(crate) struct ExperimentArgs {
     /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`, or
-    /// `merge` (with DIR).
+    /// `merge` (with DIR), or `validation` (with DIR: print docs/sim-validation.md from the
+    /// sweeps in DIR's subdirectories, each an `--out` of one experiment on one machine).
     pub(crate) name: String,
     /// `experiment merge DIR`: the directory of NAME-point-K.json files to merge (the merged
     /// files go to --out, default DIR itself).
@@ -132,6 +133,77 @@ fn options(args: &ExperimentArgs, machine: Option<&str>) -> Result<Options, Fail
     })
 }
 
+/// The largest result file `experiment validation` reads.
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// `experiment validation DIR`: the markdown of docs/sim-validation.md, from every
+/// subdirectory of DIR that holds an experiment's `NAME.json` of a `--machine` run.
+fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
+    use lockstack_workloads::experiments::validation::{Medians, Sweep, render};
+    let Some(dir) = &args.dir else {
+        return Err(Failure::input(
+            "experiment validation needs DIR, whose subdirectories are the --out of each seed's sweep",
+        ));
+    };
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Failure::input(format!("{}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    let mut sweeps = Vec::new();
+    for sub in &subdirs {
+        for e in experiments::all() {
+            let path = sub.join(format!("{}.json", e.name));
+            if !path.is_file() {
+                continue;
+            }
+            let text = lockstack_workloads::input::read_text_file(&path, MAX_RESULT_BYTES)
+                .map_err(Failure::input)?;
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+                Failure::input(format!("{}: not an experiment result: {err}", path.display()))
+            })?;
+            let Some(machine) = v.pointer("/plan/machine").and_then(|m| m.as_str()) else {
+                return Err(Failure::input(format!(
+                    "{}: not a --machine run (plan.machine is missing)",
+                    path.display()
+                )));
+            };
+            let mut medians = Medians::new();
+            for row in v.get("summary").and_then(|s| s.as_array()).into_iter().flatten() {
+                let field = |k: &str| row.get(k);
+                let (Some(w), Some(var), Some(c), Some(m)) = (
+                    field("workload").and_then(|x| x.as_str()),
+                    field("variant").and_then(|x| x.as_str()),
+                    field("clients").and_then(|x| x.as_u64()),
+                    field("median").and_then(|x| x.as_f64()),
+                ) else {
+                    return Err(Failure::input(format!(
+                        "{}: a summary row lacks workload, variant, clients or median",
+                        path.display()
+                    )));
+                };
+                medians.insert((w.to_string(), var.to_string(), c as usize), m);
+            }
+            sweeps.push(Sweep {
+                experiment: e,
+                machine: machine.to_string(),
+                medians,
+                calibrated_to: v.get("calibrated_to").and_then(|c| c.as_str()).map(str::to_string),
+                costs: v.pointer("/plan/costs").and_then(|c| c.as_str()).unwrap_or("").to_string(),
+            });
+        }
+    }
+    if sweeps.is_empty() {
+        return Err(Failure::input(format!(
+            "{}: no subdirectory holds an experiment's result (NAME.json of `experiment NAME --machine P --out SUBDIR`)",
+            dir.display()
+        )));
+    }
+    outln!("{}", render(&sweeps, &format!("lockstack experiment validation {}", dir.display())).trim_end());
+    Ok(())
+}
+
 /// `--calibrate`: solves and prints each workload's calibration.
 fn calibrate(exp: &'static Experiment, opts: &Options, machine: Option<&str>) -> Result<(), Failure> {
     let Some(machine) = machine else {
@@ -193,9 +265,12 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     if args.name == "merge" {
         return merge(&args, sim);
     }
+    if args.name == "validation" {
+        return validation(&args);
+    }
     if let Some(d) = &args.dir {
         return Err(Failure::input(format!(
-            "unexpected argument \"{}\": only 'experiment merge DIR' takes a directory",
+            "unexpected argument \"{}\": only 'experiment merge DIR' and 'experiment validation DIR' take a directory",
             d.display()
         )));
     }

@@ -27,6 +27,7 @@ pub mod driver;
 pub mod output;
 pub mod points;
 pub mod usl;
+pub mod validation;
 
 use serde::Serialize;
 

@@ -196,6 +196,8 @@ pub struct Plan {
     /// `sim.postgres_ipc` for its workload. Empty natively, with `--costs own`, without a
     /// stored calibration for the machine, or when the caller's `--set` gives `sim.postgres_ipc`.
     pub calibrated: Vec<crate::experiments::Calibrated>,
+    /// Under `--machine`: whose costs the run carries (`postgres` or `own`); `None` natively.
+    pub costs: Option<&'static str>,
     /// The simulated machine the measured phases run on (`--machine`), if any; in the JSON
     /// file as [`ExperimentResult::simulated`].
     #[serde(skip)]
@@ -337,6 +339,10 @@ impl Plan {
             seed: opts.seed,
             machine: opts.machine.clone(),
             calibrated,
+            costs: opts
+                .simulation
+                .as_ref()
+                .map(|s| if s.postgres_ipc.is_some() { "postgres" } else { "own" }),
             simulation: opts.simulation.clone(),
         };
         for v in experiment.variants {
