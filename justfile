@@ -33,3 +33,9 @@ sweep *ARGS:
 # Everything CI runs.
 ci:
     bash .ci/run
+
+# Every seed's default sweep on its machine (about 10 minutes with --jobs 2), then
+# docs/sim-validation.md from them: each published effect next to the simulated prediction.
+validation:
+    for x in "fastpath opteron-24" "pgxact xeon-32" "pgxact itanium-32" "old-snapshot power8-192" "flexlock xeon-32" "vm-pin xeon-12"; do set -- $x; cargo run --release -p lockstack-cli -- experiment $1 --machine $2 --jobs 2 --out out/validation/$1-$2 || exit 1; done
+    cargo run --release -q -p lockstack-cli -- experiment validation out/validation > docs/sim-validation.md

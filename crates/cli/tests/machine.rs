@@ -418,3 +418,52 @@ fn endless_profile_and_segment_files_are_refused_within_a_memory_limit() {
         assert!(err.contains(want), "lockstack {args:?}: want {want:?} in: {err}");
     }
 }
+
+/// `--costs postgres` (pgbench's default under `--machine`) charges PostgreSQL's measured counts
+/// for the regions the lock stack marks, and the report says so; the segments the segment table
+/// does not know carry under 1% of the tasks' virtual time (the table cannot silently go stale
+/// under a built-in workload); `--costs own` charges none of PostgreSQL's counts and gives a
+/// different (faster: the engine's own statements are shorter than PostgreSQL's) run.
+#[test]
+fn simulated_pgbench_states_its_costs_and_untimed_share() {
+    let dir = std::env::temp_dir();
+    let mut shares = Vec::new();
+    for (costs, script) in [("postgres", "-S"), ("postgres", "-N"), ("own", "-S")] {
+        let json = dir.join(format!("lockstack-sim-costs-{costs}{script}-{}.json", std::process::id()));
+        let out = ok(&[
+            "pgbench",
+            script,
+            "-c",
+            "8",
+            "-t",
+            "20",
+            "--machine",
+            "xeon-32",
+            "--costs",
+            costs,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(out.lines().any(|l| l.trim_start().starts_with(&format!("costs: {costs}"))), "{out}");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::remove_file(&json).unwrap();
+        let s = &doc["simulated_machine"];
+        let untimed = s["untimed_share"].as_f64().unwrap();
+        assert!(
+            untimed < 0.01,
+            "{costs} {script}: untimed segments carry {:.2}% of the time",
+            untimed * 100.0
+        );
+        let ts = &s["time_sources"];
+        let pg = ts["postgres_ns"].as_u64().unwrap();
+        if costs == "postgres" {
+            assert!(pg > 0, "{ts}");
+            assert!(ts["regions"].get("statement.select_pk").is_some(), "{ts}");
+            assert!(ts["unknown_regions"].as_array().unwrap().is_empty(), "every region has a figure: {ts}");
+        } else {
+            assert_eq!(pg, 0, "{ts}");
+        }
+        shares.push((costs, script, doc["elapsed_s"].as_f64().unwrap()));
+    }
+    assert_ne!(shares[0].2, shares[2].2, "--costs own and postgres gave the same run: {shares:?}");
+}
