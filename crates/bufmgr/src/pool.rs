@@ -438,7 +438,11 @@ impl BufferPool {
         if id.0 >= AUXILIARY_BACKEND_BASE {
             return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
         }
-        if !self.attached.lock().insert(id.0) {
+        let class =
+            lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS);
+        let inserted = self.attached.lock().insert(id.0);
+        drop(class);
+        if !inserted {
             return Err(AttachError::AlreadyAttached { id, subsystem: "buffer pool" });
         }
         Ok(self.handle(id.0))
@@ -709,6 +713,9 @@ impl Drop for BackendBuffers {
     fn drop(&mut self) {
         self.release_all();
         if self.id < AUXILIARY_BACKEND_BASE {
+            let _class = lockstack_common::sync::hook::wait_class(
+                lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS,
+            );
             self.pool.attached.lock().remove(&self.id);
         }
     }

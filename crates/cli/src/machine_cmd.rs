@@ -46,7 +46,7 @@ enum MachineAction {
     /// workloads the simulated machine runs (pgbench's built-ins under each release preset, every
     /// seed experiment's variants, the micro-benchmarks), and write the merged segment table
     /// (JSON). The table built into the simulating binary is crates/sim/segments/builtin.json,
-    /// made by this command on an idle host; `--sim-segments FILE` replays another one.
+    /// made by this command; `--sim-segments FILE` replays another one.
     Segments {
         /// Write the table here.
         #[arg(long, value_name = "FILE")]

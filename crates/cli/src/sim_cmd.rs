@@ -277,6 +277,7 @@ mod simulating {
                 clipped_segments: r.host.clipped_segments,
                 segments_from_table: r.stats.segments_from_table,
                 segments_at_default: r.stats.segments_at_default,
+                segments_by_file_pair: r.stats.segments_by_file_pair,
                 sources: {
                     let ts = &r.stats.time_sources;
                     Sources {
@@ -627,6 +628,9 @@ pub(crate) struct PhaseTally {
     segments_from_table: u64,
     #[serde(default)]
     segments_at_default: u64,
+    /// Deterministic clock: segments charged their file pair's mean (their lines moved).
+    #[serde(default)]
+    segments_by_file_pair: u64,
     /// Where the tasks' virtual time came from (all tasks, the main one included).
     #[serde(default)]
     sources: Sources,
@@ -730,6 +734,9 @@ pub(crate) struct Section {
     /// Deterministic clock: segments charged from the table, and at its median.
     segments_from_table: u64,
     segments_at_default: u64,
+    /// Deterministic clock: segments charged the mean of the table's segments between the
+    /// same two files (their call sites moved since the table was made).
+    segments_by_file_pair: u64,
     /// Whose costs local work carried.
     costs: String,
     /// Where the tasks' virtual time came from.
@@ -825,6 +832,7 @@ pub(crate) fn section(t: &SimTally) -> Section {
         segment_costs: t.segment_costs.clone(),
         segments_from_table: t.phases.iter().map(|r| r.segments_from_table).sum(),
         segments_at_default: t.phases.iter().map(|r| r.segments_at_default).sum(),
+        segments_by_file_pair: t.phases.iter().map(|r| r.segments_by_file_pair).sum(),
         costs: t.costs.clone(),
         time_sources: sources,
         untimed_share,
@@ -854,11 +862,14 @@ pub(crate) fn print_section(command: &str, s: &Section) {
     outln!("  host seconds: {:.3}", s.host_seconds);
     outln!("  simulated events: {} ({:.0} per host second)", s.events, s.events_per_host_second);
     if s.clock == "deterministic" {
-        let n = s.segments_from_table + s.segments_at_default;
+        let n = s.segments_from_table + s.segments_at_default + s.segments_by_file_pair;
+        let share = |k: u64| if n == 0 { 0.0 } else { 100.0 * k as f64 / n as f64 };
         outln!(
-            "  segment costs: {}; {:.1}% of segments found in it",
+            "  segment costs: {}; {:.1}% of segments found in it, {:.1}% by their two files (their lines moved), {:.1}% at its median",
             s.segment_costs,
-            if n == 0 { 100.0 } else { 100.0 * s.segments_from_table as f64 / n as f64 }
+            share(s.segments_from_table),
+            share(s.segments_by_file_pair),
+            share(s.segments_at_default)
         );
     }
     if !s.costs.is_empty() {

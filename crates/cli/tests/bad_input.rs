@@ -155,8 +155,14 @@ fn spread_sweep_input_is_one_line_and_exit_1() {
         (vec!["experiment".into(), "merge".into()], "experiment merge needs DIR"),
         (
             vec!["experiment".into(), "vm-pin".into(), empty.clone()],
-            "only 'experiment merge DIR' takes a directory",
+            "only 'experiment merge DIR' and 'experiment validation DIR' take a directory",
         ),
+        (vec!["experiment".into(), "validation".into()], "experiment validation needs DIR"),
+        (
+            vec!["experiment".into(), "validation".into(), empty.clone()],
+            "no subdirectory holds an experiment's result",
+        ),
+        (vec!["experiment".into(), "validation".into(), p("nowhere")], "nowhere"),
         (vec!["experiment".into(), "merge".into(), p("nowhere")], "nowhere: No such file"),
         (vec!["experiment".into(), "merge".into(), empty.clone()], "no point files"),
         (vec!["experiment".into(), "merge".into(), foreign.clone()], "no point files"),

@@ -91,7 +91,7 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
     Knob {
         key: "lwlock.spin_schedule",
         values: "default|lockstack|postgres",
-        doc: "how spin loops wait after their busy-waits: yields then short sleeps, or s_lock.c's 100 spins then sleeps from 1 ms (default: lockstack natively, postgres under --machine)",
+        doc: "how spin loops wait after their busy-waits: yields then short sleeps, or s_lock.c's wait (`spins_per_delay` pauses, 100 adapted within 10..1000, then sleeps from 1 ms growing by a random 1-2x, booked as `Timeout:SpinDelay`) (default: lockstack natively, postgres under --machine)",
         default: "default",
         apply: |c, v| {
             c.lwlock_spin_schedule = if v == "default" { None } else { Some(parsed(v)?) };
@@ -121,7 +121,7 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
     Knob {
         key: "sim.statement_cpu_us",
         values: "0..=1000000 (us, fractions allowed)",
-        doc: "--machine only: the server's work per statement that PostgreSQL does and this engine does not (parse, plan, executor, protocol), charged on the backend's simulated core; experiment --calibrate solves it from a published 1-client figure",
+        doc: "--machine only: extra server work per statement, charged on the backend's simulated core on top of the statement's own cost (PostgreSQL's measured count under --costs postgres); nothing fits it",
         default: "0",
         apply: |c, v| {
             let us: f64 = v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.0..=1e6).contains(x))?;
@@ -669,6 +669,7 @@ mod tests {
             "engine.btree_search" => "binary",
             "vm.check" => "always-vm",
             "lwlock.spin_schedule" => "postgres",
+            "sim.postgres_ipc" => "0.5",
             k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
             k if k.contains("skip") || k.contains("compare") => "off",
             _ => "64",

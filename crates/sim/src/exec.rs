@@ -62,8 +62,9 @@ pub struct SegmentTable {
 impl SegmentTable {
     /// The table built into this crate: crates/sim/segments/builtin.json, written by
     /// `lockstack machine segments` (the native calibration pass over the workloads the
-    /// simulated machine runs) on an idle host. Keys whose code moved since cost the table's
-    /// median ([`SegmentTable::median_ns`]); the report says how many segments the table knew.
+    /// simulated machine runs). A key whose lines moved since costs the mean of the table's
+    /// segments between the same two files, else the table's median
+    /// ([`SegmentTable::median_ns`]); the report says how many segments were found each way.
     ///
     /// # Panics
     /// If the embedded file is not a valid table (a test parses it).
@@ -124,6 +125,17 @@ fn file_pair_means(table: &SegmentTable) -> BTreeMap<String, f64> {
         e.1 += c.samples;
     }
     sums.into_iter().filter(|(_, (_, n))| *n > 0).map(|(k, (t, n))| (k, t / n as f64)).collect()
+}
+
+/// Where a deterministic segment's cost came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SegmentSource {
+    /// The table's entry for its two call sites.
+    Exact,
+    /// The mean of the table's segments between the same two files ([`file_pair`]).
+    FilePair,
+    /// Neither: the table's median.
+    Default,
 }
 
 /// One segment's calibrated cost.
@@ -413,10 +425,11 @@ pub(crate) struct Exec {
     site_ids: LineMap<u32>,
     site_names: Vec<String>,
     /// Segment key to (cost in ps, whether the table had it).
-    seg_cache: LineMap<(u64, bool)>,
+    seg_cache: LineMap<(u64, SegmentSource)>,
     /// Deterministic clock: segments charged from the table, and at the default cost.
     segments_from_table: u64,
     segments_at_default: u64,
+    segments_by_file_pair: u64,
     measured: Option<LineMap<(f64, u64)>>,
     /// Host ns per cycle-counter tick, and the per-segment overhead subtracted (measured mode).
     ns_per_tick: f64,
@@ -518,6 +531,7 @@ impl Exec {
             seg_cache: LineMap::default(),
             segments_from_table: 0,
             segments_at_default: 0,
+            segments_by_file_pair: 0,
             ns_per_tick: if matches!(config.clock, ClockMode::Measured) {
                 crate::hostclock::ns_per_tick()
             } else {
@@ -603,22 +617,24 @@ impl Exec {
                     // A key whose lines moved since the table was made falls back to the mean
                     // of the segments between the same two files, then to the median.
                     let v = match self.table.segments.get(&name) {
-                        Some(s) => (ps(s.ns * self.m.speed_factor), true),
+                        Some(s) => (ps(s.ns * self.m.speed_factor), SegmentSource::Exact),
                         None => match self.file_pairs.get(&file_pair(&name)) {
-                            Some(&ns) => (ps(ns * self.m.speed_factor), true),
-                            None => (self.default_segment_ps, false),
+                            Some(&ns) => (ps(ns * self.m.speed_factor), SegmentSource::FilePair),
+                            None => (self.default_segment_ps, SegmentSource::Default),
                         },
                     };
                     self.seg_cache.insert(key, v);
                     v
                 }
             };
-            if found {
-                self.segments_from_table += 1;
-            } else {
-                self.segments_at_default += 1;
-                if self.tasks[id as usize].region_depth == 0 {
-                    self.sources.untimed += c;
+            match found {
+                SegmentSource::Exact => self.segments_from_table += 1,
+                SegmentSource::FilePair => self.segments_by_file_pair += 1,
+                SegmentSource::Default => {
+                    self.segments_at_default += 1;
+                    if self.tasks[id as usize].region_depth == 0 {
+                        self.sources.untimed += c;
+                    }
                 }
             }
             c
@@ -947,6 +963,7 @@ impl Exec {
             transfers: self.lines.map.values().map(|l| l.transfers).sum(),
             segments_from_table: self.segments_from_table,
             segments_at_default: self.segments_at_default,
+            segments_by_file_pair: self.segments_by_file_pair,
             time_sources: TimeSources {
                 costs: if self.pg_rates.is_some() { "postgres" } else { "own" }.to_string(),
                 own_code_ns: ns(self.sources.own),

@@ -66,6 +66,10 @@ pub struct SimStats {
     /// Deterministic clock: segments the table did not know, charged
     /// [`crate::SimConfig::default_segment_ns`].
     pub segments_at_default: u64,
+    /// Deterministic clock: segments whose call sites the table lacks but whose two files it
+    /// has, charged the mean of its segments between those files (code moved within a file
+    /// since the table was made).
+    pub segments_by_file_pair: u64,
     /// Where the tasks' virtual time came from: the lock stack's own code, PostgreSQL's
     /// counts, modelled work; the rest is the machine's operations and waits.
     pub time_sources: TimeSources,

@@ -234,7 +234,11 @@ impl Wal {
         if id.0 >= AUXILIARY_BACKEND_BASE {
             return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
         }
-        if !self.attached.lock().insert(id.0) {
+        let class =
+            lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS);
+        let inserted = self.attached.lock().insert(id.0);
+        drop(class);
+        if !inserted {
             return Err(AttachError::AlreadyAttached { id, subsystem: "WAL" });
         }
         Ok(self.handle(id.0 as usize))
@@ -918,6 +922,9 @@ impl Drop for WalBackend {
     fn drop(&mut self) {
         self.end_xact();
         if self.id < AUXILIARY_BACKEND_BASE as usize {
+            let _class = lockstack_common::sync::hook::wait_class(
+                lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS,
+            );
             self.wal.attached.lock().remove(&(self.id as u32));
         }
     }

@@ -621,6 +621,11 @@ pub const HARNESS_CLASS_PREFIX: &str = "Harness:";
 /// PostgreSQL's wait event for a spinlock's back-off sleep (`WAIT_EVENT_SPIN_DELAY`, 14+).
 pub const SPIN_DELAY_CLASS: &str = "Timeout:SpinDelay";
 
+/// The wait class of a backend entering or leaving a shared structure's registry of attached
+/// backends (the buffer pool's, the WAL's), at backend start and exit: PostgreSQL's
+/// counterpart is `ProcStructLock`, the spinlock `InitProcess` and `ProcKill` take.
+pub const BACKEND_REGISTRY_CLASS: &str = "ProcStructLock";
+
 /// A wait of the benchmark harness itself, not of the lock stack: what a thread waits for
 /// outside the measured work. Booked under `Harness:<what>` ([`harness_wait`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -62,6 +62,8 @@ futex_wake_latency_ns = 5000.0
 context_switch_ns = 1000.0
 time_slice_ns = {slice_ns}
 speed_factor = 1.0
+clock_ghz = 1.0
+postgres_ipc = 1.0
 "#,
         dist = dist.join(", ")
     );
