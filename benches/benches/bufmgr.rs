@@ -76,7 +76,7 @@ fn hit(c: &mut Criterion) {
 }
 
 /// Two threads, one buffer: `pin/<header>` is the header alone (`read_recent` + release), the
-/// issue's "atomic pins at least 1.5x the header spinlock" comparison; `read/<header>` adds the
+/// comparison of the "atomic pins at least 1.5x the header spinlock" target; `read/<header>` adds the
 /// mapping look-up under the partition LWLock (9.2 LWLocks for the spinlock header, 9.5+
 /// atomic LWLocks for the others), as `lockstack buffers --scenario hot-pin` does.
 /// Throughput counts pin+unpin pairs of both threads.

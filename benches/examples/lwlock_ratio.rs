@@ -1,4 +1,4 @@
-//! The issue-2 targets as paired ratios, robust against a noisy machine: the `Atomic` LWLock
+//! The LWLock targets as paired ratios, robust against a noisy machine: the `Atomic` LWLock
 //! against parking_lot's `RwLock`, uncontended shared and exclusive lock+unlock (target: at most
 //! 1.10x parking_lot's time) and 2 threads 90% shared / 10% exclusive (target: at least
 //! parking_lot's throughput).

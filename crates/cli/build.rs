@@ -1,4 +1,4 @@
-//! Builds the simulating `lockstack` next to the ordinary one (issue 17's `--machine`).
+//! Builds the simulating `lockstack` next to the ordinary one (for `--machine`).
 //!
 //! The simulated machine needs the sync facade's hook compiled in (`lockstack-common/sim-hook`),
 //! which costs the production build a quarter of an uncontended LWLock acquisition, so the

@@ -1,4 +1,4 @@
-//! The buffer pool reports its plain shared data to a simulation (issue 17): a block read in
+//! The buffer pool reports its plain shared data to a simulation: a block read in
 //! writes its page and a mapping bucket, a hit reads the bucket, and descriptors, mapping
 //! partitions and strategy words carry their names.
 

@@ -463,7 +463,7 @@ mod tests {
         &["lockstack", "experiment", "fastpath", "-s", "1"],
     ];
 
-    /// The flag fuzz target (issue 19): mutated command lines (a byte or a multi-byte or
+    /// The flag fuzz target: mutated command lines (a byte or a multi-byte or
     /// control character inserted or replaced in one argument, an argument dropped or doubled)
     /// never panic clap's parsing, and every error the command prints is one line.
     #[test]

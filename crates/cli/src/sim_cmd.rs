@@ -1,4 +1,4 @@
-//! `--machine PROFILE`: runs a command's measured phase on a simulated machine (issue 17).
+//! `--machine PROFILE`: runs a command's measured phase on a simulated machine.
 //!
 //! The ordinary `lockstack` is built without the sync facade's hook (it costs the production
 //! path a quarter of an uncontended LWLock acquisition), so given `--machine` it re-runs, with

@@ -545,12 +545,12 @@ fn a_script_can_come_from_standard_input() {
     );
 }
 
-/// Issue 19 items 7, 10, 12 and 13 from the command line: a multi-byte character after `(`
+/// Parser defects from the command line: a multi-byte character after `(`
 /// (was a panic, exit 101), endless inputs (were read until memory ran out), a flag value with
 /// a newline (was two lines on stderr), and an isolation level the engine does not implement
 /// (ran as READ COMMITTED): each is one line naming the input, exit code 1.
 #[test]
-fn parser_defects_of_issue_19_are_one_line_errors() {
+fn parser_defects_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     std::fs::write(p("e.sql"), "\\set x (\u{e9}\n").unwrap();
@@ -572,7 +572,7 @@ fn parser_defects_of_issue_19_are_one_line_errors() {
     );
 }
 
-/// Issue 19 item 12: a global teardown blocked by a transaction a session left open printed
+/// A global teardown blocked by a transaction a session left open printed
 /// nothing and ignored --step-timeout; it now prints as it goes and stops at the timeout.
 #[test]
 fn a_blocked_teardown_prints_what_ran_and_times_out() {

@@ -1,8 +1,9 @@
 //! What the docs and the help texts promise a reader of a fresh clone: `experiment NAME --help`
 //! names the thread NAME reruns (title, authors, date), docs/ARCHITECTURE.md's dependency graph
 //! is the one the Cargo.toml files declare, nothing sends a reader to the project's shared
-//! directory beside the repository (a clone does not have it), and docs/*.md hold no dated
-//! session headings (those live in docs/measurements/).
+//! directory beside the repository (a clone does not have it), docs/*.md hold no dated
+//! session headings (those live in docs/measurements/), and no source file or top-level doc
+//! cites the project's tracker by number (comments explain the code, not its tracker).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -171,4 +172,74 @@ fn docs_hold_no_dated_session_headings() {
             );
         }
     }
+}
+
+/// Where `text` cites a tracker entry by number: the word (built at run time, so this file
+/// does not cite itself), an optional plural `s`, then any spaces, line breaks, `#`, `-`, `_`
+/// or comment markers, then a digit. Returns the 1-based line of each citation.
+fn tracker_citations(text: &str) -> Vec<usize> {
+    let word = ["iss", "ue"].concat();
+    let lower = text.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut lines = Vec::new();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(&word) {
+        let start = from + at;
+        let mut i = start + word.len();
+        if bytes.get(i) == Some(&b's') {
+            i += 1;
+        }
+        while bytes.get(i).is_some_and(|b| b.is_ascii_whitespace() || b"#-_/!*".contains(b)) {
+            i += 1;
+        }
+        if bytes.get(i).is_some_and(u8::is_ascii_digit) {
+            lines.push(lower[..start].matches('\n').count() + 1);
+        }
+        from = start + word.len();
+    }
+    lines
+}
+
+#[test]
+fn tracker_citation_check_finds_its_forms() {
+    let word = ["Iss", "ue"].concat();
+    for cited in [
+        format!("(see {word} 17)"),
+        format!("{word} #17"),
+        format!("{word}s 4 and 5"),
+        format!("({} 18, item 1)", word.to_lowercase()),
+        format!("{word} 17's flag"),
+        format!("the {}-2 targets", word.to_lowercase()),
+        format!("//! a simulation ({}\n//! 17)", word.to_lowercase()),
+    ] {
+        assert_eq!(tracker_citations(&cited).len(), 1, "{cited}");
+    }
+    for plain in ["a flush was issued", "issue_xlog_fsync in xlog.c", "issues a SeqCst fence"] {
+        assert!(tracker_citations(plain).is_empty(), "{plain}");
+    }
+}
+
+#[test]
+fn sources_and_docs_cite_no_tracker_numbers() {
+    let root = workspace();
+    let mut all = vec![root.join("README.md"), root.join("justfile"), root.join(".ci/run")];
+    files(&root.join("crates"), &["rs"], &mut all);
+    files(&root.join("benches"), &["rs"], &mut all);
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            all.push(path);
+        }
+    }
+    let mut found = Vec::new();
+    for f in all.iter().filter(|f| f.exists()) {
+        let text = std::fs::read_to_string(f).unwrap();
+        found.extend(tracker_citations(&text).into_iter().map(|l| format!("{}:{l}", f.display())));
+    }
+    assert!(
+        found.is_empty(),
+        "tracker numbers in code or docs (say what the code does or why; dated history belongs in \
+         docs/measurements/): {}",
+        found.join(", ")
+    );
 }

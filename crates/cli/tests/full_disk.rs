@@ -1,4 +1,4 @@
-//! A full disk during a `--data-dir` run (issue 19, item 5), injected with
+//! A full disk during a `--data-dir` run, injected with
 //! `--set wal.write_limit` (no tmpfs needed): with two clients, as with one, the run ends with
 //! one stderr line naming the `pg_wal` file and exit code 2, also under `-T`. It used to hang:
 //! the failing client kept its transaction open and the other waited on its xid forever.

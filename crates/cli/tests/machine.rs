@@ -2,7 +2,7 @@
 //! is one line on stderr with exit code 1. (`calibrate` runs real threads for seconds and is
 //! exercised by hand; its output format is checked by `lockstack-sim`'s profile parser.)
 //!
-//! `--machine` (issue 17): every workload command runs its measured phase on a simulated
+//! `--machine`: every workload command runs its measured phase on a simulated
 //! machine and prints the "simulated machine" section; a simulated pgbench run repeats line
 //! for line; a bad profile and a variant the model cannot see are one line and exit code 1.
 

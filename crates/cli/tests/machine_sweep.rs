@@ -1,4 +1,4 @@
-//! `lockstack machine sweep` (issue 17): a tiny sweep (two profiles, two presets, one and two
+//! `lockstack machine sweep`: a tiny sweep (two profiles, two presets, one and two
 //! clients) writes one CSV row per point and an SVG with one line per (profile, preset); two
 //! sweeps give the same CSV but for the host-seconds column; bad input is one line and exit
 //! code 1; a point whose child fails is exit code 2 naming the point.

@@ -1,4 +1,4 @@
-//! CLOG pages report their plain words to a simulation (issue 17): setting a status writes
+//! CLOG pages report their plain words to a simulation: setting a status writes
 //! the word holding the xid's status bits, reading it reads that word, and the bank and
 //! buffer locks carry their names.
 

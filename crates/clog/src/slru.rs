@@ -1503,7 +1503,7 @@ mod tests {
         cfg
     }
 
-    /// Issue 19 item 2(a): a segment created and written while a truncation runs is never
+    /// A segment created and written while a truncation runs is never
     /// removed by it. The truncation passes its latest-page check, writes out an old dirty
     /// page, and meanwhile (the hook) another backend zeroes and flushes the first page of a
     /// new segment, which with this cutoff precedes it (a stale cutoff, half the page space
@@ -1541,7 +1541,7 @@ mod tests {
         }
     }
 
-    /// Issue 19 item 2(b): the cutoff is not rounded down to its segment before the
+    /// The cutoff is not rounded down to its segment before the
     /// wraparound check. A span of 2047 pages from the cutoff 70 to the latest page is legal;
     /// rounding the cutoff to 64 made it look like wraparound.
     #[test]
@@ -1558,7 +1558,7 @@ mod tests {
         }
     }
 
-    /// Issue 19 item 2(b): a segment is removed only if its first and its last page precede
+    /// A segment is removed only if its first and its last page precede
     /// the unrounded cutoff (`SlruMayDeleteSegment`): segment 66 stays, although every page of
     /// it precedes 64, the cutoff rounded down.
     #[test]

@@ -326,7 +326,7 @@ fn truncation_protects_the_latest_page_even_when_the_cutoff_is_later_in_its_segm
     assert_eq!(clog.slru().segments().unwrap(), vec![1]);
 }
 
-/// Issue 19 item 3: a reader that checked an xid against a bound of its own, then lost the
+/// A reader that checked an xid against a bound of its own, then lost the
 /// race to a truncation, must not get an answer for the truncated xid: before the CLOG kept
 /// its own bound, the read returned IN PROGRESS for a committed xid (missing pages read as
 /// zeros) or failed with "page 0 does not exist". The interleaving is forced by running the

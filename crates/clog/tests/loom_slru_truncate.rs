@@ -1,4 +1,4 @@
-//! loom model of an SLRU truncation racing the creation of a new segment (issue 19 item 2):
+//! loom model of an SLRU truncation racing the creation of a new segment:
 //! `Slru::truncate` re-checks the latest page before removing each segment, with every bank
 //! lock held exclusively, so a segment that another backend creates and writes out while the
 //! truncation runs is never removed, whatever the interleaving. The cutoff is stale: the new

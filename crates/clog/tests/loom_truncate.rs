@@ -1,4 +1,4 @@
-//! loom model of a CLOG status read racing a truncation (issue 19 item 3): `Clog::get_status`
+//! loom model of a CLOG status read racing a truncation: `Clog::get_status`
 //! checks the oldest kept xid before and after reading the page, and `Clog::truncate`
 //! advances that bound before it empties a buffer or removes a segment, under the bank lock
 //! the read also takes. In every interleaving the read of a committed xid returns either

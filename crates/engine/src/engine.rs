@@ -58,7 +58,7 @@ pub struct EngineConfig {
     /// Under `--machine` only: the server's work per statement that PostgreSQL does and this
     /// engine does not (parse, plan, executor, protocol), charged on the backend's simulated
     /// core (`--set sim.statement_cpu_us`; default 0). `lockstack experiment NAME --machine P
-    /// --calibrate` solves it from a published 1-client figure (issue 18's one unknown).
+    /// --calibrate` solves it from a published 1-client figure (the calibration's one unknown).
     pub sim_statement_cpu: Option<std::time::Duration>,
     /// Under `--machine --costs postgres` only: the instructions per cycle PostgreSQL's code
     /// retires on the simulated core (`--set sim.postgres_ipc`; default: the profile's

@@ -1,4 +1,4 @@
-//! Which configurations the simulated machine (issue 17's `--machine`) must refuse: those whose
+//! Which configurations the simulated machine (`--machine`) must refuse: those whose
 //! synchronization lives inside a dependency and so never reaches the sync facade's
 //! [`hook`](lockstack_common::sync::hook). A simulation of them would run that dependency's
 //! locks natively, free of cost and outside virtual time (a task blocked on one would block the

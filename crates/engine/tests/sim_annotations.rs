@@ -1,4 +1,4 @@
-//! The engine's plain shared data reaches a simulation (issue 17): a heap update writes the
+//! The engine's plain shared data reaches a simulation: a heap update writes the
 //! old version's header and the new version's bytes in the shared page, a later read reads
 //! exactly those bytes, and an index descent reads B-tree pages.
 

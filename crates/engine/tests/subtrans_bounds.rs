@@ -1,4 +1,4 @@
-//! pg_subtrans stays bounded (issue 19 item 11): every assigned xid zeroes its pg_subtrans
+//! pg_subtrans stays bounded: every assigned xid zeroes its pg_subtrans
 //! entry, so every 2048 xids leave an 8 KiB page behind unless the log is truncated below the
 //! oldest running xid, as PostgreSQL does at every checkpoint (`TruncateSUBTRANS`). The test
 //! counts the segments kept, never time.

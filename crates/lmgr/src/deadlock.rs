@@ -376,7 +376,7 @@ mod tests {
         }
     }
 
-    /// Issue 19 item 12: thousands of sessions queued on one lock. A check walks each queue
+    /// Thousands of sessions queued on one lock. A check walks each queue
     /// entry ahead of it once, not once per entry it visits (which was quadratic per check,
     /// and with every waiter checking, cubic in all: 5,000 isolation sessions on one advisory
     /// lock did not finish in 170 s).

@@ -1302,7 +1302,7 @@ mod tests {
         StrongLockTransfer,
     }
 
-    /// Issue 19, item 4: `check_invariants` holding the partition locks must never wait for a
+    /// `check_invariants` holding the partition locks must never wait for a
     /// fast-path lock that another backend holds while it waits for a partition lock.
     ///
     /// Forced interleaving: the test holds backend 0's wait-state mutex, which the check takes

@@ -1,4 +1,4 @@
-//! The lock table reports its plain shared data to a simulation (issue 17): an acquire through
+//! The lock table reports its plain shared data to a simulation: an acquire through
 //! the main table touches the LOCK and PROCLOCK entries it changes, a queued request touches
 //! its wait-queue entry, and the partition LWLocks carry their names.
 

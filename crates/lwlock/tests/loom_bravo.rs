@@ -43,7 +43,7 @@ fn read(lock: &ReadBiasedLwLock, writing: &AtomicUsize) {
     lock.release(h);
 }
 
-/// The deadlock: the main thread holds the lock through a reader slot (a new lock is
+/// The nested-reader deadlock: the main thread holds the lock through a reader slot (a new lock is
 /// biased), a writer revokes, and the main thread asks for the lock shared again before
 /// releasing. Whatever the interleaving, the nested request is granted and the writer follows.
 #[test]

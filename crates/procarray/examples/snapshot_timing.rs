@@ -14,7 +14,7 @@
 //! * `warm`: back-to-back snapshots. Each round times 400 batches of 50 snapshots per layout,
 //!   layouts interleaved batch by batch; prints the fastest batch, the 10th percentile and the
 //!   median of all batches, in nanoseconds per snapshot, and the median over batch rounds of
-//!   "pgproc's batch time / this layout's batch time" (the speed-up the targets name). Preemption by other processes only ever adds time, so the low
+//!   "pgproc's batch time / this layout's batch time" (the speed-up the targets name). Preemption by other processes only ever adds time, so the low
 //!   percentiles are far steadier than a mean or median when the load average exceeds the core
 //!   count. Everything stays in L1/L2 here.
 //! * `cold`: before every snapshot the thread writes one word per cache line of a `sweep_mib`

@@ -1,4 +1,4 @@
-//! The ProcArray's hot lines carry their names for a simulation (issue 17), and the
+//! The ProcArray's hot lines carry their names for a simulation, and the
 //! old-snapshot map reports its ring's plain entries.
 
 use super::*;

@@ -325,7 +325,7 @@ fn missing_or_truncated_pg_xact_is_refused() {
     drop(tmp);
 }
 
-/// Issue 19 item 12: status bits for transactions not yet assigned (garbage in pg_xact past
+/// Status bits for transactions not yet assigned (garbage in pg_xact past
 /// next_xid) are refused at open naming the segment file; they used to fail the run's first
 /// commits with "transaction N is aborted, cannot become committed", naming nothing.
 #[test]
@@ -370,7 +370,7 @@ fn control_file_fields_are_checked_against_the_data() {
         (datadir::ControlFile { next_xid: 1, ..good.clone() }, "next_xid must be at least 3, got 1"),
         (datadir::ControlFile { next_xid: 10, ..good.clone() }, "next_xid 10 is not above transaction"),
         (datadir::ControlFile { next_wal_segment: 0, ..good.clone() }, "next_wal_segment 0 is not after"),
-        // Issue 19 item 12: out of range for the WAL was an error without the file's name.
+        // Out of range for the WAL: once an error that named no file.
         (
             datadir::ControlFile { next_wal_segment: u64::MAX, ..good.clone() },
             "next_wal_segment must be at most",

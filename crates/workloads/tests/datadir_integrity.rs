@@ -87,7 +87,7 @@ fn every_one_bit_change_of_the_control_file_is_refused() {
     }
     assert_eq!(refused, clean.len() * 8);
     assert_eq!(fs::read(&path).unwrap(), clean);
-    // The case, through open: one bit of the key's last letter.
+    // Through open: one bit of the key's last letter flipped.
     let text = String::from_utf8(clean.clone()).unwrap();
     fs::write(&path, text.replacen("\"data_checksums\"", "\"data_checksumr\"", 1)).unwrap();
     let e = open_err(&dir);

@@ -1,4 +1,4 @@
-//! A backend that fails ends its transaction before it stops (issue 19, item 5): a WAL write
+//! A backend that fails ends its transaction before it stops: a WAL write
 //! error (a full disk, injected with `WalConfig::write_limit`, no tmpfs needed) in a statement,
 //! in a commit or in a rollback releases the failing transaction's locks and wakes its waiters,
 //! and a pgbench run with several clients ends with one line naming the WAL file.

@@ -1,4 +1,4 @@
-//! Fidelity counters (issue 7, section 3): the lock-stack calls per transaction that the engine
+//! Fidelity counters: the lock-stack calls per transaction that the engine
 //! makes deterministically for each built-in at one client, under the presets that stand for
 //! PostgreSQL 14-17. Counts only, never durations.
 //!

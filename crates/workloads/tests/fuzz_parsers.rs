@@ -1,7 +1,7 @@
 //! Fuzz targets, one per parser, run as bounded proptests in the normal `cargo test`: byte
 //! mutations (insert, delete, overwrite, duplicate, multi-byte characters) of valid inputs,
 //! asserting that no input panics, that every error is one line, and that the valid inputs
-//! themselves still parse. Issue 19 found a panic (`\set x (é`) and two-line messages this
+//! themselves still parse. Fuzzing found a panic (`\set x (é`) and two-line messages this
 //! way; these keep the parsers under the same treatment. Each target runs a few hundred cases
 //! (well under a second each in a release build); `PROPTEST_CASES` runs more.
 

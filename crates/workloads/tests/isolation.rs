@@ -125,7 +125,7 @@ fn runtime_errors_are_reported_like_postgres() {
     );
 }
 
-/// Issue 19 item 12: a teardown that blocks on a transaction a session left open (here the
+/// A teardown that blocks on a transaction a session left open (here the
 /// global teardown's DROP TABLE behind s1's lock) is bounded by the step timeout, and what ran
 /// before it has already been passed to the caller. It used to block the runner for ever
 /// without printing anything. (Run on a thread so that a regression fails instead of hanging.)
@@ -158,7 +158,7 @@ fn a_blocked_teardown_times_out_and_the_output_came_first() {
     );
 }
 
-/// Issue 19 item 12: a thousand sessions queued on one lock complete in order. Finding the
+/// A thousand sessions queued on one lock complete in order. Finding the
 /// waiting steps asked the lock manager for every waiting step's blockers at every launch (a
 /// walk of the whole queue each time); it now reads the backend's wait state.
 #[test]

@@ -1,4 +1,4 @@
-//! End-to-end pgbench runs and concurrency checks of the engine (issue 7, section 4).
+//! End-to-end pgbench runs and concurrency checks of the engine.
 //!
 //! Counts and invariants only: nothing here depends on how fast the machine is.
 

@@ -1,4 +1,4 @@
-//! A WAL insert reports the record's bytes in the WAL buffers to a simulation (issue 17): the
+//! A WAL insert reports the record's bytes in the WAL buffers to a simulation: the
 //! buffer words are facade atomics, so the copy shows as eight-byte atomic writes that
 //! together cover the record; and the insertion locks and insert position carry their names.
 

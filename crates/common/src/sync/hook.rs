@@ -1,5 +1,5 @@
 //! The seam for a third backend: a simulated machine that runs every backend as a task in
-//! virtual time (issue 17's `--machine`).
+//! virtual time (for `--machine`).
 //!
 //! A [`SimBackend`] is installed on a host thread with [`install`]; from then on every facade
 //! operation made on that thread (and on the tasks it spawns through the facade) is reported to
@@ -779,7 +779,7 @@ pub type PhaseRunner = fn(&mut dyn FnMut());
 /// The registered phase runner (set once per process, by a simulating binary's `--machine`).
 static PHASE_RUNNER: std::sync::OnceLock<PhaseRunner> = std::sync::OnceLock::new();
 
-/// Registers the runner that [`measured_phase`] hands workloads' measured phases to (issue 17's
+/// Registers the runner that [`measured_phase`] hands workloads' measured phases to (for
 /// `--machine`: the phase runs on the simulated machine while set-up ran natively). Exists
 /// only with the `sim-hook` feature.
 ///

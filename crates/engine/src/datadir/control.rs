@@ -133,7 +133,7 @@ pub struct TableTotals {
 
 /// The four pgbench tables' [`TableTotals`] at a shutdown checkpoint.
 ///
-/// A departure from the wording ("each balance sum equal to the history sum"): that
+/// Not "each balance sum equal to the history sum": that
 /// equation holds only while every run was tpcb-like (simple-update moves accounts alone, a `-f`
 /// script anything), so instead the totals a clean shutdown recorded must be what the next
 /// [`open`](super::open) finds, whatever the scripts were. Each run checks its own changes against

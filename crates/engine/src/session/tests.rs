@@ -248,7 +248,7 @@ fn commits_stay_committed_across_xid_wraparound() {
 /// (`TM_Updated`) must sleep on the updater's xid lock until it has left, not take snapshot
 /// after snapshot that all still show the updater running: that loop never waited, and at
 /// 1,000 clients under pg96 its ProcArrayLock traffic kept the updaters' exclusive ends of
-/// transaction from ever running (issue 19, item 6). Counted: snapshots before the wait.
+/// transaction from ever running. Counted: snapshots before the wait.
 #[test]
 fn a_retry_waits_for_an_updater_that_has_not_left_the_procarray() {
     for preset in ["pg96", "pg14", "pg91"] {

@@ -629,7 +629,7 @@ mod tests {
         assert_eq!(e, "integer out of range: -9223372036854775809");
     }
 
-    /// Issue 19 item 13: isolation levels other than READ COMMITTED, READ ONLY, SET LOCAL and
+    /// Isolation levels other than READ COMMITTED, READ ONLY, SET LOCAL and
     /// SET TRANSACTION were accepted and run as plain READ COMMITTED statements; they are
     /// refused as unsupported, and what PostgreSQL itself runs as READ COMMITTED is accepted.
     #[test]

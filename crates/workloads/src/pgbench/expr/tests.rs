@@ -40,7 +40,7 @@ fn errors_are_reported() {
     assert!(ev("random_exponential(1, 10, 0)").unwrap_err().contains("greater than zero"));
 }
 
-/// Issue 19 item 7: a multi-byte character right after a one-byte token used to be sliced
+/// A multi-byte character right after a one-byte token used to be sliced
 /// through its middle (a panic); it is an error quoting the character as written.
 #[test]
 fn non_ascii_text_is_an_error_not_a_panic() {
@@ -54,7 +54,7 @@ fn non_ascii_text_is_an_error_not_a_panic() {
     assert!(parse("1 \u{7}").unwrap_err().contains("'\\u{7}'"), "control characters are escaped");
 }
 
-/// Issue 19 item 12: numbers are read as pgbench reads them: `-9223372036854775808` is
+/// Numbers are read as pgbench reads them: `-9223372036854775808` is
 /// `i64::MIN` (2^63 is legal only after a unary minus), and doubles that overflow or
 /// underflow `strtod` are refused.
 #[test]

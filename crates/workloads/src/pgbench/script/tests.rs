@@ -92,7 +92,7 @@ fn custom_scripts_and_errors() {
     }
 }
 
-/// Issue 19 item 13: BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION,
+/// BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION,
 /// FOR ... OF, NOWAIT, SKIP LOCKED and INSERT's ON CONFLICT / RETURNING were accepted and
 /// dropped (a REPEATABLE READ script ran as READ COMMITTED); each is refused, naming the file
 /// and line, and what PostgreSQL runs as READ COMMITTED is accepted.
