@@ -240,8 +240,34 @@ mod simulating {
     static COSTS_SOURCE: OnceLock<String> = OnceLock::new();
     /// With PostgreSQL's costs, the profile's `postgres_ipc`.
     static POSTGRES_COSTS: OnceLock<Option<f64>> = OnceLock::new();
-    /// What the run stands on: the profile's sources, the calibration, the costs in use.
-    static GROUND: Mutex<Option<Ground>> = Mutex::new(None);
+    /// The client and server costs in use (the last engine configured). Plain values: state
+    /// kept from before a phase allocates nothing, so that the phase's allocations land where
+    /// they would without it (the deterministic clock keys lines by address).
+    static COSTS_IN_USE: Mutex<Option<CostsInUse>> = Mutex::new(None);
+    /// The calibration the command applied (`experiment`'s `calibrated to:` lines).
+    static CALIBRATION: Mutex<Option<String>> = Mutex::new(None);
+    /// A profile given as a file: its path, for the comments beside its figures.
+    static PROFILE_FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+    /// The WAL flush an engine was configured with.
+    #[derive(Clone, Copy)]
+    enum WalFlush {
+        Modelled(std::time::Duration),
+        Memory,
+        Files,
+    }
+
+    /// The client and server costs an engine was configured with, and which of them are not
+    /// the profile's.
+    #[derive(Clone, Copy)]
+    struct CostsInUse {
+        client_cpu: Option<std::time::Duration>,
+        client_rtt: Option<std::time::Duration>,
+        wal: WalFlush,
+        postgres_ipc: Option<f64>,
+        /// Client CPU, round trip, WAL flush: not the profile's figure.
+        overridden: [bool; 3],
+    }
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
     /// The tally [`finish`] prints instead of this process's own phases (`experiment --jobs`:
@@ -266,7 +292,36 @@ mod simulating {
     /// The run's ground as the section states it: a calibration the command noted, else "not
     /// calibrated" and the rate PostgreSQL's counts were charged at.
     fn ground() -> Ground {
-        let mut g = GROUND.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
+        let p = SIM.get().expect("set up").profile();
+        let text = match MachineProfile::builtin_source(&p.name) {
+            Some(t) => t.to_string(),
+            None => PROFILE_FILE
+                .get()
+                .and_then(|f| {
+                    lockstack_common::input::read_text_file(f, lockstack_sim::MAX_PROFILE_BYTES).ok()
+                })
+                .unwrap_or_default(),
+        };
+        let mut g = Ground { description: p.description.clone(), ..Ground::default() };
+        (g.provenance, g.cited, g.assumed) = super::provenance(&text);
+        if let Some(c) = *COSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner()) {
+            let as_us = |d: Option<std::time::Duration>| d.map(|d| d.as_nanos() as f64 / 1000.0);
+            g.client_cpu_us = as_us(c.client_cpu);
+            g.client_rtt_us = as_us(c.client_rtt);
+            g.wal_flush = match c.wal {
+                WalFlush::Modelled(d) => format!("modelled fsync {} us", d.as_nanos() as f64 / 1000.0),
+                WalFlush::Memory => "none (in-memory WAL, never flushed)".to_string(),
+                WalFlush::Files => "the host's fdatasync (--data-dir), host time".to_string(),
+            };
+            g.postgres_ipc_set = c.postgres_ipc;
+            g.overridden = ["client_cpu_us", "client_rtt_us", "wal_flush_us"]
+                .iter()
+                .zip(c.overridden)
+                .filter(|(_, o)| *o)
+                .map(|(k, _)| k.to_string())
+                .collect();
+        }
+        g.calibration = CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
         if g.calibration.is_empty() {
             g.calibration = match (POSTGRES_COSTS.get().copied().flatten(), g.postgres_ipc_set) {
                 (None, _) => "not calibrated (--costs own: no PostgreSQL counts to rate)".to_string(),
@@ -283,8 +338,7 @@ mod simulating {
     /// Records the calibration the command applied (`experiment`'s `calibrated to:` lines),
     /// for the section's `calibration:` line.
     pub(crate) fn note_calibration(text: String) {
-        GROUND.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Ground::default).calibration =
-            text;
+        *CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
     }
 
     /// The tally of this process's phases so far (`experiment --point K` stores it in the
@@ -379,20 +433,9 @@ mod simulating {
     pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
         let spec = a.machine.as_deref().expect("setup is called with --machine");
         let profile = MachineProfile::resolve(spec).map_err(|e| Failure::input(format!("--machine: {e}")))?;
-        // The profile's text, for the comment beside each figure (cited or assumed).
-        let text = match MachineProfile::builtin_source(spec) {
-            Some(t) => t.to_string(),
-            None => lockstack_common::input::read_text_file(
-                std::path::Path::new(spec),
-                lockstack_sim::MAX_PROFILE_BYTES,
-            )
-            .unwrap_or_default(),
-        };
-        {
-            let mut g = GROUND.lock().unwrap_or_else(|e| e.into_inner());
-            let g = g.get_or_insert_with(Ground::default);
-            g.description = profile.description.clone();
-            (g.provenance, g.cited, g.assumed) = super::provenance(&text);
+        if MachineProfile::builtin_source(spec).is_none() {
+            // The file's comments say which figures are cited (read again for the report).
+            let _ = PROFILE_FILE.set(std::path::PathBuf::from(spec));
         }
         let clock = match a.sim_clock {
             SimClock::Measured => ClockMode::Measured,
@@ -588,33 +631,22 @@ mod simulating {
         }
         // The costs in use, for the section (the last engine configured: pgbench's after its
         // `--set` list, an experiment's last point).
-        let mut g = GROUND.lock().unwrap_or_else(|e| e.into_inner());
-        let g = g.get_or_insert_with(Ground::default);
-        let as_us = |d: Option<std::time::Duration>| d.map(|d| d.as_nanos() as f64 / 1000.0);
-        g.client_cpu_us = as_us(engine.sim_client_cpu);
-        g.client_rtt_us = as_us(engine.sim_client_rtt);
-        // A figure other than the profile's came from `--set` (or the command).
-        g.overridden.clear();
-        if engine.sim_client_cpu != Some(us(p.client_cpu_us)) {
-            g.overridden.push("client_cpu_us".to_string());
-        }
-        if engine.sim_client_rtt != Some(us(p.client_rtt_us)) {
-            g.overridden.push("client_rtt_us".to_string());
-        }
-        if !matches!(&engine.wal.sink, lockstack_xlog::WalSink::Modelled { flush_delay } if *flush_delay == us(p.wal_flush_us))
-        {
-            g.overridden.push("wal_flush_us".to_string());
-        }
-        g.wal_flush = match &engine.wal.sink {
-            lockstack_xlog::WalSink::Modelled { flush_delay } => {
-                format!("modelled fsync {} us", flush_delay.as_nanos() as f64 / 1000.0)
-            }
-            lockstack_xlog::WalSink::Memory => "none (in-memory WAL, never flushed)".to_string(),
-            lockstack_xlog::WalSink::Files { .. } => {
-                "the host's fdatasync (--data-dir), host time".to_string()
-            }
+        let wal = match &engine.wal.sink {
+            lockstack_xlog::WalSink::Modelled { flush_delay } => WalFlush::Modelled(*flush_delay),
+            lockstack_xlog::WalSink::Memory => WalFlush::Memory,
+            lockstack_xlog::WalSink::Files { .. } => WalFlush::Files,
         };
-        g.postgres_ipc_set = engine.sim_postgres_ipc;
+        *COSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner()) = Some(CostsInUse {
+            client_cpu: engine.sim_client_cpu,
+            client_rtt: engine.sim_client_rtt,
+            wal,
+            postgres_ipc: engine.sim_postgres_ipc,
+            overridden: [
+                engine.sim_client_cpu != Some(us(p.client_cpu_us)),
+                engine.sim_client_rtt != Some(us(p.client_rtt_us)),
+                !matches!(wal, WalFlush::Modelled(d) if d == us(p.wal_flush_us)),
+            ],
+        });
     }
 
     /// An experiment point's engine under `--machine`: the client's costs as pgbench's, and
@@ -800,12 +832,16 @@ pub(crate) struct Ground {
 }
 
 /// The figures of the profile whose source the section names.
+#[cfg(feature = "sim")]
 const GROUND_FIGURES: [&str; 5] =
     ["clock_ghz", "postgres_ipc", "client_cpu_us", "client_rtt_us", "wal_flush_us"];
 
 /// Reads a profile's TOML text for the comment beside each figure: the ground figures'
 /// `cited` or `assumed`, and how many figures of the file are cited and how many assumed
-/// (a comment saying "assumed" is assumed, any other comment a citation).
+/// (a comment that opens with "assumed" is assumed, any other comment a citation: "Intel
+/// Xeon X7560, the profile's assumed model: 2.26 GHz (Intel ARK)" cites the clock of a model
+/// the profile assumes).
+#[cfg(feature = "sim")]
 fn provenance(text: &str) -> (BTreeMap<String, String>, usize, usize) {
     let (mut map, mut cited, mut assumed) = (BTreeMap::new(), 0, 0);
     for line in text.lines() {
@@ -821,7 +857,7 @@ fn provenance(text: &str) -> (BTreeMap<String, String>, usize, usize) {
         if key == "name" || key == "description" {
             continue;
         }
-        let kind = if comment.to_lowercase().contains("assumed") {
+        let kind = if comment.trim().to_lowercase().starts_with("assumed") {
             assumed += 1;
             "assumed"
         } else if comment.trim().is_empty() {
