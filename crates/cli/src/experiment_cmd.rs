@@ -819,6 +819,11 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
         for c in &plan.calibrated {
             outln!("calibrated to: {}", c.line());
         }
+        if !plan.calibrated.is_empty() {
+            let lines: Vec<String> =
+                plan.calibrated.iter().map(|c| format!("calibrated to: {}", c.line())).collect();
+            crate::sim_cmd::note_calibration(lines.join("; "));
+        }
     }
     outln!("variants (assignments applied after the preset, in order; the first is the baseline):");
     let wname = e.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);

@@ -567,11 +567,21 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("number of clients: {}", cfg.clients);
     // pgbench multiplexes clients over -j threads; here every client is a thread of its own
     // (docs/workloads.md), so say both.
-    outln!(
-        "number of threads: {} (each client runs on its own thread here: {} busy)",
-        cfg.threads,
-        cfg.clients
-    );
+    if crate::sim_cmd::simulated() {
+        // Under --machine there are no host threads to speak of: each client and its backend
+        // are one task of the simulated machine.
+        outln!(
+            "number of threads: {} (simulated: each client and its backend are one task, {} tasks)",
+            cfg.threads,
+            cfg.clients
+        );
+    } else {
+        outln!(
+            "number of threads: {} (each client runs on its own thread here: {} busy)",
+            cfg.threads,
+            cfg.clients
+        );
+    }
     outln!("maximum number of tries: 1");
     match (cfg.duration, cfg.transactions) {
         (Some(d), _) => {

@@ -159,7 +159,13 @@ pub(crate) fn reexec() -> Failure {
 }
 
 #[cfg(feature = "sim")]
-pub(crate) use simulating::{adopt, finish, finish_timing, pgbench_defaults, setup, setup_timing, tally};
+pub(crate) use simulating::{
+    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing, tally,
+};
+
+/// Without the simulator there is no section to note a calibration in.
+#[cfg(not(feature = "sim"))]
+pub(crate) fn note_calibration(_text: String) {}
 
 /// The simulation an experiment's driver collects each point's time split from: `None`
 /// without `--machine` (and in the ordinary binary, which never simulates).
@@ -219,7 +225,7 @@ pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineCon
 mod simulating {
     use std::sync::{Mutex, OnceLock};
 
-    use super::{HotLine, PhaseTally, SimArgs, SimClock, SimCosts, SimTally, Sources};
+    use super::{Ground, HotLine, PhaseTally, SimArgs, SimClock, SimCosts, SimTally, Sources};
     use crate::Failure;
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
@@ -234,6 +240,34 @@ mod simulating {
     static COSTS_SOURCE: OnceLock<String> = OnceLock::new();
     /// With PostgreSQL's costs, the profile's `postgres_ipc`.
     static POSTGRES_COSTS: OnceLock<Option<f64>> = OnceLock::new();
+    /// The client and server costs in use (the last engine configured). Plain values: state
+    /// kept from before a phase allocates nothing, so that the phase's allocations land where
+    /// they would without it (the deterministic clock keys lines by address).
+    static COSTS_IN_USE: Mutex<Option<CostsInUse>> = Mutex::new(None);
+    /// The calibration the command applied (`experiment`'s `calibrated to:` lines).
+    static CALIBRATION: Mutex<Option<String>> = Mutex::new(None);
+    /// A profile given as a file: its path, for the comments beside its figures.
+    static PROFILE_FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+    /// The WAL flush an engine was configured with.
+    #[derive(Clone, Copy)]
+    enum WalFlush {
+        Modelled(std::time::Duration),
+        Memory,
+        Files,
+    }
+
+    /// The client and server costs an engine was configured with, and which of them are not
+    /// the profile's.
+    #[derive(Clone, Copy)]
+    struct CostsInUse {
+        client_cpu: Option<std::time::Duration>,
+        client_rtt: Option<std::time::Duration>,
+        wal: WalFlush,
+        postgres_ipc: Option<f64>,
+        /// Client CPU, round trip, WAL flush: not the profile's figure.
+        overridden: [bool; 3],
+    }
     /// Each phase's report, in order.
     static REPORTS: Mutex<Vec<SimReport>> = Mutex::new(Vec::new());
     /// The tally [`finish`] prints instead of this process's own phases (`experiment --jobs`:
@@ -250,8 +284,61 @@ mod simulating {
             hw_threads: p.hw_threads(),
             segment_costs: SEGMENT_SOURCE.get().cloned().unwrap_or_default(),
             costs: COSTS_SOURCE.get().cloned().unwrap_or_default(),
+            ground: ground(),
             phases: reports.iter().map(PhaseTally::of).collect(),
         }
+    }
+
+    /// The run's ground as the section states it: a calibration the command noted, else "not
+    /// calibrated" and the rate PostgreSQL's counts were charged at.
+    fn ground() -> Ground {
+        let p = SIM.get().expect("set up").profile();
+        let text = match MachineProfile::builtin_source(&p.name) {
+            Some(t) => t.to_string(),
+            None => PROFILE_FILE
+                .get()
+                .and_then(|f| {
+                    lockstack_common::input::read_text_file(f, lockstack_sim::MAX_PROFILE_BYTES).ok()
+                })
+                .unwrap_or_default(),
+        };
+        let mut g = Ground { description: p.description.clone(), ..Ground::default() };
+        (g.provenance, g.cited, g.assumed) = super::provenance(&text);
+        if let Some(c) = *COSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner()) {
+            let as_us = |d: Option<std::time::Duration>| d.map(|d| d.as_nanos() as f64 / 1000.0);
+            g.client_cpu_us = as_us(c.client_cpu);
+            g.client_rtt_us = as_us(c.client_rtt);
+            g.wal_flush = match c.wal {
+                WalFlush::Modelled(d) => format!("modelled fsync {} us", d.as_nanos() as f64 / 1000.0),
+                WalFlush::Memory => "none (in-memory WAL, never flushed)".to_string(),
+                WalFlush::Files => "the host's fdatasync (--data-dir), host time".to_string(),
+            };
+            g.postgres_ipc_set = c.postgres_ipc;
+            g.overridden = ["client_cpu_us", "client_rtt_us", "wal_flush_us"]
+                .iter()
+                .zip(c.overridden)
+                .filter(|(_, o)| *o)
+                .map(|(k, _)| k.to_string())
+                .collect();
+        }
+        g.calibration = CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
+        if g.calibration.is_empty() {
+            g.calibration = match (POSTGRES_COSTS.get().copied().flatten(), g.postgres_ipc_set) {
+                (None, _) => "not calibrated (--costs own: no PostgreSQL counts to rate)".to_string(),
+                (Some(_), Some(ipc)) => format!("not calibrated (--set sim.postgres_ipc {ipc})"),
+                (Some(ipc), None) => format!(
+                    "not calibrated (the profile's postgres_ipc {ipc}, {})",
+                    g.provenance.get("postgres_ipc").map_or("assumed", String::as_str)
+                ),
+            };
+        }
+        g
+    }
+
+    /// Records the calibration the command applied (`experiment`'s `calibrated to:` lines),
+    /// for the section's `calibration:` line.
+    pub(crate) fn note_calibration(text: String) {
+        *CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
     }
 
     /// The tally of this process's phases so far (`experiment --point K` stores it in the
@@ -347,6 +434,10 @@ mod simulating {
     pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
         let spec = a.machine.as_deref().expect("setup is called with --machine");
         let profile = MachineProfile::resolve(spec).map_err(|e| Failure::input(format!("--machine: {e}")))?;
+        if MachineProfile::builtin_source(spec).is_none() {
+            // The file's comments say which figures are cited (read again for the report).
+            let _ = PROFILE_FILE.set(std::path::PathBuf::from(spec));
+        }
         let clock = match a.sim_clock {
             SimClock::Measured => ClockMode::Measured,
             SimClock::Deterministic => ClockMode::Deterministic(match &a.sim_segments {
@@ -539,6 +630,24 @@ mod simulating {
         if replace(&engine.wal.sink) {
             engine.wal.sink = lockstack_xlog::WalSink::Modelled { flush_delay: us(p.wal_flush_us) };
         }
+        // The costs in use, for the section (the last engine configured: pgbench's after its
+        // `--set` list, an experiment's last point).
+        let wal = match &engine.wal.sink {
+            lockstack_xlog::WalSink::Modelled { flush_delay } => WalFlush::Modelled(*flush_delay),
+            lockstack_xlog::WalSink::Memory => WalFlush::Memory,
+            lockstack_xlog::WalSink::Files { .. } => WalFlush::Files,
+        };
+        *COSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner()) = Some(CostsInUse {
+            client_cpu: engine.sim_client_cpu,
+            client_rtt: engine.sim_client_rtt,
+            wal,
+            postgres_ipc: engine.sim_postgres_ipc,
+            overridden: [
+                engine.sim_client_cpu != Some(us(p.client_cpu_us)),
+                engine.sim_client_rtt != Some(us(p.client_rtt_us)),
+                !matches!(wal, WalFlush::Modelled(d) if d == us(p.wal_flush_us)),
+            ],
+        });
     }
 
     /// An experiment point's engine under `--machine`: the client's costs as pgbench's, and
@@ -690,8 +799,85 @@ pub(crate) struct SimTally {
     /// Whose costs local work carried (`postgres: ...` or `own: ...`).
     #[serde(default)]
     pub(crate) costs: String,
+    /// What the run stands on besides the costs.
+    #[serde(default)]
+    pub(crate) ground: Ground,
     /// Each measured phase.
     pub(crate) phases: Vec<PhaseTally>,
+}
+
+/// What a simulated run stands on besides its topology and cost mode: where the profile's
+/// figures come from, the calibration, and the client and server costs in use.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub(crate) struct Ground {
+    /// The profile's description line.
+    pub(crate) description: String,
+    /// For the figures the run's costs rest on (`clock_ghz`, `postgres_ipc`, `client_cpu_us`,
+    /// `client_rtt_us`, `wal_flush_us`): `cited` or `assumed`, as the comment beside each in
+    /// the profile says (`assumed (default)`: the profile does not give it).
+    pub(crate) provenance: BTreeMap<String, String>,
+    /// How many of the profile's figures carry a citation, and how many say "assumed".
+    pub(crate) cited: usize,
+    /// See `cited`.
+    pub(crate) assumed: usize,
+    /// `calibrated to: ...`, or `not calibrated (...)` and the rate used.
+    pub(crate) calibration: String,
+    /// The pgbench client's own CPU per statement in use, us (`sim.client_cpu_us`).
+    pub(crate) client_cpu_us: Option<f64>,
+    /// The client-backend round trip per statement in use, us (`sim.client_rtt_us`).
+    pub(crate) client_rtt_us: Option<f64>,
+    /// The WAL flush in use (a modelled fsync and its time, none, or the host's).
+    pub(crate) wal_flush: String,
+    /// `--set sim.postgres_ipc`, when given.
+    pub(crate) postgres_ipc_set: Option<f64>,
+    /// The ground figures whose value in use is not the profile's (`--set`, `--data-dir`).
+    #[serde(default)]
+    pub(crate) overridden: Vec<String>,
+}
+
+/// The figures of the profile whose source the section names.
+#[cfg(feature = "sim")]
+const GROUND_FIGURES: [&str; 5] =
+    ["clock_ghz", "postgres_ipc", "client_cpu_us", "client_rtt_us", "wal_flush_us"];
+
+/// Reads a profile's TOML text for the comment beside each figure: the ground figures'
+/// `cited` or `assumed`, and how many figures of the file are cited and how many assumed
+/// (a comment that opens with "assumed" is assumed, any other comment a citation: "Intel
+/// Xeon X7560, the profile's assumed model: 2.26 GHz (Intel ARK)" cites the clock of a model
+/// the profile assumes).
+#[cfg(feature = "sim")]
+fn provenance(text: &str) -> (BTreeMap<String, String>, usize, usize) {
+    let (mut map, mut cited, mut assumed) = (BTreeMap::new(), 0, 0);
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with('[') {
+            continue;
+        }
+        let (code, comment) = line.split_once('#').unwrap_or((line, ""));
+        let Some((key, _)) = code.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if key == "name" || key == "description" {
+            continue;
+        }
+        let kind = if comment.trim().to_lowercase().starts_with("assumed") {
+            assumed += 1;
+            "assumed"
+        } else if comment.trim().is_empty() {
+            "uncommented"
+        } else {
+            cited += 1;
+            "cited"
+        };
+        if GROUND_FIGURES.contains(&key) {
+            map.insert(key.to_string(), kind.to_string());
+        }
+    }
+    for k in GROUND_FIGURES {
+        map.entry(k.to_string()).or_insert_with(|| "assumed (default)".to_string());
+    }
+    (map, cited, assumed)
 }
 
 /// One wait class's share of the workers' virtual time.
@@ -739,6 +925,8 @@ pub(crate) struct Section {
     segments_by_file_pair: u64,
     /// Whose costs local work carried.
     costs: String,
+    /// The profile's sources, the calibration and the client and server costs in use.
+    ground: Ground,
     /// Where the tasks' virtual time came from.
     time_sources: Sources,
     /// The segments the table did not know, as a share of the tasks' virtual time.
@@ -834,6 +1022,7 @@ pub(crate) fn section(t: &SimTally) -> Section {
         segments_at_default: t.phases.iter().map(|r| r.segments_at_default).sum(),
         segments_by_file_pair: t.phases.iter().map(|r| r.segments_by_file_pair).sum(),
         costs: t.costs.clone(),
+        ground: t.ground.clone(),
         time_sources: sources,
         untimed_share,
         transfers: t.phases.iter().map(|r| r.transfers).sum(),
@@ -857,6 +1046,7 @@ pub(crate) fn print_section(command: &str, s: &Section) {
     if command == "pgbench" {
         outln!("  tps and latencies above are per virtual second of the simulated machine");
     }
+    print_ground(s);
     outln!("  measured phases: {}, simulated tasks: {}", s.phases, s.tasks);
     outln!("  virtual seconds: {:.6}", s.virtual_seconds);
     outln!("  host seconds: {:.3}", s.host_seconds);
@@ -940,6 +1130,44 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             l.accesses
         );
     }
+}
+
+/// The section's ground lines: the profile's sources, the calibration, the costs in use.
+fn print_ground(s: &Section) {
+    let g = &s.ground;
+    let prov = |k: &str| {
+        if g.overridden.iter().any(|o| o == k) {
+            "set for this run, not the profile's".to_string()
+        } else {
+            format!("the profile's, {}", g.provenance.get(k).map_or("assumed (default)", String::as_str))
+        }
+    };
+    outln!(
+        "  profile: {}; its figures: {} cited, {} assumed (`lockstack machine show {}`)",
+        g.description,
+        g.cited,
+        g.assumed,
+        s.profile
+    );
+    outln!("  calibration: {}", g.calibration);
+    let us = |v: Option<f64>| v.map_or_else(|| "not charged".to_string(), |v| format!("{v} us"));
+    let ipc = match g.postgres_ipc_set {
+        Some(v) => format!("; sim.postgres_ipc {v} (--set)"),
+        None => String::new(),
+    };
+    if g.wal_flush.is_empty() && g.client_cpu_us.is_none() {
+        outln!("  client and server costs: none modelled (no client side: a micro-benchmark){ipc}");
+        return;
+    }
+    outln!(
+        "  client and server costs: client CPU {} per statement ({}), round trip {} ({}), WAL flush {} ({}){ipc}",
+        us(g.client_cpu_us),
+        prov("client_cpu_us"),
+        us(g.client_rtt_us),
+        prov("client_rtt_us"),
+        g.wal_flush,
+        prov("wal_flush_us"),
+    );
 }
 
 /// Adds the section to the `--json` document the command wrote, as `simulated_machine`.

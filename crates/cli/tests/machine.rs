@@ -467,3 +467,79 @@ fn simulated_pgbench_states_its_costs_and_untimed_share() {
     }
     assert_ne!(shares[0].2, shares[2].2, "--costs own and postgres gave the same run: {shares:?}");
 }
+
+/// A simulated pgbench report states its ground: the profile and where its figures come from,
+/// the cost mode, the calibration, the client and server costs in use (and whose they are), in
+/// the text and in the `--json` document alike; and it prints no native-only line.
+#[test]
+fn simulated_pgbench_states_its_ground() {
+    let json = std::env::temp_dir().join(format!("lockstack-sim-ground-{}.json", std::process::id()));
+    let out = ok(&[
+        "pgbench",
+        "-S",
+        "-c",
+        "4",
+        "-t",
+        "10",
+        "--machine",
+        "xeon-32",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    assert!(!out.contains("each client runs on its own thread here"), "a native-only line: {out}");
+    assert!(
+        out.contains("number of threads: 1 (simulated: each client and its backend are one task, 4 tasks)"),
+        "{out}"
+    );
+    let line = |prefix: &str| {
+        out.lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line: {out}"))
+            .to_string()
+    };
+    assert!(out.contains("simulated machine: xeon-32 "), "{out}");
+    let profile = line("profile: ");
+    assert!(
+        profile.contains("Nehalem-EX") && profile.contains(" cited, ") && profile.contains(" assumed"),
+        "{profile}"
+    );
+    assert!(line("costs: ").starts_with("costs: postgres: "), "{out}");
+    assert_eq!(
+        line("calibration: "),
+        "calibration: not calibrated (the profile's postgres_ipc 0.8, assumed)"
+    );
+    assert_eq!(
+        line("client and server costs: "),
+        "client and server costs: client CPU 10 us per statement (the profile's, assumed), round trip 20 us (the profile's, assumed), WAL flush modelled fsync 200 us (the profile's, assumed)"
+    );
+    let g = &doc["simulated_machine"]["ground"];
+    assert!(g["description"].as_str().unwrap().contains("Nehalem-EX"), "{g}");
+    assert_eq!(g["calibration"], "not calibrated (the profile's postgres_ipc 0.8, assumed)", "{g}");
+    assert_eq!(g["client_cpu_us"].as_f64(), Some(10.0), "{g}");
+    assert_eq!(g["client_rtt_us"].as_f64(), Some(20.0), "{g}");
+    assert_eq!(g["wal_flush"], "modelled fsync 200 us", "{g}");
+    assert_eq!(g["provenance"]["postgres_ipc"], "assumed", "{g}");
+    assert_eq!(g["provenance"]["clock_ghz"], "cited", "{g}");
+
+    // What --set gives is named as the run's, not the profile's.
+    let out = ok(&[
+        "pgbench",
+        "-S",
+        "-c",
+        "4",
+        "-t",
+        "10",
+        "--machine",
+        "xeon-32",
+        "--set",
+        "sim.client_cpu_us=5",
+        "--set",
+        "sim.postgres_ipc=0.5",
+    ]);
+    assert!(out.contains("calibration: not calibrated (--set sim.postgres_ipc 0.5)"), "{out}");
+    assert!(out.contains("client CPU 5 us per statement (set for this run, not the profile's)"), "{out}");
+    assert!(out.contains("; sim.postgres_ipc 0.5 (--set)"), "{out}");
+}
