@@ -379,6 +379,9 @@ fn an_operation_after_long_local_work_waits_for_earlier_operations() {
     let (a1, a2, b1, b2) = (here(), here(), here(), here());
     let mut table = lockstack_sim::SegmentTable::default();
     table.segments.insert(key(a1, a2), lockstack_sim::SegmentCost { ns: 3000.0, samples: 1 });
+    // B's segment is in the table at 0 (a key the table lacked would cost the mean of its
+    // file pair, which A's segment shares).
+    table.segments.insert(key(b1, b2), lockstack_sim::SegmentCost { ns: 0.0, samples: 1 });
     let sim = Simulation::new(profile(1, 4, 1, 1e7)).with_config(SimConfig {
         clock: ClockMode::Deterministic(table),
         default_segment_ns: 0.0,
