@@ -846,9 +846,11 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
             header.push(v.name.to_string());
             header.push("gain %".into());
         }
+        let fitted = plan.calibrated.iter().find(|k| k.workload == w.name).map(|k| k.clients as usize);
         let mut rows = Vec::new();
         for &c in &plan.clients {
-            let mut row = vec![c.to_string()];
+            // The baseline's cell at the calibrated client count is the one fitted point.
+            let mut row = vec![if fitted == Some(c) { format!("{c} (fitted)") } else { c.to_string() }];
             for (i, v) in e.variants.iter().enumerate() {
                 match r.row(w.name, v.name, c) {
                     Some(s) => {
@@ -863,6 +865,12 @@ fn print_report(r: &ExperimentResult, wall_s: f64) {
             rows.push(row);
         }
         print_table(&header, &rows);
+        if let Some(c) = fitted {
+            outln!(
+                "(fitted): {base} at {c} client{} is the point sim.postgres_ipc was fitted to; every other cell is predicted",
+                if c == 1 { "" } else { "s" }
+            );
+        }
 
         outln!();
         outln!("{}: key counters per variant (median of runs)", w.name);
