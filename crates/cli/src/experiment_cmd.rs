@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use lockstack_engine::settings;
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
 use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output, points};
 
 use crate::Failure;
+use crate::progress::Progress;
 use crate::sim_cmd::{SimArgs, SimClock, SimTally};
 
 /// Arguments of `lockstack experiment`.
@@ -330,17 +330,11 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     crate::prepare_json(args.json.as_deref())?;
 
-    let bar = ProgressBar::new(plan.points() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} points, eta {eta} {msg}")
-            .map_err(|e| Failure::run(format!("progress bar: {e}")))?
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(exp.name);
+    let mut progress = Progress::new(format!("experiment {}", exp.name), plan.points());
     let t0 = Instant::now();
     let result = if jobs > 1 {
-        let r = run_children(&plan, sim, jobs, &out, &bar);
-        bar.finish_and_clear();
+        let r = run_children(&plan, sim, jobs, &out, &mut progress);
+        progress.finish();
         let (result, tally) = r?;
         #[cfg(feature = "sim")]
         if let Some(t) = tally {
@@ -352,12 +346,18 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     } else {
         let result = driver::run(&plan, &mut |s| {
             if s.finished.is_some() {
-                bar.set_position(s.done as u64);
+                progress.set_done(s.done);
             } else {
-                bar.set_message(format!("{} {} c={} run {}", s.workload, s.variant, s.clients, s.run + 1));
+                progress.set_message(format!(
+                    "{} {} c={} run {}",
+                    s.workload,
+                    s.variant,
+                    s.clients,
+                    s.run + 1
+                ));
             }
         });
-        bar.finish_and_clear();
+        progress.finish();
         let mut result = result.map_err(Failure::run)?;
         result.machine = machine_note(&plan);
         result
@@ -558,7 +558,7 @@ fn run_children(
     sim: &SimArgs,
     jobs: usize,
     out: &Path,
-    bar: &ProgressBar,
+    progress: &mut Progress,
 ) -> Result<(ExperimentResult, Option<SimTally>), Failure> {
     let exe =
         std::env::current_exe().map_err(|e| Failure::run(format!("--jobs: this binary's path: {e}")))?;
@@ -585,6 +585,7 @@ fn run_children(
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(err)
+                .env(crate::progress::QUIET_ENV, "1")
                 .spawn()
                 .map_err(|e| fail(&mut running, format!("--jobs: could not run {}: {e}", exe.display())))?;
             running.push((next, child, err_path));
@@ -615,7 +616,7 @@ fn run_children(
                         ));
                     }
                     done += 1;
-                    bar.set_position(done as u64);
+                    progress.set_done(done);
                 }
                 Err(e) => {
                     let msg = format!("--jobs: waiting for point {}: {e}", running[i].0);

@@ -115,14 +115,20 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
     std::fs::create_dir_all(&dir).map_err(|e| Failure::output(format!("{}: {e}", dir.display())))?;
     let mut merged = lockstack_sim::SegmentTable::default();
     let runs = segment_runs(seconds);
+    let mut progress = crate::progress::Progress::new("machine segments", runs.len());
     for (i, args) in runs.iter().enumerate() {
         let file = dir.join(format!("{i}.json"));
         let mut cmd = std::process::Command::new(&exe);
-        cmd.args(args).arg("--time-segments").arg(&file);
+        cmd.args(args).arg("--time-segments").arg(&file).env(crate::progress::QUIET_ENV, "1");
         if args[0] == "experiment" {
             cmd.arg("--out").arg(dir.join(format!("exp-{i}")));
         }
-        errln!("machine segments: [{}/{}] lockstack {}", i + 1, runs.len(), args.join(" "));
+        progress.println(format!(
+            "machine segments: [{}/{}] lockstack {}",
+            i + 1,
+            runs.len(),
+            args.join(" ")
+        ));
         let o = cmd.output().map_err(|e| Failure::run(format!("running {}: {e}", exe.display())))?;
         if !o.status.success() {
             let err = String::from_utf8_lossy(&o.stderr);
@@ -137,7 +143,9 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
         let t: lockstack_sim::SegmentTable =
             serde_json::from_str(&text).map_err(|e| Failure::run(format!("{}: {e}", file.display())))?;
         merged.merge(&t);
+        progress.inc();
     }
+    progress.finish();
     let _ = std::fs::remove_dir_all(&dir);
     let text = serde_json::to_string_pretty(&merged)
         .map_err(|e| Failure::run(format!("encoding the segment table: {e}")))?;

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use lockstack_common::sync::{Duration, Instant, sleep};
 use lockstack_sim::MachineProfile;
 use lockstack_sim::profile::BUILTIN;
@@ -265,6 +264,7 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
         .stdin(Stdio::null())
         .stdout(file(&txt)?)
         .stderr(file(&err)?)
+        .env(crate::progress::QUIET_ENV, "1")
         .spawn()
         .map_err(|e| {
             Failure::run(format!("point {}: could not start {}: {e}", point.label(), exe.display()))
@@ -336,12 +336,7 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::run(format!("cannot find this binary to run the points: {e}")))?;
     let points = plan.points();
-    let bar = ProgressBar::new(points.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("sweep [{bar:30}] {pos}/{len} points, eta {eta} {msg}")
-            .map_err(|e| Failure::run(format!("progress bar: {e}")))?
-            .progress_chars("=> "),
-    );
+    let mut progress = crate::progress::Progress::new("machine sweep", points.len());
     let mut queue = points.iter();
     let mut running: Vec<Running> = Vec::new();
     let mut results: Vec<PointResult> = Vec::new();
@@ -355,7 +350,7 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
                 Ok(r) => running.push(r),
                 Err(f) => not_started = Some(f),
             }
-            bar.set_message(p.label());
+            progress.set_message(p.label());
         }
         if let Some(f) = not_started {
             break Err(f);
@@ -400,9 +395,9 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
             Ok(res) => results.push(res),
             Err(e) => break Err(Failure::run(format!("point {label}: {e}"))),
         }
-        bar.inc(1);
+        progress.inc();
     };
-    bar.finish_and_clear();
+    progress.finish();
     if let Err(f) = outcome {
         for mut r in running {
             let _ = r.child.kill();

@@ -38,6 +38,7 @@ mod lwlock_cmd;
 mod machine_cmd;
 mod machine_sweep;
 mod pgbench_cmd;
+mod progress;
 mod sim_cmd;
 mod snapshot_cmd;
 mod wal_cmd;

@@ -232,3 +232,34 @@ fn spread_sweeps_equal_a_single_process_run_byte_for_byte() {
     let left: Vec<_> = std::fs::read_dir(&two).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), FILES.len(), "{left:?}");
 }
+
+/// With stderr a pipe (not a terminal) progress is plain lines on stderr, `experiment NAME:
+/// point K of N done, M:SS elapsed[, about M:SS left]`, the last point's always among them,
+/// and nothing of it on stdout.
+#[test]
+fn progress_is_plain_lines_on_stderr_when_it_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fastpath");
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["experiment", "fastpath", "--smoke", "--out", out.to_str().unwrap()])
+        .env_remove("LOCKSTACK_NO_PROGRESS")
+        .output()
+        .expect("run lockstack");
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    // Smoke mode: 1 workload, 3 variants, clients 1 and 2.
+    let total = 6;
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(" of ")).collect();
+    assert!(!lines.is_empty(), "no progress lines: {stderr}");
+    for l in &lines {
+        let rest = l.strip_prefix("experiment fastpath: point ").unwrap_or_else(|| panic!("{l}"));
+        let (k, rest) = rest.split_once(" of ").unwrap_or_else(|| panic!("{l}"));
+        let k: usize = k.parse().unwrap_or_else(|_| panic!("{l}"));
+        assert!((1..=total).contains(&k), "{l}");
+        assert!(rest.starts_with(&format!("{total} done, ")), "{l}");
+        assert!(rest.contains(" elapsed"), "{l}");
+        assert_eq!(rest.contains(" left"), k < total, "{l}");
+    }
+    assert!(lines.last().unwrap().contains(&format!("point {total} of {total} done")), "{stderr}");
+    assert!(!stdout.contains("point 1 of") && !stdout.contains(" elapsed"), "{stdout}");
+}

@@ -41,6 +41,9 @@ fn run_tiny(out: &Path) -> (String, String) {
     let o = lockstack(&args);
     let (stdout, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "{:?}\n{err}\n{stdout}", o.status);
+    // stderr is a pipe: progress is plain lines there, the last point's always among them.
+    assert!(err.lines().any(|l| l.starts_with("machine sweep: point 8 of 8 done, ")), "{err}");
+    assert!(!stdout.contains(" of 8 done"), "{stdout}");
     (stdout.into_owned(), std::fs::read_to_string(out.join("sweep.csv")).expect("sweep.csv"))
 }
 
