@@ -1,4 +1,4 @@
-//! `lockstack machine list|show|calibrate|sweep`: the simulated machines' profiles (crate
+//! `lockstack machine list|show|calibrate|sweep|validate`: the simulated machines' profiles (crate
 //! `lockstack-sim`).
 
 use clap::{Args, Subcommand};
@@ -59,6 +59,17 @@ enum MachineAction {
     /// Run pgbench -S on simulated machines for every profile, preset and client count (one
     /// child run per point) and write DIR/sweep.csv, DIR/sweep.svg and a table.
     Sweep(crate::machine_sweep::SweepArgs),
+    /// Run classic microbenchmarks on a simulated machine (line latencies by distance, a
+    /// shared counter's fetch_add throughput, test-and-set, test-and-test-and-set, ticket and
+    /// MCS locks from 1 thread to all) and print them next to published figures for the
+    /// processor family, each with its source.
+    Validate {
+        /// A built-in profile's name (see `lockstack machine list`) or a profile file.
+        profile: String,
+        /// One JSON object per line per measurement: name, simulated, unit, published, source.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The runs of `machine segments`: each is `lockstack ARGS --time-segments FILE`.
@@ -165,6 +176,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
     match args.action {
         MachineAction::Sweep(sweep) => crate::machine_sweep::run(sweep),
+        MachineAction::Validate { profile, json } => crate::machine_validate::run(&profile, json),
         MachineAction::List => {
             for (name, _) in BUILTIN {
                 let p = MachineProfile::builtin(name)

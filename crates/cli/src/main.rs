@@ -37,6 +37,7 @@ mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;
 mod machine_sweep;
+mod machine_validate;
 mod pgbench_cmd;
 mod progress;
 mod sim_cmd;
@@ -113,7 +114,8 @@ enum Command {
     Experiment(experiment_cmd::ExperimentArgs),
     /// The simulated machines' profiles: `machine list`, `machine show NAME|FILE`,
     /// `machine calibrate [--out FILE] [--repeats N]` (measure this host), `machine sweep --out DIR` (pgbench
-    /// -S on every profile, preset and client count).
+    /// -S on every profile, preset and client count), `machine validate PROFILE [--json]`
+    /// (microbenchmarks next to published figures).
     Machine(machine_cmd::MachineArgs),
 }
 

@@ -543,3 +543,55 @@ fn simulated_pgbench_states_its_ground() {
     assert!(out.contains("client CPU 5 us per statement (set for this run, not the profile's)"), "{out}");
     assert!(out.contains("; sim.postgres_ipc 0.5 (--set)"), "{out}");
 }
+
+/// `machine validate xeon-32 --json`: one JSON object per line, names in the scheme, a shared
+/// counter slower with all threads than with one, and a Modified line's load slower the
+/// farther it comes from.
+#[test]
+fn validate_prints_one_json_object_per_measurement() {
+    let o = lockstack(&["machine", "validate", "xeon-32", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let mut faa = Vec::new();
+    let mut load = Vec::new();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let name = v["name"].as_str().unwrap().to_string();
+        let sim = v["simulated"].as_f64().unwrap();
+        assert!(sim > 0.0, "{line}");
+        assert_eq!(v["published"].is_null(), v["source"].is_null(), "{line}");
+        let (kind, rest) = name.rsplit_once('-').unwrap();
+        if let Some(d) = name.strip_prefix("load-modified-").or(name.strip_prefix("cas-modified-")) {
+            assert!(["smt", "same-die", "same-socket", "hop1", "hop2"].contains(&d), "{name}");
+            assert_eq!(v["unit"], "ns", "{line}");
+            if name.starts_with("load") {
+                load.push(sim);
+            }
+        } else {
+            assert!(
+                ["faa-counter", "tas-lock", "ttas-lock", "ticket-lock", "mcs-lock"].contains(&kind),
+                "{name}"
+            );
+            let n: u32 = rest.strip_prefix('t').unwrap().parse().unwrap();
+            assert!(n == 32 || n.is_power_of_two() && n < 32, "{name}");
+            assert_eq!(v["unit"], "Mops/s", "{line}");
+            if kind == "faa-counter" {
+                faa.push(sim);
+            }
+        }
+    }
+    // xeon-32: same die, then one hop (every remote node is one hop away).
+    assert_eq!(load.len(), 2, "{out}");
+    assert!(load.windows(2).all(|w| w[0] < w[1]), "load-modified by distance: {load:?}");
+    assert_eq!(faa.len(), 6, "{out}");
+    assert!(faa[0] > *faa.last().unwrap(), "faa-counter t1 vs t32: {faa:?}");
+    // The X5550 comparison names its source.
+    assert!(out.contains(r#""name":"faa-counter-t1","published":132.0"#), "{out}");
+}
+
+#[test]
+fn validate_an_unknown_profile_is_one_line_and_exit_code_1() {
+    let o = lockstack(&["machine", "validate", "cray-1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(String::from_utf8(o.stderr).unwrap().lines().count(), 1);
+}
