@@ -152,6 +152,7 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
         .collect();
     subdirs.sort();
     let mut sweeps = Vec::new();
+    let mut sweep_dirs: Vec<PathBuf> = Vec::new();
     for sub in &subdirs {
         for e in experiments::all() {
             let path = sub.join(format!("{}.json", e.name));
@@ -185,12 +186,43 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                 };
                 medians.insert((w.to_string(), var.to_string(), c as usize), m);
             }
+            if let Some(first) =
+                sweeps.iter().position(|s: &Sweep| s.experiment.name == e.name && s.machine == machine)
+            {
+                return Err(Failure::input(format!(
+                    "{}: {} on {machine} again (also in {}): one sweep per experiment and machine",
+                    sub.display(),
+                    e.name,
+                    sweep_dirs[first].display()
+                )));
+            }
+            let costs = v.pointer("/plan/costs").and_then(|c| c.as_str()).unwrap_or("").to_string();
+            let mut command = format!("lockstack experiment {} --machine {machine}", e.name);
+            let list = |k: &str| v.pointer(k).and_then(|x| x.as_array()).cloned().unwrap_or_default();
+            let clients: Vec<String> = list("/plan/clients").iter().map(|c| c.to_string()).collect();
+            command += &format!(" --clients {}", clients.join(","));
+            if let Some(r) = v.pointer("/plan/runs").and_then(|x| x.as_u64()) {
+                command += &format!(" --runs {r}");
+            }
+            if let Some(d) = v.pointer("/plan/duration_s").and_then(|x| x.as_f64()) {
+                command += &format!(" --duration {d}");
+            }
+            for a in list("/plan/set") {
+                if let Some(a) = a.as_str() {
+                    command += &format!(" --set {a}");
+                }
+            }
+            if costs == "own" {
+                command += " --costs own";
+            }
+            sweep_dirs.push(sub.clone());
             sweeps.push(Sweep {
                 experiment: e,
                 machine: machine.to_string(),
                 medians,
                 calibrated_to: v.get("calibrated_to").and_then(|c| c.as_str()).map(str::to_string),
-                costs: v.pointer("/plan/costs").and_then(|c| c.as_str()).unwrap_or("").to_string(),
+                costs,
+                command,
             });
         }
     }
@@ -243,7 +275,7 @@ fn calibrate(exp: &'static Experiment, opts: &Options, machine: Option<&str>) ->
         );
     }
     outln!(
-        "rows to store in crates/workloads/calibrations.toml (replacing {}'s rows for this machine):",
+        "rows to store in crates/workloads/calibrations.toml (replacing {}'s rows for this machine; the file is built into lockstack, so rebuild to apply them):",
         exp.name
     );
     for s in &solved {

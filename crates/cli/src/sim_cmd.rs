@@ -375,6 +375,7 @@ mod simulating {
                         modelled_ns: ts.modelled_ns,
                         regions: ts.regions.iter().map(|(k, v)| (k.clone(), (v.calls, v.ns))).collect(),
                         unknown_regions: ts.unknown_regions.clone(),
+                        postgres_ipc: ts.postgres_ipc.into_iter().collect(),
                     }
                 },
                 ..PhaseTally::default()
@@ -762,6 +763,10 @@ pub(crate) struct Sources {
     regions: BTreeMap<String, (u64, u64)>,
     /// Regions entered without a figure in the cost table.
     unknown_regions: Vec<String>,
+    /// The instructions per cycle PostgreSQL's counts were charged at, each distinct value of
+    /// the phases (a calibrated or `--set` `sim.postgres_ipc`, else the profile's).
+    #[serde(default)]
+    postgres_ipc: Vec<f64>,
 }
 
 impl Sources {
@@ -779,6 +784,11 @@ impl Sources {
         for r in &o.unknown_regions {
             if !self.unknown_regions.contains(r) {
                 self.unknown_regions.push(r.clone());
+            }
+        }
+        for &i in &o.postgres_ipc {
+            if !self.postgres_ipc.iter().any(|&x| (x - i).abs() < 1e-9) {
+                self.postgres_ipc.push(i);
             }
         }
     }
@@ -1076,6 +1086,13 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             ms(ts.modelled_ns),
             ms(ts.replaced_own_ns)
         );
+        if !ts.postgres_ipc.is_empty() {
+            let list: Vec<String> = ts.postgres_ipc.iter().map(|i| format!("{i:.3}")).collect();
+            outln!(
+                "  PostgreSQL's counts charged at IPC {} (the rate the costs line names is the profile's; a calibrated or --set sim.postgres_ipc replaces it)",
+                list.join(", ")
+            );
+        }
         if !ts.unknown_regions.is_empty() {
             outln!(
                 "  regions without a PostgreSQL figure (charged as own code): {}",

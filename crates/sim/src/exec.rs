@@ -977,6 +977,7 @@ impl Exec {
                     .map(|(k, &(calls, p))| (k.to_string(), RegionStats { calls, ns: ns(p) }))
                     .collect(),
                 unknown_regions: self.sources.unknown_regions.iter().map(|s| s.to_string()).collect(),
+                postgres_ipc: self.pg_rates.is_some().then(|| self.profile_ipc / self.pg_rate_scale),
             },
             hot_lines,
             tasks,

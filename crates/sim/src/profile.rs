@@ -389,6 +389,9 @@ impl MachineProfile {
             ("clock_ghz", c.clock_ghz),
             ("postgres_ipc", c.postgres_ipc),
         ] {
+            if (what == "clock_ghz" || what == "postgres_ipc") && v > 10.0 {
+                return Err(format!("costs.{what} is {v}; it must be at most 10"));
+            }
             if !v.is_finite() || v <= 0.0 || v > 1e10 {
                 return Err(format!("costs.{what} is {v}; it must be a finite positive number"));
             }

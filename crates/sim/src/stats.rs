@@ -149,6 +149,10 @@ pub struct TimeSources {
     pub regions: BTreeMap<String, RegionStats>,
     /// Regions the code entered that the cost table has no figure for (charged as own code).
     pub unknown_regions: Vec<String>,
+    /// Under `--costs postgres`: the instructions per cycle PostgreSQL's counts were charged
+    /// at when the run ended (the profile's `postgres_ipc`, or a calibrated or `--set`
+    /// `sim.postgres_ipc`); `None` under `--costs own`.
+    pub postgres_ipc: Option<f64>,
 }
 
 /// One PostgreSQL cost region's charges in a run.
