@@ -20,7 +20,7 @@ use lockstack_common::sync::hook;
 
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
-use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
+use crate::interface::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinDelay, spin_then_attempt};
 use crate::stats::{check_tranche, record_instance, with_tranche};
 use crate::sync::{AtomicU32, Instant};

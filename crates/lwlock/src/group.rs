@@ -24,7 +24,7 @@ use lockstack_common::sync::Ordering;
 use crossbeam_utils::CachePadded;
 use lockstack_common::{WaitEvent, WaitEventScope};
 
-use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode};
+use crate::interface::{LwLockHeld, LwLockImpl, LwLockMode};
 use crate::stats::with_tranche;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, ParkHandle, Unparker, fence, park_while};
 

@@ -29,6 +29,7 @@
 
 mod atomic;
 mod group;
+mod interface;
 mod lock;
 mod pg92;
 #[cfg(not(loom))]
@@ -41,10 +42,8 @@ mod waiter;
 
 pub use atomic::AtomicLwLock;
 pub use group::{FlexLock, FlexRole, GroupCombiner, GroupRole};
-pub use lock::{
-    KNOBS, LwLock, LwLockGuard, LwLockHeld, LwLockImpl, LwLockKind, LwLockMode, LwLockVar, LwRwLock,
-    LwRwLockExt, LwRwLockReadGuard, LwRwLockWriteGuard, VarWait,
-};
+pub use interface::{LwLockGuard, LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
+pub use lock::{KNOBS, LwLock, LwLockKind, LwRwLock, LwRwLockExt, LwRwLockReadGuard, LwRwLockWriteGuard};
 pub use lockstack_common::TrancheId;
 pub use pg92::Pg92LwLock;
 #[cfg(not(loom))]

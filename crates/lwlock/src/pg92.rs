@@ -11,7 +11,7 @@ use lockstack_common::sync::Ordering;
 
 use lockstack_common::{TrancheId, WaitEvent, WaitEventScope};
 
-use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
+use crate::interface::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::{SpinLock, spin_rounds, spin_then_attempt};
 use crate::stats::{check_tranche, record_instance, with_tranche};
 use crate::sync::{AtomicBool, AtomicU8, AtomicU32, Instant};

@@ -21,7 +21,7 @@
 use lockstack_common::TrancheId;
 
 use crate::atomic::AtomicLwLock;
-use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode};
+use crate::interface::{LwLockHeld, LwLockImpl, LwLockMode};
 use crate::pg92::Pg92LwLock;
 use crate::read_biased::ReadBiasedLwLock;
 

@@ -44,7 +44,7 @@ use crossbeam_utils::CachePadded;
 use lockstack_common::TrancheId;
 
 use crate::atomic::AtomicLwLock;
-use crate::lock::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
+use crate::interface::{LwLockHeld, LwLockImpl, LwLockMode, LwLockVar, VarWait};
 use crate::spin::SpinDelay;
 use crate::stats::with_tranche;
 use crate::sync::{AtomicU32, AtomicU64, fence};
