@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::table::{LockEntry, ProcLockEntry, ProcLockTag};
+use lockstack_common::sync::Instant;
 use lockstack_common::sync::hook::{self, Access, Counting, Simulation};
 
 #[test]
