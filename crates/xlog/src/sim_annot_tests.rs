@@ -3,6 +3,9 @@
 //! together cover the record; and the insertion locks and insert position carry their names.
 
 use super::*;
+use crate::config::InsertMode;
+use crate::ptr::maxalign;
+use crate::record::RECORD_HEADER_SIZE;
 use lockstack_common::sync::hook::{Access, Counting, Simulation, install, line_name};
 
 #[test]

@@ -5,6 +5,12 @@
 //! `AdvanceXLInsertBuffer` (the buffer ring), `XLogWrite`, `XLogFlush` (group commit),
 //! `XLogBackgroundFlush` (WAL writer), and `RecordTransactionCommit` in `xact.c` (synchronous
 //! or asynchronous commit).
+//!
+//! This file holds the shared [`Wal`] (open, attach, accessors, reading back, shutdown and the
+//! WAL writer thread's loop) and the [`WalBackend`] handle (locks touched here: the sink's and
+//! the writer control block's mutexes; the LWLocks are only created and named). The work is in
+//! `wal/`: `insert.rs` (inserting a record), `buffers.rs` (the buffer ring) and `flush.rs`
+//! (write, flush and group commit).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
@@ -17,19 +23,19 @@ use lockstack_common::{
     AUXILIARY_BACKEND_BASE, AttachError, BackendId, StatsRegistry, TrancheId, TransactionId, WaitEvent,
     WaitEventScope,
 };
-use lockstack_lwlock::{LwLock, LwLockImpl, LwLockMode};
+use lockstack_lwlock::LwLock;
 
-use crate::config::{InsertMode, WalConfig, WalError, WalSink};
+use crate::config::{WalConfig, WalError, WalSink};
 use crate::insertion::{InsertionHold, InsertionLocks};
 use crate::ptr::{
-    WORDS_PER_PAGE, XLOG_BLCKSZ, XLogRecPtr, bytepos_to_end_recptr, bytepos_to_recptr, maxalign,
-    page_header_size, recptr_to_bytepos,
+    WORDS_PER_PAGE, XLOG_BLCKSZ, XLogRecPtr, bytepos_to_end_recptr, bytepos_to_recptr, recptr_to_bytepos,
 };
 use crate::reader::{MemoryImage, PageSource, SegmentDir, WalReader};
-use crate::record::{
-    MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE, RecordHeader, contrecord_word0, page_header_words,
-};
 use crate::sink::{Sink, segment_file_name, wal_files_in};
+
+mod buffers;
+mod flush;
+mod insert;
 use crate::stats::{WalCounters, WalStats};
 
 /// One record to insert: who wrote it and its payload (the 9.5+ `XLogBeginInsert` /
@@ -42,7 +48,7 @@ pub struct Record<'a> {
     pub info: u8,
     /// Transaction that wrote the record ([`TransactionId::INVALID`] for none).
     pub xid: TransactionId,
-    /// Payload bytes (at most [`MAX_RECORD_PAYLOAD`]).
+    /// Payload bytes (at most [`MAX_RECORD_PAYLOAD`](crate::MAX_RECORD_PAYLOAD)).
     pub data: &'a [u8],
 }
 
@@ -415,301 +421,6 @@ impl Wal {
         }
         Ok(())
     }
-
-    #[inline]
-    fn slot_of(&self, page_start: u64) -> usize {
-        ((page_start / XLOG_BLCKSZ) % self.nbuf as u64) as usize
-    }
-
-    /// How far every insertion is finished, for someone wanting to write up to `upto`.
-    /// `own` is the caller's own progress when it is the single-lock inserter.
-    fn finished_insertions(&self, upto: XLogRecPtr, own: Option<u64>) -> XLogRecPtr {
-        match self.cfg.insert_mode {
-            InsertMode::InsertionLocks(_) => self.ins.wait_for_insertions(upto),
-            InsertMode::SingleLock => match own {
-                Some(p) => XLogRecPtr(p),
-                None => XLogRecPtr(self.inserted_upto.load(Ordering::Acquire)),
-            },
-        }
-    }
-
-    /// Copies a record (header already final) into the buffers, starting at `start`
-    /// (`CopyXLogRecordToWAL`).
-    fn copy_record(&self, words: &[u64], start: XLogRecPtr, total_len: u64, me: &mut Inserter<'_>) {
-        let mut ptr = start.0;
-        let mut rest = words;
-        let mut copied = 0u64;
-        loop {
-            let slot = self.get_buffer(ptr, me);
-            let page_start = ptr - ptr % XLOG_BLCKSZ;
-            let off = ((ptr - page_start) / 8) as usize;
-            let n = (WORDS_PER_PAGE - off).min(rest.len());
-            let base = slot * WORDS_PER_PAGE + off;
-            for (dst, src) in self.pages[base..base + n].iter().zip(&rest[..n]) {
-                dst.store(*src, Ordering::Relaxed);
-            }
-            rest = &rest[n..];
-            copied += n as u64 * 8;
-            if rest.is_empty() {
-                break;
-            }
-            // The record goes on: mark the next page as starting with its remainder. Only this
-            // inserter writes these two header words of that page.
-            let next = page_start + XLOG_BLCKSZ;
-            let slot = self.get_buffer(next, me);
-            let base = slot * WORDS_PER_PAGE;
-            self.pages[base].store(contrecord_word0(next), Ordering::Relaxed);
-            self.pages[base + 2].store(total_len - copied, Ordering::Relaxed);
-            ptr = next + page_header_size(next);
-        }
-    }
-
-    /// The buffer slot holding the page of `ptr`, initialising it (and writing out the page it
-    /// replaces) if needed (`GetXLogBuffer`). Before anything that may block, the inserter
-    /// advertises its progress.
-    #[inline]
-    fn get_buffer(&self, ptr: u64, me: &mut Inserter<'_>) -> usize {
-        let page_start = ptr - ptr % XLOG_BLCKSZ;
-        let end = page_start + XLOG_BLCKSZ;
-        let slot = self.slot_of(page_start);
-        if self.xlblocks[slot].load(Ordering::Acquire) == end {
-            return slot;
-        }
-        // Everything before `ptr` is ours and copied, or finished by earlier inserters. Just past
-        // a header, advertise the page start: nobody may write out a page whose header we are
-        // about to see initialised.
-        let progress = if ptr - page_start <= page_header_size(page_start) { page_start } else { ptr };
-        self.ins.advertise(me.hold, XLogRecPtr(progress));
-        self.advance_insert_buffer(ptr, progress, me.counters);
-        let now = self.xlblocks[slot].load(Ordering::Acquire);
-        assert_eq!(now, end, "WAL buffer for {} not found after initialising it", XLogRecPtr(ptr));
-        slot
-    }
-
-    /// Initialises buffer pages up to the one containing `upto`, writing out old pages that
-    /// are in the way (`AdvanceXLInsertBuffer`). `own_progress` is the caller's advertised
-    /// position.
-    fn advance_insert_buffer(&self, upto: u64, own_progress: u64, counters: &WalCounters) {
-        let use_mapping = self.cfg.insert_mode != InsertMode::SingleLock;
-        let mut mapping = use_mapping.then(|| self.mapping_lock.acquire(LwLockMode::Exclusive));
-        loop {
-            let init = self.initialized_upto.load(Ordering::Relaxed);
-            if upto < init {
-                break;
-            }
-            let slot = self.slot_of(init);
-            let old_end = self.xlblocks[slot].load(Ordering::Relaxed);
-            if old_end > self.write_result.load(Ordering::Acquire) {
-                // The slot's old page is not written yet: write it, without the mapping lock,
-                // after the insertions into it are finished.
-                self.write_rqst.fetch_max(old_end, Ordering::AcqRel);
-                if let Some(h) = mapping.take() {
-                    self.mapping_lock.release(h);
-                }
-                let finished = self.finished_insertions(XLogRecPtr(old_end), Some(own_progress));
-                debug_assert!(finished.0 >= old_end, "insertions before {old_end:#x} unfinished: {finished}");
-                let w = self.write_lock.acquire(LwLockMode::Exclusive);
-                if old_end > self.write_result.load(Ordering::Acquire) {
-                    if let Err(e) = self.xlog_write(old_end, None, counters) {
-                        self.poison(&e);
-                    }
-                    counters.buffers_full.incr();
-                }
-                self.write_lock.release(w);
-                if use_mapping {
-                    mapping = Some(self.mapping_lock.acquire(LwLockMode::Exclusive));
-                }
-                continue;
-            }
-            self.init_page(slot, init);
-            self.initialized_upto.store(init + XLOG_BLCKSZ, Ordering::Relaxed);
-        }
-        if let Some(h) = mapping {
-            self.mapping_lock.release(h);
-        }
-    }
-
-    /// Zeroes buffer `slot` and gives it the header of the page at `page_start`. The slot is
-    /// marked invalid first, so nobody takes a half-initialised page for a valid one.
-    fn init_page(&self, slot: usize, page_start: u64) {
-        self.xlblocks[slot].store(0, Ordering::Release);
-        let (hdr, n) = page_header_words(page_start);
-        let base = slot * WORDS_PER_PAGE;
-        for (i, w) in self.pages[base..base + WORDS_PER_PAGE].iter().enumerate() {
-            w.store(if i < n { hdr[i] } else { 0 }, Ordering::Relaxed);
-        }
-        self.xlblocks[slot].store(page_start + XLOG_BLCKSZ, Ordering::Release);
-    }
-
-    /// Writes WAL up to `write_upto` and, if asked, flushes up to `flush_upto` (`XLogWrite`).
-    /// The caller holds `WALWriteLock` and every insertion before `write_upto` is finished.
-    /// Whole pages are written; a partial last page is rewritten by the next write.
-    fn xlog_write(
-        &self,
-        write_upto: u64,
-        flush_upto: Option<u64>,
-        counters: &WalCounters,
-    ) -> Result<(), WalError> {
-        let mut sink = self.sink.lock();
-        let written = self.write_result.load(Ordering::Relaxed);
-        if write_upto > written {
-            let first = written - written % XLOG_BLCKSZ;
-            let last = write_upto.div_ceil(XLOG_BLCKSZ) * XLOG_BLCKSZ;
-            let npages = (last - first) / XLOG_BLCKSZ;
-            let mut result = sink.check_space(last);
-            if result.is_ok() && sink.stores() {
-                let mut p = first;
-                while p < last && result.is_ok() {
-                    let slot = self.slot_of(p);
-                    let held = self.xlblocks[slot].load(Ordering::Acquire);
-                    assert_eq!(held, p + XLOG_BLCKSZ, "WAL page {} is not in its buffer", XLogRecPtr(p));
-                    let base = slot * WORDS_PER_PAGE;
-                    let words =
-                        self.pages[base..base + WORDS_PER_PAGE].iter().map(|w| w.load(Ordering::Relaxed));
-                    result = sink.add_page(p, words);
-                    p += XLOG_BLCKSZ;
-                }
-                if result.is_ok() {
-                    result = sink.write_pending();
-                }
-            }
-            counters.writes.incr();
-            counters.pages_written.add(npages);
-            // Even a failed write moves the write position on (the WAL is poisoned by the
-            // caller), so that inserters waiting for buffers do not retry it forever.
-            self.write_result.store(write_upto, Ordering::Release);
-            result?;
-        }
-        if let Some(f) = flush_upto {
-            let f = f.min(self.write_result.load(Ordering::Relaxed));
-            if f > self.flush_result.load(Ordering::Relaxed) {
-                if sink.flush()? {
-                    counters.flushes.incr();
-                }
-                self.flush_result.store(f, Ordering::Release);
-            }
-        }
-        Ok(())
-    }
-
-    /// `XLogFlush`: returns once WAL up to `record` is flushed, by this backend or another.
-    fn flush_upto(
-        &self,
-        record: XLogRecPtr,
-        counters: &WalCounters,
-        me: Option<bool>,
-    ) -> Result<(), WalError> {
-        self.check_poison()?;
-        if record.0 <= self.flush_result.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let end = self.insert_position();
-        if record > end {
-            return Err(WalError::FlushBeyondEnd { requested: record, end });
-        }
-        counters.flush_requests.incr();
-        let _cost = lockstack_common::sync::hook::pg_region("xlog.flush_bookkeeping");
-        loop {
-            if record.0 <= self.flush_result.load(Ordering::Acquire) {
-                counters.flushed_by_others.incr();
-                break;
-            }
-            let rqst = XLogRecPtr(record.0.max(self.write_rqst.load(Ordering::Acquire)));
-            // Only fully copied WAL may be written; wait for it *before* taking WALWriteLock.
-            let mut insertpos = match self.cfg.insert_mode {
-                InsertMode::InsertionLocks(_) => self.ins.wait_for_insertions(rqst),
-                // 9.2: the request covers only finished records.
-                InsertMode::SingleLock => rqst,
-            };
-            let Some(w) = self.write_lock.acquire_or_wait(LwLockMode::Exclusive) else {
-                // Someone else held it and has probably flushed our record; look again.
-                continue;
-            };
-            if record.0 <= self.flush_result.load(Ordering::Acquire) {
-                self.write_lock.release(w);
-                counters.flushed_by_others.incr();
-                break;
-            }
-            let flush_enabled = self.sink.lock().flush_enabled();
-            if self.cfg.commit_delay_us > 0
-                && flush_enabled
-                && self.other_backends_in_xact(me) >= self.cfg.commit_siblings
-            {
-                {
-                    let _scope = WaitEventScope::new(WaitEvent::COMMIT_DELAY);
-                    crate::sync::sleep(Duration::from_micros(self.cfg.commit_delay_us));
-                }
-                counters.commit_delays.incr();
-                if let InsertMode::InsertionLocks(_) = self.cfg.insert_mode {
-                    // Everything up to insertpos is finished, so this cannot wait on anyone
-                    // who needs WALWriteLock; it only moves insertpos forward.
-                    insertpos = self.ins.wait_for_insertions(insertpos);
-                }
-            }
-            let (write_to, flush_to) = match self.cfg.insert_mode {
-                InsertMode::InsertionLocks(_) => (insertpos, insertpos),
-                InsertMode::SingleLock => match self.ins.try_acquire(0) {
-                    // 9.2's piggyback: with WALInsertLock free, everything inserted is finished.
-                    Some(h) => {
-                        let all = XLogRecPtr(self.inserted_upto.load(Ordering::Acquire));
-                        self.ins.release(h);
-                        (all.max(insertpos), all.max(insertpos))
-                    }
-                    None => (insertpos, record),
-                },
-            };
-            let r = self.xlog_write(write_to.0, Some(flush_to.0), counters);
-            self.write_lock.release(w);
-            if let Err(e) = r {
-                self.poison(&e);
-                return Err(e);
-            }
-            break;
-        }
-        self.check_poison()
-    }
-
-    /// Backends in a transaction other than the caller (`MinimumActiveBackends`' count).
-    fn other_backends_in_xact(&self, caller_in_xact: Option<bool>) -> usize {
-        let all = self.in_xact.load(Ordering::Relaxed);
-        all.saturating_sub(usize::from(caller_in_xact.unwrap_or(false)))
-    }
-
-    /// One round of the WAL writer (`XLogBackgroundFlush`): flush up to the newest
-    /// asynchronous commit and every completed page.
-    /// The WAL writer's loop on the calling thread (`synchronous_commit = off`): sleep
-    /// `wal_writer_delay`, flush what asynchronous commits left, until `stop` is set (checked
-    /// after each sleep). A simulated measured phase runs it as one of its tasks, since the
-    /// native writer thread started with the WAL sits such phases out
-    /// ([`lockstack_common::sync::hook::outside_simulated_phases`]). With `synchronous_commit
-    /// = on` it returns at once. Source: PostgreSQL's `walwriter.c` (`WalWriterMain`, 8.3+).
-    ///
-    /// # Errors
-    /// The first flush error (it also poisons the WAL).
-    pub fn writer_loop(&self, stop: &AtomicBool) -> Result<(), WalError> {
-        if self.cfg.synchronous_commit {
-            return Ok(());
-        }
-        let counters = self.stats.register();
-        loop {
-            {
-                let _scope = WaitEventScope::new(WaitEvent::WAL_WRITER_MAIN);
-                crate::sync::sleep(self.cfg.wal_writer_delay);
-            }
-            if stop.load(Ordering::Acquire) {
-                return Ok(());
-            }
-            self.background_flush(&counters)?;
-        }
-    }
-
-    fn background_flush(&self, counters: &WalCounters) -> Result<(), WalError> {
-        let target = self.async_xact_lsn.load(Ordering::Acquire).max(self.write_rqst.load(Ordering::Acquire));
-        if target > self.flush_result.load(Ordering::Acquire) {
-            self.flush_upto(XLogRecPtr(target), counters, None)?;
-        }
-        Ok(())
-    }
 }
 
 impl Drop for Wal {
@@ -784,137 +495,6 @@ impl WalBackend {
         let mut s = WalStats::default();
         s.add_backend(&self.counters);
         s
-    }
-
-    /// Inserts `rec` and returns the position just past it (its *end*, which callers stamp on
-    /// data pages and pass to [`flush`](Self::flush)). The backend counts as "in a
-    /// transaction" (for `commit_siblings`) from its first insert until its next
-    /// [`commit`](Self::commit).
-    ///
-    /// With [`InsertMode::SingleLock`] the lock is held for reservation and copy; with
-    /// [`InsertMode::InsertionLocks`] reservation takes the spinlock and the copy runs under
-    /// one insertion lock, in parallel with other inserters. Either way the caller may block on
-    /// `WALWriteLock` if a WAL buffer must be recycled first.
-    ///
-    /// # Errors
-    /// [`WalError::RecordTooLarge`] (nothing inserted); [`WalError::Poisoned`] if a write
-    /// failed (now or earlier; the record was inserted but cannot be made durable).
-    pub fn insert(&mut self, rec: &Record<'_>) -> Result<XLogRecPtr, WalError> {
-        if rec.data.len() > MAX_RECORD_PAYLOAD {
-            return Err(WalError::RecordTooLarge { size: rec.data.len() });
-        }
-        let wal = &*self.wal;
-        let total_len = (RECORD_HEADER_SIZE + rec.data.len()) as u64;
-        let size = maxalign(total_len);
-        let payload_crc = crc32c::crc32c(rec.data);
-        // Assemble the words outside any lock: three header words, then the payload.
-        let nwords = (size / 8) as usize;
-        self.scratch.clear();
-        self.scratch.resize(nwords, 0);
-        let (chunks, tail) = rec.data.as_chunks::<8>();
-        for (dst, c) in self.scratch[3..].iter_mut().zip(chunks) {
-            *dst = u64::from_le_bytes(*c);
-        }
-        if !tail.is_empty() {
-            let mut last = [0u8; 8];
-            last[..tail.len()].copy_from_slice(tail);
-            self.scratch[3 + chunks.len()] = u64::from_le_bytes(last);
-        }
-
-        let mut hold = wal.ins.acquire(self.lock_to_try);
-        if hold.waited() {
-            self.counters.insert_lock_waits.incr();
-            self.lock_to_try = (hold.index() + 1) % wal.ins.len();
-        }
-        let res = wal.ins.reserve(&hold, size);
-        let start = bytepos_to_recptr(res.start);
-        let end = bytepos_to_end_recptr(res.end);
-        let prev = if res.prev == res.start { XLogRecPtr::INVALID } else { bytepos_to_recptr(res.prev) };
-        let mut hdr = RecordHeader {
-            total_len: total_len as u32,
-            xid: rec.xid.0,
-            prev: prev.0,
-            info: rec.info,
-            rmid: rec.rmid,
-            crc: 0,
-        };
-        hdr.crc = hdr.compute_crc(payload_crc);
-        self.scratch[..3].copy_from_slice(&hdr.to_words());
-        let mut cost = lockstack_common::sync::hook::pg_region("xlog.insert_copy");
-        cost.add_items(size);
-        wal.copy_record(
-            &self.scratch,
-            start,
-            total_len,
-            &mut Inserter { hold: &mut hold, counters: &self.counters },
-        );
-        drop(cost);
-        if wal.cfg.insert_mode == InsertMode::SingleLock {
-            wal.inserted_upto.store(end.0, Ordering::Release);
-        }
-        wal.ins.release(hold);
-        if start.0 / XLOG_BLCKSZ != end.0 / XLOG_BLCKSZ {
-            wal.write_rqst.fetch_max(end.0, Ordering::AcqRel);
-        }
-        self.counters.records.incr();
-        self.counters.bytes.add(size);
-        self.last_start = start;
-        if !self.in_xact {
-            self.in_xact = true;
-            wal.in_xact.fetch_add(1, Ordering::Relaxed);
-        }
-        wal.check_poison()?;
-        Ok(end)
-    }
-
-    /// Returns once WAL up to `upto` is flushed (`XLogFlush`): written and, for a file sink,
-    /// `fdatasync`ed, or for a modelled sink, past a modelled flush. If another backend holds
-    /// `WALWriteLock`, this one waits for it to be released and looks again (group commit):
-    /// usually the holder's flush covered `upto` too.
-    ///
-    /// # Errors
-    /// [`WalError::FlushBeyondEnd`] if `upto` is past the end of inserted WAL;
-    /// [`WalError::Io`] if the write or flush failed (the WAL is then poisoned);
-    /// [`WalError::Poisoned`] after an earlier failure.
-    pub fn flush(&mut self, upto: XLogRecPtr) -> Result<(), WalError> {
-        self.wal.flush_upto(upto, &self.counters, Some(self.in_xact))
-    }
-
-    /// Ends the backend's transaction whose commit record ends at `commit_end`
-    /// (`RecordTransactionCommit`): with `synchronous_commit` on, flushes it; with it off,
-    /// notes it for the WAL writer and returns at once (the commit may be lost in a crash for
-    /// up to three `wal_writer_delay`s).
-    ///
-    /// # Errors
-    /// As [`flush`](Self::flush).
-    pub fn commit(&mut self, commit_end: XLogRecPtr) -> Result<(), WalError> {
-        let r = if self.wal.cfg.synchronous_commit {
-            self.flush(commit_end)
-        } else {
-            self.wal.async_xact_lsn.fetch_max(commit_end.0, Ordering::AcqRel);
-            self.counters.async_commits.incr();
-            self.wal.check_poison()
-        };
-        self.end_xact();
-        r
-    }
-
-    /// Flushes every insertion finished so far (by any backend) and returns how far that is:
-    /// with no other backend inserting, the end of WAL.
-    ///
-    /// # Errors
-    /// As [`flush`](Self::flush).
-    pub fn flush_all(&mut self) -> Result<XLogRecPtr, WalError> {
-        let end = self.wal.finished_insertions(self.wal.insert_position(), None);
-        self.flush(end)?;
-        Ok(end)
-    }
-
-    fn end_xact(&mut self) {
-        if self.in_xact {
-            self.in_xact = false;
-            self.wal.in_xact.fetch_sub(1, Ordering::Relaxed);
-        }
     }
 }
 
