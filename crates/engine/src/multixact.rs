@@ -64,17 +64,17 @@ impl MultiXactId {
 }
 
 /// A member's lock strength (`MultiXactStatus`, `src/include/access/multixact.h`, 9.3+), as
-/// far as the engine creates multis: only share lockers share a row, so only `ForShare`
-/// occurs; the others are listed so the order of strengths is explicit.
+/// far as the engine creates multis: lockers only (pgbench's tables: `ForShare`; user tables,
+/// `crate::session::RowLockStrength`: all four); no updater statuses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MultiXactStatus {
-    /// `MultiXactStatusForKeyShare` (`FOR KEY SHARE`; not taken by the engine).
+    /// `MultiXactStatusForKeyShare` (`FOR KEY SHARE`; user tables only).
     ForKeyShare,
     /// `MultiXactStatusForShare` (`FOR SHARE`).
     ForShare,
-    /// `MultiXactStatusForNoKeyUpdate` (`FOR NO KEY UPDATE`; not taken by the engine).
+    /// `MultiXactStatusForNoKeyUpdate` (`FOR NO KEY UPDATE`; user tables only).
     ForNoKeyUpdate,
-    /// `MultiXactStatusForUpdate` (`FOR UPDATE`; not taken by the engine inside a multi).
+    /// `MultiXactStatusForUpdate` (`FOR UPDATE`; in a multi only on user tables).
     ForUpdate,
 }
 

@@ -63,6 +63,9 @@ use crate::engine::{Engine, FREE_PAGES_MAX, FREE_PAGES_TRIES};
 use crate::error::EngineError;
 
 mod update;
+mod user;
+
+pub use user::{RowLockStrength, RowQuery, WaitPolicy};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
