@@ -131,6 +131,20 @@ pub struct UserTable {
     pub(crate) insert_lock: Mutex<()>,
 }
 
+impl UserTable {
+    /// The value `DEFAULT` gives column `i`: its next serial value (advancing the sequence,
+    /// which a rollback does not undo), its constant default, or NULL.
+    pub fn default_value(&self, i: usize) -> Value {
+        let c = &self.def.columns[i];
+        if c.serial {
+            let mut sv = self.serials.lock();
+            sv[i] += 1;
+            return Value::Int(sv[i] - 1);
+        }
+        c.default.clone().unwrap_or(Value::Null)
+    }
+}
+
 /// The user tables of an engine, by name, and the OIDs they get.
 #[derive(Debug)]
 pub struct UserCatalog {

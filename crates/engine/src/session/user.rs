@@ -12,10 +12,20 @@
 //! its WHERE clause on that version. `NOWAIT` fails and `SKIP LOCKED` skips where a wait would
 //! be needed, on the tuple lock or on the holder.
 //!
-//! Not modelled here: subtransactions, `UPDATE` and `DELETE` on user tables, a MultiXact with
-//! an updater member (a `FOR KEY SHARE` of a row a running transaction is updating without
-//! changing its key is refused as unsupported, rather than run differently), waiting for a
-//! concurrent inserter of the same primary key (reported as a duplicate at once).
+//! `UPDATE` and `DELETE` follow `heap_update` / `heap_delete` with `ExecUpdate`'s READ
+//! COMMITTED retry: an update that changes the primary key, and a delete, hold the row as
+//! `FOR UPDATE` does (`HEAP_KEYS_UPDATED`), any other update as `FOR NO KEY UPDATE`; a row
+//! being changed or locked in a conflicting strength is waited for (tuple lock, then the
+//! holders' xids); a row replaced by a committed update is followed to its newest version,
+//! where the WHERE clause is evaluated again. The new version of an updated row goes on the
+//! table's last page (or a new one) and gets a primary-key entry; the old one's ctid points
+//! at it.
+//!
+//! Not modelled here: subtransactions; a MultiXact with an updater member (a `FOR KEY SHARE`
+//! of a row a running transaction is updating without changing its key, and such an update
+//! of a row others hold `FOR KEY SHARE`, are refused as unsupported rather than run
+//! differently); waiting for a concurrent inserter of the same primary key (reported as a
+//! duplicate at once).
 
 use super::update::tid_bytes;
 use super::*;
@@ -129,6 +139,26 @@ pub struct RowQuery {
     pub limit: Option<u64>,
     /// The row-locking clause and its wait policy.
     pub lock: Option<(RowLockStrength, WaitPolicy)>,
+}
+
+/// What an `UPDATE` or `DELETE` does to each row it qualifies.
+pub enum RowChange<'a> {
+    /// `UPDATE`: the new values, one per column, computed from the version being replaced
+    /// (the newest one, after a READ COMMITTED retry); `None` is `DEFAULT` (the column's
+    /// default, its next serial value, or NULL).
+    Update(&'a dyn Fn(&[Value]) -> Result<Vec<Option<Value>>, EngineError>),
+    /// `DELETE`.
+    Delete,
+}
+
+/// How [`Session::change_tuple`] ended.
+enum Changed {
+    /// Updated or deleted.
+    Done,
+    /// Already deleted (by a committed transaction, or by this command).
+    Gone,
+    /// A committed update replaced it: the newest version's TID.
+    Newer(Tid),
 }
 
 /// What the lock check found for the version to lock.
@@ -280,15 +310,7 @@ impl Session {
                 }
                 let mut vals = Vec::with_capacity(t.def.columns.len());
                 for (i, c) in t.def.columns.iter().enumerate() {
-                    let v = match row.get(i).cloned().flatten() {
-                        Some(v) => v,
-                        None if c.serial => {
-                            let mut sv = t.serials.lock();
-                            sv[i] += 1;
-                            Value::Int(sv[i] - 1)
-                        }
-                        None => c.default.clone().unwrap_or(Value::Null),
-                    };
+                    let v = row.get(i).cloned().flatten().unwrap_or_else(|| t.default_value(i));
                     vals.push(coerce(&t.def.name, c, v).map_err(sql_err)?);
                 }
                 if let Some(k) = t.def.primary_key {
@@ -487,6 +509,257 @@ impl Session {
             }
             Ok(out)
         })
+    }
+
+    /// `UPDATE table SET ... [WHERE ...]` or `DELETE FROM table [WHERE ...]` as one statement:
+    /// a sequential scan under the statement's snapshot, `pred` (the WHERE clause, as for
+    /// [`Session::select_rows`]) on each visible row, then the change of each qualifying row,
+    /// waiting for conflicting holders; a row a committed update replaced is changed in its
+    /// newest version if `pred` still holds there (`EvalPlanQual`). Returns the number of
+    /// rows changed.
+    ///
+    /// # Errors
+    /// `relation "t" does not exist`; a duplicate primary key; lock errors (deadlock, lock
+    /// timeout); an unsupported MultiXact with an updater member; `pred`'s and `change`'s
+    /// errors; buffer and WAL errors.
+    pub fn modify_rows(
+        &mut self,
+        table: &str,
+        pred: &mut dyn FnMut(&mut Session, &[Value]) -> Result<bool, EngineError>,
+        change: RowChange<'_>,
+    ) -> Result<u64, EngineError> {
+        let t = self.user_table(table)?;
+        self.statement(|s| {
+            s.lock_user_table(&t, LockMode::RowExclusive)?;
+            s.ensure_xid()?;
+            s.engine.multixact.set_oldest_member(s.id);
+            let mut rows = Vec::new();
+            for (tid, v) in s.scan_visible(&t)? {
+                if pred(s, &v)? {
+                    rows.push(tid);
+                }
+            }
+            let mut n = 0;
+            for mut tid in rows {
+                loop {
+                    match s.change_tuple(&t, tid, &change)? {
+                        Changed::Done => {
+                            n += 1;
+                            break;
+                        }
+                        Changed::Gone => break,
+                        Changed::Newer(next) => {
+                            let Some(v) = s.read_version(&t, next)? else { break };
+                            if !pred(s, &v)? {
+                                break;
+                            }
+                            tid = next;
+                        }
+                    }
+                }
+            }
+            Ok(n)
+        })
+    }
+
+    /// The values of the version at `tid` (`None` if the slot is empty).
+    fn read_version(&mut self, t: &UserTable, tid: Tid) -> Result<Option<Vec<Value>>, EngineError> {
+        let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
+        let g = self.bb.lock(buf, LwLockMode::Shared);
+        let v = page::get_item(g.page(), tid.offset).map(|tup| decode_row(&t.def, tup));
+        drop(g);
+        self.bb.release(buf);
+        v.transpose().map_err(|e| EngineError::Table(tables::TableError::Corrupt(e)))
+    }
+
+    /// `heap_update` / `heap_delete` of the version at `tid`: waits out conflicting holders
+    /// (tuple lock, then their xids), then stamps our xmax and, for an update, adds the new
+    /// version. Holds the tuple lock only while waiting and releases it before returning.
+    fn change_tuple(
+        &mut self,
+        t: &UserTable,
+        tid: Tid,
+        change: &RowChange<'_>,
+    ) -> Result<Changed, EngineError> {
+        let mut tuplock: Option<(LockTag, LockMode)> = None;
+        let r = self.change_tuple_inner(t, tid, change, &mut tuplock);
+        if let Some((tag, mode)) = tuplock {
+            self.lm.unlock(tag, mode, false);
+        }
+        r
+    }
+
+    fn change_tuple_inner(
+        &mut self,
+        t: &UserTable,
+        tid: Tid,
+        change: &RowChange<'_>,
+        tuplock: &mut Option<(LockTag, LockMode)>,
+    ) -> Result<Changed, EngineError> {
+        let xid = self.xid;
+        let mut key_checked = None;
+        loop {
+            let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
+            let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+            let Some(tup) = page::get_item(g.page(), tid.offset).map(|x| x.to_vec()) else {
+                drop(g);
+                self.bb.release(buf);
+                return Ok(Changed::Gone);
+            };
+            let h = tuple::header(&tup);
+            let old = match decode_row(&t.def, &tup) {
+                Ok(v) => v,
+                Err(e) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Err(EngineError::Table(tables::TableError::Corrupt(e)));
+                }
+            };
+            // The new values first: whether a key changes decides the strength held.
+            let new = match change {
+                RowChange::Update(f) => match f(&old) {
+                    Ok(v) => Some(
+                        v.into_iter()
+                            .enumerate()
+                            .map(|(i, x)| x.unwrap_or_else(|| t.default_value(i)))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Err(e) => {
+                        drop(g);
+                        self.bb.release(buf);
+                        return Err(e);
+                    }
+                },
+                RowChange::Delete => None,
+            };
+            let key_changed = match (&new, t.def.primary_key) {
+                (None, _) => true,
+                (Some(v), Some(k)) => v[k] != old[k],
+                (Some(_), None) => false,
+            };
+            let strength = if key_changed { RowLockStrength::Update } else { RowLockStrength::NoKeyUpdate };
+            if h.xact.xmax == xid
+                && h.xact.infomask
+                    & (visibility::XMAX_LOCK_ONLY | visibility::XMAX_INVALID | visibility::XMAX_IS_MULTI)
+                    == 0
+            {
+                // Already changed by this transaction (by this command: TM_SelfModified).
+                drop(g);
+                self.bb.release(buf);
+                return Ok(Changed::Gone);
+            }
+            let check = match self.row_lock_check(&h, strength, &t.def.name) {
+                // Our own lock of any strength, alone on the row: the change replaces it.
+                Ok(RowCheck::Held) => RowCheck::Free(None),
+                Ok(RowCheck::Free(Some(members))) if members.iter().all(|m| m.xid == xid) => {
+                    RowCheck::Free(None)
+                }
+                Ok(RowCheck::Free(Some(_))) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Err(sql_err(format!(
+                        "unsupported: UPDATE of a row of \"{}\" that running transactions hold FOR KEY SHARE \
+                         (a MultiXact with an updater member)",
+                        t.def.name
+                    )));
+                }
+                Ok(c) => c,
+                Err(e) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Err(e);
+                }
+            };
+            match check {
+                RowCheck::Held | RowCheck::Free(Some(_)) => unreachable!("mapped above"),
+                RowCheck::Updated(next) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    return Ok(if next == tid { Changed::Gone } else { Changed::Newer(next) });
+                }
+                RowCheck::Wait(holders) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    if tuplock.is_none() {
+                        let db = self.engine.lmgr.database();
+                        let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
+                        self.lm.lock(tag, strength.hwlock(), LockOptions::XACT)?;
+                        *tuplock = Some((tag, strength.hwlock()));
+                    }
+                    for other in holders {
+                        self.lm.xact_lock_table_wait(other)?;
+                    }
+                }
+                RowCheck::Free(None) => {
+                    if let (Some(v), Some(k)) = (&new, t.def.primary_key)
+                        && key_changed
+                        && let Value::Int(key) = v[k]
+                        && key_checked != Some(key)
+                    {
+                        key_checked = Some(key);
+                        drop(g);
+                        let live = self.key_is_live(t, key);
+                        self.bb.release(buf);
+                        if live? {
+                            return Err(sql_err(format!(
+                                "duplicate key value violates unique constraint \"{}\"",
+                                t.def.pkey_name()
+                            )));
+                        }
+                        // Look again: the page was unlocked for the unique check.
+                        continue;
+                    }
+                    let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                    tuple::set_xmax(item, xid, self.cid, None);
+                    tuple::set_keys_updated(item, key_changed);
+                    let info = if new.is_some() { XLOG_HEAP_UPDATE } else { XLOG_HEAP_DELETE };
+                    let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &tid_bytes(tid) })?;
+                    page::set_lsn(g.page_mut(), lsn.0);
+                    g.mark_dirty();
+                    drop(g);
+                    if let Some(v) = new {
+                        let vals = t
+                            .def
+                            .columns
+                            .iter()
+                            .zip(v)
+                            .map(|(c, x)| coerce(&t.def.name, c, x).map_err(sql_err))
+                            .collect::<Result<Vec<_>, _>>();
+                        let vals = match vals {
+                            Ok(v) => v,
+                            Err(e) => {
+                                self.bb.release(buf);
+                                return Err(e);
+                            }
+                        };
+                        let (slots, filler) = encode_row(&t.def, &vals);
+                        let mut ntup = tuple::form_tuple(xid, self.cid, &slots, filler.len(), 0);
+                        let at = ntup.len() - filler.len();
+                        ntup[at..].copy_from_slice(&filler);
+                        tuple::set_hint_bits(&mut ntup, visibility::UPDATED);
+                        let nt = match self.user_heap_insert(t, xid, &mut ntup) {
+                            Ok(nt) => nt,
+                            Err(e) => {
+                                self.bb.release(buf);
+                                return Err(e);
+                            }
+                        };
+                        let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
+                        let old = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                        tuple::set_ctid(old, nt);
+                        g.mark_dirty();
+                        drop(g);
+                        if let (Some(ix), Some(k)) = (&t.index, t.def.primary_key)
+                            && let Value::Int(key) = vals[k]
+                        {
+                            ix.insert(&self.bb, key, nt)?;
+                        }
+                    }
+                    self.bb.release(buf);
+                    return Ok(Changed::Done);
+                }
+            }
+        }
     }
 
     /// The lock-manager handle of this backend, for heavyweight locks a front end takes

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use lockstack_engine::error::EngineError;
-use lockstack_engine::session::{RowQuery, Session};
-use lockstack_engine::usertable::Value;
+use lockstack_engine::session::{RowChange, RowQuery, Session};
+use lockstack_engine::usertable::{TableDef, Value, coerce};
 use lockstack_lmgr::{LockError, LockOptions, LockTag, Oid};
 
-use super::sql::{AdvisoryKey, AdvisoryOp, Call, Guc, Insert, Query, Statement};
+use super::sql::{AdvisoryKey, AdvisoryOp, Call, Cond, Expr, Guc, Insert, Query, Statement, Update};
 
 /// A result set: column names and rows of text values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,7 +298,19 @@ impl Conn {
             }
             Statement::Query(q) => {
                 self.ensure_xact();
-                return self.query(q).map(Some);
+                return self.query(q, notices).map(Some);
+            }
+            Statement::Update(u) => {
+                self.ensure_xact();
+                self.update(u, db, notices)?;
+            }
+            Statement::Delete { table, filter } => {
+                self.ensure_xact();
+                let def = self.session.user_table_def(table).map_err(message)?;
+                let mut f = Filter::new(&def, filter.as_ref(), db)?;
+                let r = self.session.modify_rows(table, &mut |s, row| f.eval(s, row), RowChange::Delete);
+                notices.append(&mut f.notices);
+                r.map_err(message)?;
             }
         }
         Ok(None)
@@ -339,68 +351,167 @@ impl Conn {
         Ok(())
     }
 
-    fn query(&mut self, q: &Query) -> Result<ResultSet, String> {
+    fn query(&mut self, q: &Query, notices: &mut Vec<String>) -> Result<ResultSet, String> {
+        let db = self.session.engine().lmgr.database();
         let def = self.session.user_table_def(&q.table).map_err(message)?;
         let col = |c: &str| def.column(c).ok_or_else(|| format!("column \"{c}\" does not exist"));
         let out: Vec<usize> = match &q.columns {
             None => (0..def.columns.len()).collect(),
             Some(cs) => cs.iter().map(|c| col(c)).collect::<Result<_, _>>()?,
         };
-        let filter = match &q.filter {
-            Some((c, v)) => {
-                let i = col(c)?;
-                let v = lockstack_engine::usertable::coerce(&def.name, &def.columns[i], v.clone())?;
-                Some((i, v))
-            }
-            None => None,
-        };
+        let mut filter = Filter::new(&def, q.filter.as_ref(), db)?;
         let rq = RowQuery {
             table: q.table.clone(),
             order_by: q.order_by.as_ref().map(|(c, d)| col(c).map(|i| (i, *d))).transpose()?,
             limit: q.limit,
             lock: q.lock,
         };
-        let mut pred = |_: &mut Session, row: &[Value]| -> Result<bool, EngineError> {
-            Ok(filter.as_ref().is_none_or(|(i, v)| row[*i] == *v))
-        };
-        let rows = self.session.select_rows(&rq, &mut pred).map_err(message)?;
+        let mut pred = |s: &mut Session, row: &[Value]| filter.eval(s, row);
+        let rows = self.session.select_rows(&rq, &mut pred).map_err(message);
+        notices.append(&mut filter.notices);
+        let rows = rows?;
         Ok(ResultSet {
             columns: out.iter().map(|&i| def.columns[i].name.clone()).collect(),
             rows: rows.into_iter().map(|r| out.iter().map(|&i| r[i].to_text()).collect()).collect(),
         })
     }
 
-    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, String> {
-        let (f, key) = match call {
-            Call::UnlockAll => {
-                self.session.lock_backend().release_advisory_session_locks();
-                return Ok(String::new());
-            }
-            Call::Advisory(f, key) => (*f, *key),
+    fn update(&mut self, u: &Update, db: Oid, notices: &mut Vec<String>) -> Result<(), String> {
+        let def = self.session.user_table_def(&u.table).map_err(message)?;
+        let col = |c: &str| {
+            def.column(c).ok_or_else(|| format!("column \"{c}\" of relation \"{}\" does not exist", def.name))
         };
-        let tag = match key {
-            AdvisoryKey::Int8(k) => LockTag::advisory_int8(db, k),
-            AdvisoryKey::Int4(a, b) => LockTag::advisory_int4(db, a, b),
-        };
-        let mode = f.mode();
-        let b = self.session.lock_backend();
-        match f.op {
-            AdvisoryOp::Lock => {
-                let opts = LockOptions { session: !f.xact, dont_wait: false };
-                b.lock(tag, mode, opts).map_err(|e| e.message())?;
-                Ok(String::new())
-            }
-            AdvisoryOp::Try => {
-                let got = b.conditional_lock(tag, mode, !f.xact).map_err(|e| e.message())?;
-                Ok(if got { "t" } else { "f" }.into())
-            }
-            AdvisoryOp::Unlock => {
-                if b.unlock(tag, mode, true) {
-                    Ok("t".into())
-                } else {
-                    notices.push(format!("WARNING:  you don't own a lock of type {}", mode.name()));
-                    Ok("f".into())
+        let mut set = Vec::with_capacity(u.set.len());
+        for (c, e) in &u.set {
+            let e = match e {
+                Expr::Column(src, d) => {
+                    let i = def.column(src).ok_or_else(|| format!("column \"{src}\" does not exist"))?;
+                    if *d != 0 && !def.columns[i].ty.is_integer() {
+                        return Err(format!("operator does not exist: text + integer (column \"{src}\")"));
+                    }
+                    SetExpr::Column(i, *d)
                 }
+                Expr::Default => SetExpr::Default,
+                Expr::Const(v) => SetExpr::Const(v.clone()),
+            };
+            set.push((col(c)?, e));
+        }
+        let mut f = Filter::new(&def, u.filter.as_ref(), db)?;
+        let newrow = |old: &[Value]| -> Result<Vec<Option<Value>>, EngineError> {
+            let mut v: Vec<Option<Value>> = old.iter().cloned().map(Some).collect();
+            for (i, e) in &set {
+                v[*i] = match e {
+                    SetExpr::Default => None,
+                    SetExpr::Const(c) => Some(c.clone()),
+                    SetExpr::Column(src, 0) => Some(old[*src].clone()),
+                    SetExpr::Column(src, d) => Some(match &old[*src] {
+                        Value::Int(x) => Value::Int(
+                            x.checked_add(*d)
+                                .ok_or_else(|| EngineError::Sql("integer out of range".into()))?,
+                        ),
+                        other => other.clone(),
+                    }),
+                };
+            }
+            Ok(v)
+        };
+        let r = self.session.modify_rows(&u.table, &mut |s, row| f.eval(s, row), RowChange::Update(&newrow));
+        notices.append(&mut f.notices);
+        r.map_err(message)?;
+        Ok(())
+    }
+
+    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, String> {
+        advisory_call(self.session.lock_backend(), call, db, notices)
+    }
+}
+
+/// An advisory-lock function call on `b`: its result as text (void is the empty string).
+fn advisory_call(
+    b: &mut lockstack_lmgr::Backend,
+    call: &Call,
+    db: Oid,
+    notices: &mut Vec<String>,
+) -> Result<String, String> {
+    let (f, key) = match call {
+        Call::UnlockAll => {
+            b.release_advisory_session_locks();
+            return Ok(String::new());
+        }
+        Call::Advisory(f, key) => (*f, *key),
+    };
+    let tag = match key {
+        AdvisoryKey::Int8(k) => LockTag::advisory_int8(db, k),
+        AdvisoryKey::Int4(a, b) => LockTag::advisory_int4(db, a, b),
+    };
+    let mode = f.mode();
+    match f.op {
+        AdvisoryOp::Lock => {
+            let opts = LockOptions { session: !f.xact, dont_wait: false };
+            b.lock(tag, mode, opts).map_err(|e| e.message())?;
+            Ok(String::new())
+        }
+        AdvisoryOp::Try => {
+            let got = b.conditional_lock(tag, mode, !f.xact).map_err(|e| e.message())?;
+            Ok(if got { "t" } else { "f" }.into())
+        }
+        AdvisoryOp::Unlock => {
+            if b.unlock(tag, mode, true) {
+                Ok("t".into())
+            } else {
+                notices.push(format!("WARNING:  you don't own a lock of type {}", mode.name()));
+                Ok("f".into())
+            }
+        }
+    }
+}
+
+/// The right-hand side of an assignment, resolved against the table.
+enum SetExpr {
+    /// A constant.
+    Const(Value),
+    /// `DEFAULT`.
+    Default,
+    /// Column (index) plus a constant.
+    Column(usize, i64),
+}
+
+/// A WHERE clause resolved against a table: the column and its coerced constant, or an
+/// advisory call made on each evaluation; the notices the calls raised.
+struct Filter {
+    cond: Option<ResolvedCond>,
+    db: Oid,
+    notices: Vec<String>,
+}
+
+enum ResolvedCond {
+    Eq(usize, Value),
+    Call(Call),
+}
+
+impl Filter {
+    fn new(def: &TableDef, c: Option<&Cond>, db: Oid) -> Result<Filter, String> {
+        let cond = match c {
+            None => None,
+            Some(Cond::Eq(_, Value::Null)) => {
+                return Err("unsupported: comparison with NULL in WHERE (always null)".into());
+            }
+            Some(Cond::Eq(col, v)) => {
+                let i = def.column(col).ok_or_else(|| format!("column \"{col}\" does not exist"))?;
+                Some(ResolvedCond::Eq(i, coerce(&def.name, &def.columns[i], v.clone())?))
+            }
+            Some(Cond::CallNotNull(call)) => Some(ResolvedCond::Call(call.clone())),
+        };
+        Ok(Filter { cond, db, notices: Vec::new() })
+    }
+
+    fn eval(&mut self, s: &mut Session, row: &[Value]) -> Result<bool, EngineError> {
+        match &self.cond {
+            None => Ok(true),
+            Some(ResolvedCond::Eq(i, v)) => Ok(row[*i] == *v),
+            Some(ResolvedCond::Call(c)) => {
+                advisory_call(s.lock_backend(), c, self.db, &mut self.notices).map_err(EngineError::Sql)?;
+                Ok(true)
             }
         }
     }

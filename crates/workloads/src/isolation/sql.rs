@@ -110,6 +110,15 @@ pub enum Statement {
     Insert(Insert),
     /// `SELECT * | cols FROM name ...`.
     Query(Query),
+    /// `UPDATE name SET col = expr, ... [WHERE ...]`.
+    Update(Update),
+    /// `DELETE FROM name [WHERE ...]`.
+    Delete {
+        /// Table name.
+        table: String,
+        /// The WHERE clause.
+        filter: Option<Cond>,
+    },
     /// `DROP TABLE [IF EXISTS] names`.
     DropTable {
         /// Relation names.
@@ -130,6 +139,39 @@ pub struct Insert {
     pub rows: Vec<Vec<Option<Value>>>,
 }
 
+/// A WHERE clause: `col = const`, or `f(...) IS NOT NULL` over an advisory-lock function,
+/// which is called once per row it is evaluated on (a row-locking query re-evaluates it on a
+/// newer version of a row it waited for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cond {
+    /// `col = const`.
+    Eq(String, Value),
+    /// `f(...) IS NOT NULL` (always true once the call returns).
+    CallNotNull(Call),
+}
+
+/// The right-hand side of `SET col = ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// A constant.
+    Const(Value),
+    /// `DEFAULT`.
+    Default,
+    /// A column of the row, plus a constant (`col`, `col + n`, `col - n`).
+    Column(String, i64),
+}
+
+/// `UPDATE table SET col = expr [, ...] [WHERE ...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    /// Table name.
+    pub table: String,
+    /// The assignments.
+    pub set: Vec<(String, Expr)>,
+    /// The WHERE clause.
+    pub filter: Option<Cond>,
+}
+
 /// `SELECT * | cols FROM table [WHERE col = const] [ORDER BY col [ASC|DESC]] [LIMIT n]
 /// [FOR strength [NOWAIT | SKIP LOCKED]]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,8 +180,8 @@ pub struct Query {
     pub table: String,
     /// Output columns (`None`: `*`).
     pub columns: Option<Vec<String>>,
-    /// `WHERE col = value`.
-    pub filter: Option<(String, Value)>,
+    /// The WHERE clause.
+    pub filter: Option<Cond>,
     /// `ORDER BY col` and whether `DESC`.
     pub order_by: Option<(String, bool)>,
     /// `LIMIT n`.
@@ -199,7 +241,7 @@ fn tokens(sql: &str) -> Result<Vec<T>, String> {
                 }
             }
             out.push(if ch == '\'' { T::Str(s) } else { T::Quoted(s) });
-        } else if "(),;=-:*".contains(ch) {
+        } else if "(),;=-:*+".contains(ch) {
             out.push(T::P(ch));
             i += 1;
         } else {
@@ -357,7 +399,9 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
         "bigserial" | "serial8" => (ColumnType::Int8, true),
         "text" => (ColumnType::Text, false),
         _ => {
-            return Err(format!("unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text)"));
+            return Err(format!(
+                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text)"
+            ));
         }
     };
     let mut c = ColumnDef { name, ty, default: None, serial, not_null: serial };
@@ -401,6 +445,10 @@ fn parse_create(p: &mut P) -> Result<TableDef, String> {
         return Err("expected ( after CREATE TABLE name".into());
     }
     let mut def = TableDef { name, columns: Vec::new(), primary_key: None };
+    // A table without columns is valid SQL (PostgreSQL 9.4+).
+    if p.eat_p(')') {
+        return Ok(def);
+    }
     loop {
         column_def(p, &mut def)?;
         if p.eat_p(')') {
@@ -453,6 +501,61 @@ fn parse_insert(p: &mut P) -> Result<Insert, String> {
     Ok(Insert { table, columns, rows })
 }
 
+/// A WHERE clause ([`Cond`]).
+fn cond(p: &mut P) -> Result<Cond, String> {
+    if matches!(p.t.get(p.i + 1), Some(T::P('('))) {
+        let call = parse_call(p)?;
+        if !(p.eat("is") && p.eat("not") && p.eat("null")) {
+            return Err("unsupported: a function in WHERE other than f(...) IS NOT NULL".into());
+        }
+        return Ok(Cond::CallNotNull(call));
+    }
+    let c = p.name()?;
+    if !p.eat_p('=') {
+        return Err("unsupported: WHERE other than column = constant".into());
+    }
+    let v = literal(p)?;
+    if p.word() == Some("and") || p.word() == Some("or") {
+        return Err("unsupported: AND / OR in WHERE".into());
+    }
+    Ok(Cond::Eq(c, v))
+}
+
+fn parse_update(p: &mut P) -> Result<Update, String> {
+    let table = p.name()?;
+    if !p.eat("set") {
+        return Err("expected SET".into());
+    }
+    let mut set = Vec::new();
+    loop {
+        let c = p.name()?;
+        if !p.eat_p('=') {
+            return Err("expected = in SET".into());
+        }
+        let e = if p.eat("default") {
+            Expr::Default
+        } else if matches!(p.t.get(p.i), Some(T::Word(w)) if w != "null") {
+            let src = p.name()?;
+            let delta = if p.eat_p('+') {
+                p.int()?
+            } else if p.eat_p('-') {
+                p.int()?.checked_neg().ok_or("integer out of range")?
+            } else {
+                0
+            };
+            Expr::Column(src, delta)
+        } else {
+            Expr::Const(literal(p)?)
+        };
+        set.push((c, e));
+        if !p.eat_p(',') {
+            break;
+        }
+    }
+    let filter = if p.eat("where") { Some(cond(p)?) } else { None };
+    Ok(Update { table, set, filter })
+}
+
 /// The rest of `SELECT` after the keyword, for a query with `FROM`.
 fn parse_query(p: &mut P) -> Result<Query, String> {
     let columns = if p.eat_p('*') { None } else { Some(p.names()?) };
@@ -462,11 +565,7 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
     let table = p.name()?;
     let mut q = Query { table, columns, filter: None, order_by: None, limit: None, lock: None };
     if p.eat("where") {
-        let c = p.name()?;
-        if !p.eat_p('=') {
-            return Err("unsupported: WHERE other than column = constant".into());
-        }
-        q.filter = Some((c, literal(p)?));
+        q.filter = Some(cond(p)?);
     }
     loop {
         if p.eat("order") {
@@ -514,6 +613,43 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
             return Ok(q);
         }
     }
+}
+
+/// A call of an advisory-lock function: `name(args)`.
+fn parse_call(p: &mut P) -> Result<Call, String> {
+    let f = p.word().ok_or("expected a function name")?.to_string();
+    p.i += 1;
+    let mut call = parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\""))?;
+    if !p.eat_p('(') {
+        return Err(format!("expected ( after {f}"));
+    }
+    let mut args = Vec::new();
+    if !p.eat_p(')') {
+        loop {
+            args.push(p.int()?);
+            if p.eat_p(')') {
+                break;
+            }
+            if !p.eat_p(',') {
+                return Err(format!("expected , or ) in arguments of {f}"));
+            }
+        }
+    }
+    match &mut call {
+        Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
+        Call::UnlockAll => {}
+        Call::Advisory(_, key) => {
+            *key = match args[..] {
+                [k] => AdvisoryKey::Int8(k),
+                [a, b] => AdvisoryKey::Int4(
+                    i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
+                    i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
+                ),
+                _ => return Err(format!("{f} takes one bigint or two int arguments")),
+            }
+        }
+    }
+    Ok(call)
 }
 
 fn parse_mode(p: &mut P) -> Result<LockMode, String> {
@@ -702,7 +838,17 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             };
             Statement::Set { guc, value }
         }
-        "insert" => Statement::Insert(parse_insert(&mut p)?),
+        "insert" => Statement::Insert(parse_insert(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
+        "update" => Statement::Update(parse_update(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
+        "delete" => {
+            if !p.eat("from") {
+                return Err(format!("unsupported SQL: {sql}"));
+            }
+            let table = p.name()?;
+            let filter =
+                if p.eat("where") { Some(cond(&mut p).map_err(|e| format!("{e} in: {sql}"))?) } else { None };
+            Statement::Delete { table, filter }
+        }
         "select" if p.t.get(p.i) == Some(&T::P('*')) || p.t.iter().any(|t| *t == T::Word("from".into())) => {
             Statement::Query(parse_query(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
         }
@@ -710,39 +856,10 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             let mut calls = Vec::new();
             loop {
                 let f = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
-                p.i += 1;
-                let mut call =
-                    parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\" in: {sql}"))?;
-                if !p.eat_p('(') {
-                    return Err(format!("expected ( after {f}"));
-                }
-                let mut args = Vec::new();
-                if !p.eat_p(')') {
-                    loop {
-                        args.push(p.int()?);
-                        if p.eat_p(')') {
-                            break;
-                        }
-                        if !p.eat_p(',') {
-                            return Err(format!("expected , or ) in arguments of {f}"));
-                        }
-                    }
-                }
-                match &mut call {
-                    Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
-                    Call::UnlockAll => {}
-                    Call::Advisory(_, key) => {
-                        *key = match args[..] {
-                            [k] => AdvisoryKey::Int8(k),
-                            [a, b] => AdvisoryKey::Int4(
-                                i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
-                                i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
-                            ),
-                            _ => return Err(format!("{f} takes one bigint or two int arguments")),
-                        }
-                    }
-                }
-                let col = if p.eat("as") { p.name()? } else { f.clone() };
+                let call = parse_call(&mut p).map_err(|e| {
+                    if e.starts_with("unsupported function") { format!("{e} in: {sql}") } else { e }
+                })?;
+                let col = if p.eat("as") { p.name()? } else { f };
                 calls.push((col, call));
                 if !p.eat_p(',') {
                     break;
@@ -862,10 +979,33 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(q.filter, Some(("a".into(), Value::Int(3))));
+        assert_eq!(q.filter, Some(Cond::Eq("a".into(), Value::Int(3))));
+        assert_eq!(
+            parse_statement(
+                "UPDATE t SET v = v + 1, w = DEFAULT WHERE pg_advisory_lock_shared(7) IS NOT NULL"
+            )
+            .unwrap(),
+            Statement::Update(Update {
+                table: "t".into(),
+                set: vec![("v".into(), Expr::Column("v".into(), 1)), ("w".into(), Expr::Default)],
+                filter: Some(Cond::CallNotNull(Call::Advisory(
+                    AdvisoryFn { op: AdvisoryOp::Lock, xact: false, shared: true },
+                    AdvisoryKey::Int8(7)
+                ))),
+            })
+        );
+        assert_eq!(
+            parse_statement("DELETE FROM t WHERE k = 'a'").unwrap(),
+            Statement::Delete {
+                table: "t".into(),
+                filter: Some(Cond::Eq("k".into(), Value::Text("a".into())))
+            }
+        );
         assert_eq!(q.lock, Some((RowLockStrength::NoKeyUpdate, WaitPolicy::Error)));
         for bad in [
             "SELECT * FROM t WHERE a > 1",
+            "SELECT * FROM t WHERE a = 1 AND b = 2",
+            "UPDATE t SET a = b * 2",
             "SELECT * FROM t FOR UPDATE OF t",
             "CREATE TABLE t (a float)",
             "CREATE TABLE t (a int UNIQUE)",
@@ -938,7 +1078,7 @@ mod tests {
 
     #[test]
     fn rejects_the_rest() {
-        assert!(parse_statement("UPDATE t SET x = 1").unwrap_err().contains("unsupported SQL"));
+        assert!(parse_statement("MERGE INTO t USING u ON true").unwrap_err().contains("unsupported SQL"));
         assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
         assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
         assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
