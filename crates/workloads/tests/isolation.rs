@@ -52,6 +52,27 @@ fn nowait() {
     run_one("nowait");
 }
 
+/// The sixteen pairs of row-lock strengths, alone and with the holder's lock in a MultiXact
+/// beside a FOR KEY SHARE bystander: PostgreSQL 9.3+'s conflict table.
+#[test]
+fn rowlock_conflicts() {
+    run_one("rowlock-conflicts");
+}
+
+/// Waiters on one row queue on its tuple lock and finish in arrival order; NOWAIT and SKIP
+/// LOCKED give up on a held tuple lock.
+#[test]
+fn rowlock_queue() {
+    run_one("rowlock-queue");
+}
+
+/// A waiting locker follows the update chain to the newest version and rechecks its WHERE
+/// clause there (a row updated twice, a key moved away, a row deleted, an aborted update).
+#[test]
+fn rowlock_chain() {
+    run_one("rowlock-chain");
+}
+
 #[test]
 fn lock_timeout() {
     run_one("lock-timeout");

@@ -968,3 +968,130 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineConfig;
+    use crate::usertable::{ColumnDef, ColumnType};
+    use RowLockStrength::*;
+
+    /// PostgreSQL's documented row-level conflict table (explicit-locking.html), row by row:
+    /// which requested strengths each held strength blocks.
+    #[test]
+    fn the_conflict_table_is_postgres_s() {
+        let all = [KeyShare, Share, NoKeyUpdate, Update];
+        let blocks = |held| match held {
+            KeyShare => vec![Update],
+            Share => vec![NoKeyUpdate, Update],
+            NoKeyUpdate => vec![Share, NoKeyUpdate, Update],
+            Update => all.to_vec(),
+        };
+        for held in all {
+            for want in all {
+                assert_eq!(held.conflicts_with(want), blocks(held).contains(&want), "{held:?} vs {want:?}");
+                assert_eq!(held.conflicts_with(want), want.conflicts_with(held), "symmetric");
+            }
+            // The infomask bits decode back to the strength.
+            let (bits, keys) = held.bits();
+            let im2 = if keys { visibility::HEAP_KEYS_UPDATED } else { 0 };
+            assert_eq!(RowLockStrength::of_xmax(bits | visibility::XMAX_LOCK_ONLY, im2), held);
+            assert_eq!(RowLockStrength::of_status(held.status()), held);
+        }
+    }
+
+    fn table(e: &Arc<Engine>) -> Session {
+        let mut s = e.session(BackendId(0)).unwrap();
+        let col = |name: &str, ty, not_null| ColumnDef {
+            name: name.into(),
+            ty,
+            default: None,
+            serial: false,
+            not_null,
+        };
+        s.create_table(TableDef {
+            name: "slot".into(),
+            columns: vec![col("k", ColumnType::Int4, true), col("v", ColumnType::Text, false)],
+            primary_key: Some(0),
+        })
+        .unwrap();
+        let rows = (1..=3).map(|k| vec![Some(Value::Int(k)), Some(Value::Text(format!("v{k}")))]).collect();
+        assert_eq!(s.insert_rows("slot", rows).unwrap(), 3);
+        s
+    }
+
+    fn query(lock: Option<(RowLockStrength, WaitPolicy)>, limit: Option<u64>) -> RowQuery {
+        RowQuery { table: "slot".into(), order_by: Some((0, false)), limit, lock }
+    }
+
+    fn all(_: &mut Session, _: &[Value]) -> Result<bool, EngineError> {
+        Ok(true)
+    }
+
+    #[test]
+    fn nowait_fails_skip_locked_skips_and_compatible_lockers_share() {
+        let e = Engine::without_tables(EngineConfig::new(3, 256)).unwrap();
+        let mut a = table(&e);
+        let mut b = e.session(BackendId(1)).unwrap();
+        let mut c = e.session(BackendId(2)).unwrap();
+        a.begin();
+        let got = a.select_rows(&query(Some((NoKeyUpdate, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
+        assert_eq!(got, vec![vec![Value::Int(1), Value::Text("v1".into())]]);
+        b.begin();
+        let err = b.select_rows(&query(Some((Share, WaitPolicy::Error)), None), &mut all).unwrap_err();
+        assert_eq!(err.to_string(), "could not obtain lock on row in relation \"slot\"");
+        b.rollback().unwrap();
+        b.begin();
+        let got = b.select_rows(&query(Some((Update, WaitPolicy::Skip)), Some(1)), &mut all).unwrap();
+        assert_eq!(got[0][0], Value::Int(2), "row 1 skipped");
+        // KEY SHARE does not conflict with FOR NO KEY UPDATE: a MultiXact of a and c.
+        c.begin();
+        let before = e.multixact.created();
+        let got = c.select_rows(&query(Some((KeyShare, WaitPolicy::Error)), Some(1)), &mut all).unwrap();
+        assert_eq!(got[0][0], Value::Int(1));
+        assert_eq!(e.multixact.created(), before + 1);
+        // ... and the multi still makes a conflicting NOWAIT request fail, on either member.
+        b.rollback().unwrap();
+        b.begin();
+        let err = b.select_rows(&query(Some((Update, WaitPolicy::Error)), Some(1)), &mut all).unwrap_err();
+        assert!(err.to_string().starts_with("could not obtain lock on row"), "{err}");
+        b.rollback().unwrap();
+        a.commit().unwrap();
+        b.begin();
+        let err = b.select_rows(&query(Some((Update, WaitPolicy::Error)), Some(1)), &mut all).unwrap_err();
+        assert!(err.to_string().starts_with("could not obtain lock on row"), "c still holds it: {err}");
+        b.rollback().unwrap();
+        c.commit().unwrap();
+        b.begin();
+        assert_eq!(
+            b.select_rows(&query(Some((Update, WaitPolicy::Error)), Some(1)), &mut all).unwrap().len(),
+            1
+        );
+        b.commit().unwrap();
+    }
+
+    #[test]
+    fn keys_stay_unique_and_updates_follow_the_chain() {
+        let e = Engine::without_tables(EngineConfig::new(2, 256)).unwrap();
+        let mut a = table(&e);
+        let dup = a.insert_rows("slot", vec![vec![Some(Value::Int(2)), None]]).unwrap_err();
+        assert_eq!(dup.to_string(), "duplicate key value violates unique constraint \"slot_pkey\"");
+        let set_v = |_: &[Value]| -> Result<Vec<Option<Value>>, EngineError> {
+            Ok(vec![Some(Value::Int(2)), Some(Value::Text("new".into()))])
+        };
+        let mut only2 = |_: &mut Session, r: &[Value]| Ok(r[0] == Value::Int(2));
+        assert_eq!(a.modify_rows("slot", &mut only2, RowChange::Update(&set_v)).unwrap(), 1);
+        let mut b = e.session(BackendId(1)).unwrap();
+        // A later statement sees the new version of row 2, and row 3 no more.
+        let mut only3 = |_: &mut Session, r: &[Value]| Ok(r[0] == Value::Int(3));
+        assert_eq!(a.modify_rows("slot", &mut only3, RowChange::Delete).unwrap(), 1);
+        b.begin();
+        let got = b.select_rows(&query(Some((Share, WaitPolicy::Error)), None), &mut all).unwrap();
+        let keys: Vec<_> = got.iter().map(|r| r[1].clone()).collect();
+        assert_eq!(keys, vec![Value::Text("v1".into()), Value::Text("new".into())]);
+        b.commit().unwrap();
+        assert!(a.drop_table("slot", false).is_ok());
+        assert_eq!(a.drop_table("slot", false).unwrap_err().to_string(), "table \"slot\" does not exist");
+        assert!(a.drop_table("slot", true).is_ok());
+    }
+}
