@@ -80,11 +80,12 @@ impl RowLockStrength {
         }
     }
 
+    /// The strength a member holds the row in (a non-key updater as `FOR NO KEY UPDATE`).
     fn of_status(s: MultiXactStatus) -> RowLockStrength {
         match s {
             MultiXactStatus::ForKeyShare => RowLockStrength::KeyShare,
             MultiXactStatus::ForShare => RowLockStrength::Share,
-            MultiXactStatus::ForNoKeyUpdate => RowLockStrength::NoKeyUpdate,
+            MultiXactStatus::ForNoKeyUpdate | MultiXactStatus::NoKeyUpdate => RowLockStrength::NoKeyUpdate,
             MultiXactStatus::ForUpdate => RowLockStrength::Update,
         }
     }
@@ -351,7 +352,8 @@ impl Session {
             let tid = self.tids[i];
             let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
             let g = self.bb.lock(buf, LwLockMode::Shared);
-            let h = page::get_item(g.page(), tid.offset).map(|x| tuple::header(x).xact);
+            let h = page::get_item(g.page(), tid.offset)
+                .map(|x| resolve_updater(&self.engine, tuple::header(x).xact));
             drop(g);
             self.bb.release(buf);
             let Some(h) = h else { continue };
@@ -437,7 +439,8 @@ impl Session {
                     continue;
                 }
                 let tup = page::get_item(p, off).expect("normal");
-                if visibility::satisfies_mvcc(&tuple::header(tup).xact, &ctx).visible {
+                let h = resolve_updater(&self.engine, tuple::header(tup).xact);
+                if visibility::satisfies_mvcc(&h, &ctx).visible {
                     match decode_row(&t.def, tup) {
                         Ok(v) => out.push((Tid { block: blk, offset: off }, v)),
                         Err(e) => err = Some(e),
@@ -648,20 +651,11 @@ impl Session {
                 self.bb.release(buf);
                 return Ok(Changed::Gone);
             }
-            let check = match self.row_lock_check(&h, strength, &t.def.name) {
+            let check = match self.row_lock_check(&h, strength) {
                 // Our own lock of any strength, alone on the row: the change replaces it.
                 Ok(RowCheck::Held) => RowCheck::Free(None),
                 Ok(RowCheck::Free(Some(members))) if members.iter().all(|m| m.xid == xid) => {
                     RowCheck::Free(None)
-                }
-                Ok(RowCheck::Free(Some(_))) => {
-                    drop(g);
-                    self.bb.release(buf);
-                    return Err(sql_err(format!(
-                        "unsupported: UPDATE of a row of \"{}\" that running transactions hold FOR KEY SHARE \
-                         (a MultiXact with an updater member)",
-                        t.def.name
-                    )));
                 }
                 Ok(c) => c,
                 Err(e) => {
@@ -671,7 +665,7 @@ impl Session {
                 }
             };
             match check {
-                RowCheck::Held | RowCheck::Free(Some(_)) => unreachable!("mapped above"),
+                RowCheck::Held => unreachable!("mapped above"),
                 RowCheck::Updated(next) => {
                     drop(g);
                     self.bb.release(buf);
@@ -690,7 +684,7 @@ impl Session {
                         self.lm.xact_lock_table_wait(other)?;
                     }
                 }
-                RowCheck::Free(None) => {
+                RowCheck::Free(lockers) => {
                     if let (Some(v), Some(k)) = (&new, t.def.primary_key)
                         && key_changed
                         && let Value::Int(key) = v[k]
@@ -709,9 +703,22 @@ impl Session {
                         // Look again: the page was unlocked for the unique check.
                         continue;
                     }
+                    // Other transactions still holding the row FOR KEY SHARE (the only
+                    // strength compatible with a non-key update): the old version's xmax is a
+                    // multi of them and us as its updater, and the new version keeps their
+                    // locks (`heap_update`'s xmax_new_tuple).
+                    let others: Vec<MultiXactMember> =
+                        lockers.unwrap_or_default().into_iter().filter(|m| m.xid != xid).collect();
                     let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
-                    tuple::set_xmax(item, xid, self.cid, None);
-                    tuple::set_keys_updated(item, key_changed);
+                    if others.is_empty() {
+                        tuple::set_xmax(item, xid, self.cid, None);
+                        tuple::set_keys_updated(item, key_changed);
+                    } else {
+                        let mut members = others.clone();
+                        members.push(MultiXactMember { xid, status: MultiXactStatus::NoKeyUpdate });
+                        let multi = self.engine.multixact.create(&members);
+                        stamp_multi(item, multi, &members, self.cid);
+                    }
                     let info = if new.is_some() { XLOG_HEAP_UPDATE } else { XLOG_HEAP_DELETE };
                     let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &tid_bytes(tid) })?;
                     page::set_lsn(g.page_mut(), lsn.0);
@@ -737,6 +744,16 @@ impl Session {
                         let at = ntup.len() - filler.len();
                         ntup[at..].copy_from_slice(&filler);
                         tuple::set_hint_bits(&mut ntup, visibility::UPDATED);
+                        match &others[..] {
+                            [] => {}
+                            [one] => {
+                                tuple::set_xmax(&mut ntup, one.xid, 0, Some(visibility::XMAX_KEYSHR_LOCK))
+                            }
+                            many => {
+                                let multi = self.engine.multixact.create(many);
+                                stamp_multi(&mut ntup, multi, many, 0);
+                            }
+                        }
                         let nt = match self.user_heap_insert(t, xid, &mut ntup) {
                             Ok(nt) => nt,
                             Err(e) => {
@@ -808,7 +825,7 @@ impl Session {
                 return Ok(Locked::Gone);
             };
             let h = tuple::header(&tup);
-            match self.row_lock_check(&h, strength, &t.def.name)? {
+            match self.row_lock_check(&h, strength)? {
                 RowCheck::Held => {
                     drop(g);
                     self.bb.release(buf);
@@ -820,15 +837,8 @@ impl Session {
                     let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
                     match multi {
                         Some(members) => {
-                            let top = members
-                                .iter()
-                                .map(|m| RowLockStrength::of_status(m.status))
-                                .max()
-                                .unwrap_or(strength);
-                            let (bits, keys) = top.bits();
                             let multi = self.engine.multixact.create(&members);
-                            tuple::set_xmax_multi(item, multi, self.cid, bits);
-                            tuple::set_keys_updated(item, keys);
+                            stamp_multi(item, multi, &members, self.cid);
                         }
                         None => {
                             let (bits, keys) = strength.bits();
@@ -898,21 +908,24 @@ impl Session {
     /// reduced to what the lock then does.
     ///
     /// # Errors
-    /// A `FOR KEY SHARE` of a row a running transaction is updating without changing its key:
-    /// that needs a MultiXact with an updater member, which the engine does not make.
-    fn row_lock_check(
-        &self,
-        h: &tuple::TupleHeader,
-        want: RowLockStrength,
-        relname: &str,
-    ) -> Result<RowCheck, EngineError> {
+    /// None today (the result type leaves room for MultiXact look-up errors).
+    fn row_lock_check(&self, h: &tuple::TupleHeader, want: RowLockStrength) -> Result<RowCheck, EngineError> {
         let x = &h.xact;
         let me = self.xid;
         if !x.xmax.is_valid() || x.infomask & visibility::XMAX_INVALID != 0 {
             return Ok(RowCheck::Free(None));
         }
         if x.infomask & visibility::XMAX_IS_MULTI != 0 {
-            let members = self.engine.multixact.members(MultiXactId(x.xmax.0));
+            let multi = MultiXactId(x.xmax.0);
+            // A committed updater member: this version is replaced (TM_Updated), whatever
+            // the lockers (its member list may be gone; the updater is kept).
+            if let Some(u) = self.engine.multixact.update_xid(multi)
+                && u != me
+                && matches!(self.engine.clog.get_status(u), Ok((XidStatus::Committed, _)))
+            {
+                return Ok(RowCheck::Updated(h.ctid));
+            }
+            let members = self.engine.multixact.members(multi);
             let mut keep = Vec::new();
             let mut conflicts = Vec::new();
             let mut mine: Option<RowLockStrength> = None;
@@ -957,16 +970,51 @@ impl Session {
             XidStatus::Committed if lock_only => Ok(RowCheck::Free(None)),
             XidStatus::Committed => Ok(RowCheck::Updated(h.ctid)),
             _ if held.conflicts_with(want) => Ok(RowCheck::Wait(vec![x.xmax])),
-            _ if lock_only => Ok(RowCheck::Free(Some(vec![
-                MultiXactMember { xid: x.xmax, status: held.status() },
-                MultiXactMember { xid: me, status: want.status() },
-            ]))),
-            _ => Err(sql_err(format!(
-                "unsupported: FOR KEY SHARE of a row of \"{relname}\" that a running transaction is updating \
-                 (a MultiXact with an updater member)"
-            ))),
+            // A running locker, or a running non-key updater and a KEY SHARE request: the
+            // row is held by both, in a multi (with an updater member in the second case).
+            _ => {
+                let status = if lock_only { held.status() } else { MultiXactStatus::NoKeyUpdate };
+                Ok(RowCheck::Free(Some(vec![
+                    MultiXactMember { xid: x.xmax, status },
+                    MultiXactMember { xid: me, status: want.status() },
+                ])))
+            }
         }
     }
+}
+
+/// Stamps `multi` (of `members`) as the xmax of `t` at command `cmax`: lock-only with the
+/// strongest member's strength bits (`compute_new_xmax_infomask`), or, with an updater
+/// member, an updating xmax (`HEAP_XMAX_IS_MULTI` without `HEAP_XMAX_LOCK_ONLY`).
+fn stamp_multi(t: &mut [u8], multi: MultiXactId, members: &[MultiXactMember], cmax: u32) {
+    if members.iter().any(|m| m.status.is_update()) {
+        tuple::set_xmax(t, TransactionId(multi.0), cmax, None);
+        tuple::set_hint_bits(t, visibility::XMAX_IS_MULTI);
+        tuple::set_keys_updated(t, false);
+        return;
+    }
+    let top = members
+        .iter()
+        .map(|m| RowLockStrength::of_status(m.status))
+        .max()
+        .unwrap_or(RowLockStrength::KeyShare);
+    let (bits, keys) = top.bits();
+    tuple::set_xmax_multi(t, multi, cmax, bits);
+    tuple::set_keys_updated(t, keys);
+}
+
+/// A version's transaction fields with an updating multi's xmax replaced by its updater's
+/// xid (`HeapTupleGetUpdateXid`), which is what visibility is decided on; other xmaxes as
+/// they are.
+fn resolve_updater(engine: &Engine, mut h: TupleXactInfo) -> TupleXactInfo {
+    use visibility::{XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY};
+    if h.infomask & (XMAX_IS_MULTI | XMAX_LOCK_ONLY | XMAX_INVALID) == XMAX_IS_MULTI
+        && let Some(x) = engine.multixact.update_xid(MultiXactId(h.xmax.0))
+    {
+        h.infomask &= !XMAX_IS_MULTI;
+        h.xmax = x;
+    }
+    h
 }
 
 #[cfg(test)]
