@@ -92,15 +92,25 @@ fn every_shipped_spec_has_a_test() {
     names.sort();
     assert_eq!(
         names,
-        ["advisory", "hard-deadlock", "lock-timeout", "nowait", "simple-deadlock", "soft-deadlock"]
+        [
+            "advisory",
+            "hard-deadlock",
+            "lock-timeout",
+            "nowait",
+            "rowlock-chain",
+            "rowlock-conflicts",
+            "rowlock-queue",
+            "simple-deadlock",
+            "soft-deadlock"
+        ]
     );
 }
 
 #[test]
 fn unsupported_sql_names_file_line_session_and_step() {
-    let text = "session s1\nstep a { BEGIN; }\nstep b {\n  UPDATE t SET x = 1;\n}\n";
+    let text = "session s1\nstep a { BEGIN; }\nstep b {\n  SAVEPOINT f;\n}\n";
     let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
-    assert_eq!(e.to_string(), "bad.spec:3: session s1, step b: unsupported SQL: UPDATE t SET x = 1");
+    assert_eq!(e.to_string(), "bad.spec:3: session s1, step b: unsupported SQL: SAVEPOINT f");
     let e =
         isolation::load_spec_text("bad.spec", "setup { SELECT now(); }\nsession s step a {}").unwrap_err();
     assert!(e.to_string().starts_with("bad.spec:1: setup: unsupported function \"now\""), "{e}");

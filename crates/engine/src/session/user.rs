@@ -168,8 +168,11 @@ enum RowCheck {
     Free(Option<Vec<MultiXactMember>>),
     /// We already hold it at least this strongly: nothing to write.
     Held,
-    /// These running transactions hold it in a conflicting strength.
-    Wait(Vec<TransactionId>),
+    /// These running transactions hold it in a conflicting strength; the flag says whether
+    /// we hold a lock on it ourselves (an upgrade), in which case the tuple lock is not taken
+    /// (`heap_lock_tuple`'s `skip_tuple_lock`, PostgreSQL 12+): a waiter queued on the tuple
+    /// lock may be waiting for us, and queueing behind it would deadlock.
+    Wait(Vec<TransactionId>, bool),
     /// A committed update or delete replaced it; its ctid (itself when deleted).
     Updated(Tid),
 }
@@ -671,10 +674,10 @@ impl Session {
                     self.bb.release(buf);
                     return Ok(if next == tid { Changed::Gone } else { Changed::Newer(next) });
                 }
-                RowCheck::Wait(holders) => {
+                RowCheck::Wait(holders, upgrading) => {
                     drop(g);
                     self.bb.release(buf);
-                    if tuplock.is_none() {
+                    if tuplock.is_none() && !upgrading {
                         let db = self.engine.lmgr.database();
                         let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
                         self.lm.lock(tag, strength.hwlock(), LockOptions::XACT)?;
@@ -871,10 +874,10 @@ impl Session {
                     }
                     tid = next;
                 }
-                RowCheck::Wait(holders) => {
+                RowCheck::Wait(holders, upgrading) => {
                     drop(g);
                     self.bb.release(buf);
-                    if tuplock.is_none() {
+                    if tuplock.is_none() && !upgrading {
                         let db = self.engine.lmgr.database();
                         let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
                         let opts = LockOptions { session: false, dont_wait: wait != WaitPolicy::Block };
@@ -944,7 +947,7 @@ impl Session {
             }
             if !conflicts.is_empty() {
                 conflicts.dedup();
-                return Ok(RowCheck::Wait(conflicts));
+                return Ok(RowCheck::Wait(conflicts, mine.is_some()));
             }
             if mine.is_some_and(|m| m >= want) {
                 return Ok(RowCheck::Held);
@@ -969,7 +972,7 @@ impl Session {
             XidStatus::Aborted => Ok(RowCheck::Free(None)),
             XidStatus::Committed if lock_only => Ok(RowCheck::Free(None)),
             XidStatus::Committed => Ok(RowCheck::Updated(h.ctid)),
-            _ if held.conflicts_with(want) => Ok(RowCheck::Wait(vec![x.xmax])),
+            _ if held.conflicts_with(want) => Ok(RowCheck::Wait(vec![x.xmax], false)),
             // A running locker, or a running non-key updater and a KEY SHARE request: the
             // row is held by both, in a multi (with an updater member in the second case).
             _ => {
