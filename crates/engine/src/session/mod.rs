@@ -65,7 +65,7 @@ use crate::error::EngineError;
 mod update;
 mod user;
 
-pub use user::{RowChange, RowLockStrength, RowQuery, WaitPolicy};
+pub use user::{NewValues, RowChange, RowLockStrength, RowPredicate, RowQuery, WaitPolicy};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;

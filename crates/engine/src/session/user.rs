@@ -142,12 +142,19 @@ pub struct RowQuery {
     pub lock: Option<(RowLockStrength, WaitPolicy)>,
 }
 
+/// A WHERE clause: called on a row's values, with the session (it may take heavyweight
+/// locks, as `pg_advisory_lock` in a WHERE clause does); true if the row qualifies.
+pub type RowPredicate<'a> = dyn FnMut(&mut Session, &[Value]) -> Result<bool, EngineError> + 'a;
+
+/// The new values of an updated row from the old ones, one per column (`None`: `DEFAULT`).
+pub type NewValues<'a> = dyn Fn(&[Value]) -> Result<Vec<Option<Value>>, EngineError> + 'a;
+
 /// What an `UPDATE` or `DELETE` does to each row it qualifies.
 pub enum RowChange<'a> {
     /// `UPDATE`: the new values, one per column, computed from the version being replaced
     /// (the newest one, after a READ COMMITTED retry); `None` is `DEFAULT` (the column's
     /// default, its next serial value, or NULL).
-    Update(&'a dyn Fn(&[Value]) -> Result<Vec<Option<Value>>, EngineError>),
+    Update(&'a NewValues<'a>),
     /// `DELETE`.
     Delete,
 }
@@ -474,7 +481,7 @@ impl Session {
     pub fn select_rows(
         &mut self,
         q: &RowQuery,
-        pred: &mut dyn FnMut(&mut Session, &[Value]) -> Result<bool, EngineError>,
+        pred: &mut RowPredicate<'_>,
     ) -> Result<Vec<Vec<Value>>, EngineError> {
         let t = self.user_table(&q.table)?;
         self.statement(|s| {
@@ -531,7 +538,7 @@ impl Session {
     pub fn modify_rows(
         &mut self,
         table: &str,
-        pred: &mut dyn FnMut(&mut Session, &[Value]) -> Result<bool, EngineError>,
+        pred: &mut RowPredicate<'_>,
         change: RowChange<'_>,
     ) -> Result<u64, EngineError> {
         let t = self.user_table(table)?;
