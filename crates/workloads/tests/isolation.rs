@@ -73,6 +73,13 @@ fn rowlock_chain() {
     run_one("rowlock-chain");
 }
 
+/// An upgrading holder waits without queueing on the tuple lock, so a queued FOR UPDATE
+/// waiter and the upgrader do not deadlock; a non-key UPDATE shares the row with KEY SHARE.
+#[test]
+fn rowlock_upgrade() {
+    run_one("rowlock-upgrade");
+}
+
 #[test]
 fn lock_timeout() {
     run_one("lock-timeout");
@@ -100,6 +107,7 @@ fn every_shipped_spec_has_a_test() {
             "rowlock-chain",
             "rowlock-conflicts",
             "rowlock-queue",
+            "rowlock-upgrade",
             "simple-deadlock",
             "soft-deadlock"
         ]
