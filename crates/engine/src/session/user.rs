@@ -611,6 +611,7 @@ impl Session {
     ) -> Result<Changed, EngineError> {
         let xid = self.xid;
         let mut key_checked = None;
+        let mut computed: Option<Option<Vec<Value>>> = None;
         loop {
             let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
             let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
@@ -628,23 +629,28 @@ impl Session {
                     return Err(EngineError::Table(tables::TableError::Corrupt(e)));
                 }
             };
-            // The new values first: whether a key changes decides the strength held.
-            let new = match change {
-                RowChange::Update(f) => match f(&old) {
-                    Ok(v) => Some(
-                        v.into_iter()
-                            .enumerate()
-                            .map(|(i, x)| x.unwrap_or_else(|| t.default_value(i)))
-                            .collect::<Vec<_>>(),
-                    ),
-                    Err(e) => {
-                        drop(g);
-                        self.bb.release(buf);
-                        return Err(e);
-                    }
-                },
-                RowChange::Delete => None,
-            };
+            // The new values first: whether a key changes decides the strength held. They are
+            // computed once per version (a version's values never change), so a DEFAULT's
+            // serial advances once however long the update waits.
+            if computed.is_none() {
+                computed = Some(match change {
+                    RowChange::Update(f) => match f(&old) {
+                        Ok(v) => Some(
+                            v.into_iter()
+                                .enumerate()
+                                .map(|(i, x)| x.unwrap_or_else(|| t.default_value(i)))
+                                .collect::<Vec<_>>(),
+                        ),
+                        Err(e) => {
+                            drop(g);
+                            self.bb.release(buf);
+                            return Err(e);
+                        }
+                    },
+                    RowChange::Delete => None,
+                });
+            }
+            let new = computed.clone().flatten();
             let key_changed = match (&new, t.def.primary_key) {
                 (None, _) => true,
                 (Some(v), Some(k)) => v[k] != old[k],
