@@ -12,7 +12,7 @@ use crate::Failure;
 /// Arguments of `lockstack isolation`.
 #[derive(Args, Debug)]
 pub(crate) struct IsolationArgs {
-    /// Spec files to run (PostgreSQL isolation tester syntax, lock-only SQL).
+    /// Spec files to run (PostgreSQL isolation tester syntax; the SQL docs/workloads.md lists).
     #[arg(required = true, value_name = "FILE.spec")]
     specs: Vec<PathBuf>,
     /// Expected output: a file (one spec) or a directory holding NAME.out (and NAME_1.out ...).

@@ -104,7 +104,7 @@ enum Command {
     Buffers(buffers_cmd::BuffersArgs),
     /// Fast-path relation locks and on-demand VXID locks (seed 003): lock-manager traffic.
     Locks(locks_cmd::LocksArgs),
-    /// Run isolation-tester specs (PostgreSQL's format) over the heavyweight lock manager.
+    /// Run isolation-tester specs (PostgreSQL's format) over the engine: table, advisory and row locks.
     Isolation(isolation_cmd::IsolationArgs),
     /// pgbench's workloads (-S, -N, tpcb-like, custom scripts) through the whole lock stack, on the lockstack transaction engine.
     #[command(disable_help_flag = true)]

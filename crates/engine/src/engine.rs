@@ -106,6 +106,8 @@ pub struct Engine {
     /// Where relations, CLOG and WAL live (`None`: in memory), with the directory's lock,
     /// held as long as the engine lives.
     pub(crate) data_dir: Option<crate::datadir::files::DirLock>,
+    /// The user tables ([`crate::usertable`]): created, filled and dropped by SQL front ends.
+    pub users: crate::usertable::UserCatalog,
 }
 
 /// Where [`Engine::build`] gets the tables from.
@@ -120,6 +122,8 @@ pub(crate) enum TableSource {
     },
     /// Open existing relation files.
     Open,
+    /// No pgbench tables: an engine for user tables only ([`Engine::without_tables`]).
+    None,
 }
 
 impl std::fmt::Debug for Engine {
@@ -299,6 +303,16 @@ impl Engine {
         Engine::build(cfg, Arc::new(MemorySmgr::new()), TableSource::Load { scale, fillfactor }, None)
     }
 
+    /// Builds every subsystem in memory with none of pgbench's tables: an engine whose only
+    /// tables are the user tables SQL creates ([`crate::usertable`]); the isolation runner's.
+    /// [`Engine::table`] must not be called on it.
+    ///
+    /// # Errors
+    /// Any subsystem's configuration error.
+    pub fn without_tables(cfg: EngineConfig) -> Result<Arc<Engine>, EngineError> {
+        Engine::build(cfg, Arc::new(MemorySmgr::new()), TableSource::None, None)
+    }
+
     /// Builds every subsystem over `smgr` and either loads the tables or opens them from their
     /// relation files (metapages give the index roots). With `data_dir`, the pool gets a
     /// WAL-before-data hook (PostgreSQL's `FlushBuffer` calls `XLogFlush(page LSN)`), so no page
@@ -342,11 +356,15 @@ impl Engine {
         let bb = pool.attach_auxiliary();
         let mut tables = Vec::new();
         for t in TableId::ALL {
+            if matches!(source, TableSource::None) {
+                break;
+            }
             let mut rel = match source {
                 TableSource::Load { scale, fillfactor } => {
                     tables::load_table(&bb, t, scale, fillfactor, cfg.lwlock_kind)?
                 }
                 TableSource::Open => tables::open_table(&bb, t, cfg.lwlock_kind)?,
+                TableSource::None => unreachable!("no pgbench tables are built"),
             };
             rel.index = rel.index.map(|ix| ix.with_search(cfg.btree_search));
             tables.push(rel);
@@ -367,6 +385,7 @@ impl Engine {
             history_target: AtomicU32::new(u32::MAX),
             free_pages: std::array::from_fn(|_| lockstack_common::sync::Mutex::new(Vec::new())),
             data_dir,
+            users: crate::usertable::UserCatalog::default(),
         }))
     }
 
@@ -422,7 +441,10 @@ impl Engine {
     }
 
     /// The table's relation data.
+    ///
+    /// # Panics
+    /// On an engine built by [`Engine::without_tables`].
     pub fn table(&self, t: TableId) -> &TableRel {
-        self.tables.iter().find(|r| r.table == t).expect("all four tables are loaded")
+        self.tables.iter().find(|r| r.table == t).expect("pgbench's tables exist in this engine")
     }
 }

@@ -26,6 +26,10 @@ pub enum EngineError {
     ProcArray(ProcArrayError),
     /// Table load or scan.
     Table(TableError),
+    /// An error of a SQL statement on user tables, with PostgreSQL's primary message
+    /// (`relation "t" does not exist`, `could not obtain lock on row in relation "t"`, a
+    /// duplicate key, a value out of range) or an `unsupported: ...` line.
+    Sql(String),
     /// Misuse (statement outside a transaction block where one is needed, and the like).
     Usage(String),
     /// A pgbench client stopped on an error in its script during the run (division by zero,
@@ -46,6 +50,7 @@ impl std::fmt::Display for EngineError {
             EngineError::ProcArray(e) => write!(f, "{e}"),
             EngineError::Table(e) => write!(f, "{e}"),
             EngineError::Usage(m) => f.write_str(m),
+            EngineError::Sql(m) => f.write_str(m),
             EngineError::ClientAborted(m) => f.write_str(m),
         }
     }

@@ -1,6 +1,6 @@
 //! The lockstack engine: the access layer that wires the subsystem crates into a small
 //! transaction engine. Heap tuples and their visibility ([`heap`]), the B-tree ([`btree`]),
-//! MultiXacts ([`multixact`]), the tables in the buffer pool ([`tables`]), the engine with its
+//! MultiXacts ([`multixact`]), pgbench's tables in the buffer pool ([`tables`]), user tables ([`usertable`]), the engine with its
 //! sessions and statements ([`engine`], [`session`], [`error`]), the data directory ([`datadir`]) and the
 //! settings ([`settings`]).
 //!
@@ -17,3 +17,4 @@ pub mod session;
 pub mod settings;
 pub mod simcheck;
 pub mod tables;
+pub mod usertable;

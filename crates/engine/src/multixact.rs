@@ -64,18 +64,31 @@ impl MultiXactId {
 }
 
 /// A member's lock strength (`MultiXactStatus`, `src/include/access/multixact.h`, 9.3+), as
-/// far as the engine creates multis: only share lockers share a row, so only `ForShare`
-/// occurs; the others are listed so the order of strengths is explicit.
+/// far as the engine creates multis: pgbench's tables only `ForShare` lockers; user tables
+/// (`crate::session::RowLockStrength`) lockers of all four strengths and a non-key updater
+/// (`MultiXactStatusUpdate`, a key-changing updater in a multi, cannot occur: it conflicts
+/// with every locker).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MultiXactStatus {
-    /// `MultiXactStatusForKeyShare` (`FOR KEY SHARE`; not taken by the engine).
+    /// `MultiXactStatusForKeyShare` (`FOR KEY SHARE`; user tables only).
     ForKeyShare,
     /// `MultiXactStatusForShare` (`FOR SHARE`).
     ForShare,
-    /// `MultiXactStatusForNoKeyUpdate` (`FOR NO KEY UPDATE`; not taken by the engine).
+    /// `MultiXactStatusForNoKeyUpdate` (`FOR NO KEY UPDATE`; user tables only).
     ForNoKeyUpdate,
-    /// `MultiXactStatusForUpdate` (`FOR UPDATE`; not taken by the engine inside a multi).
+    /// `MultiXactStatusForUpdate` (`FOR UPDATE`; in a multi only on user tables).
     ForUpdate,
+    /// `MultiXactStatusNoKeyUpdate`: the member updated the row without changing its key,
+    /// while others held it `FOR KEY SHARE` (user tables only). A multi has at most one
+    /// updater member, and its xmax is then not lock-only.
+    NoKeyUpdate,
+}
+
+impl MultiXactStatus {
+    /// Whether the member updated the row rather than locked it (`ISUPDATE_from_mxstatus`).
+    pub fn is_update(self) -> bool {
+        matches!(self, MultiXactStatus::NoKeyUpdate)
+    }
 }
 
 /// One member of a multi (`MultiXactMember`).
@@ -108,6 +121,10 @@ pub struct MultiXactStore {
     oldest_member: Box<[AtomicU32]>,
     /// Multis created so far.
     created: AtomicU64,
+    /// The updater member of each multi that has one (never dropped: an updating multi
+    /// decides its version's visibility for as long as the version exists, which
+    /// PostgreSQL's pg_multixact guarantees until vacuum freezes the tuple).
+    updaters: lockstack_common::sync::Mutex<std::collections::HashMap<u32, TransactionId>>,
 }
 
 impl std::fmt::Debug for MultiXactStore {
@@ -135,6 +152,7 @@ impl MultiXactStore {
             }),
             next: AtomicU32::new(MultiXactId::FIRST.0),
             oldest_member,
+            updaters: lockstack_common::sync::Mutex::new(std::collections::HashMap::new()),
             created: AtomicU64::new(0),
         }
     }
@@ -227,6 +245,9 @@ impl MultiXactStore {
         hook::touch_slice(st.lists.back().map_or(&[][..], |l| &l[..]), Access::Write);
         st.next = id.next();
         drop(st);
+        if let Some(u) = members.iter().find(|m| m.status.is_update()) {
+            self.updaters.lock().insert(id.0, u.xid);
+        }
         self.created.fetch_add(1, Ordering::Relaxed);
         id
     }
@@ -241,6 +262,12 @@ impl MultiXactStore {
         let i = multi.0.wrapping_sub(st.base.0) as usize;
         hook::touch_slice(st.lists.get(i).map_or(&[][..], |l| &l[..]), Access::Read);
         st.lists.get(i).map(|l| l.to_vec()).unwrap_or_default()
+    }
+
+    /// `MultiXactIdGetUpdateXid`: the updater member of `multi`, if it has one (kept even
+    /// after the member list is dropped).
+    pub fn update_xid(&self, multi: MultiXactId) -> Option<TransactionId> {
+        self.updaters.lock().get(&multi.0).copied()
     }
 
     /// Multis whose member lists are kept now (the memory in use, in lists).

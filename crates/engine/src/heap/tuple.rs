@@ -200,6 +200,16 @@ pub fn set_xmax_multi(t: &mut [u8], multi: MultiXactId, cmax: u32, lock_bits: u1
     set_hint_bits(t, XMAX_IS_MULTI);
 }
 
+/// Sets or clears `HEAP_KEYS_UPDATED` in `t_infomask2` (the xmax deletes the row, changes a
+/// key column, or locks it `FOR UPDATE`; htup_details.h 9.3+). [`set_xmax`] leaves it alone, so
+/// a caller that stamps a new xmax sets it to what that xmax means.
+pub fn set_keys_updated(t: &mut [u8], on: bool) {
+    let bit = super::visibility::HEAP_KEYS_UPDATED;
+    let m2 = if on { rd_u16(t, 22) | bit } else { rd_u16(t, 22) & !bit };
+    t[22..24].copy_from_slice(&m2.to_le_bytes());
+    touch(t[22..].as_ptr(), 2, Access::Write);
+}
+
 /// Marks the old version of a HOT update: `HEAP_HOT_UPDATED`, and the new version's TID.
 pub fn set_hot_updated(t: &mut [u8], new: Tid) {
     set_ctid(t, new);

@@ -26,10 +26,18 @@ pub const XMAX_COMMITTED: u16 = 0x0400;
 pub const XMAX_INVALID: u16 = 0x0800;
 /// `HEAP_XMAX_LOCK_ONLY`: xmax only locks the row (`SELECT ... FOR UPDATE/SHARE`).
 pub const XMAX_LOCK_ONLY: u16 = 0x0080;
-/// `HEAP_XMAX_EXCL_LOCK`: the row lock is exclusive (`FOR UPDATE`).
+/// `HEAP_XMAX_EXCL_LOCK`: the row lock is exclusive (`FOR UPDATE`, or `FOR NO KEY UPDATE`
+/// when [`HEAP_KEYS_UPDATED`] is clear in `t_infomask2`).
 pub const XMAX_EXCL_LOCK: u16 = 0x0040;
-/// `HEAP_XMAX_KEYSHR_LOCK`: with `XMAX_EXCL_LOCK` clear, a share lock (`FOR SHARE`).
-pub const XMAX_SHR_LOCK: u16 = 0x0010;
+/// `HEAP_XMAX_KEYSHR_LOCK`: a key-share lock (`FOR KEY SHARE`) when [`XMAX_EXCL_LOCK`] is
+/// clear (htup_details.h, 9.3+).
+pub const XMAX_KEYSHR_LOCK: u16 = 0x0010;
+/// `HEAP_XMAX_SHR_LOCK` = `HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK`: a share lock
+/// (`FOR SHARE`, htup_details.h, 9.3+).
+pub const XMAX_SHR_LOCK: u16 = XMAX_EXCL_LOCK | XMAX_KEYSHR_LOCK;
+/// `HEAP_KEYS_UPDATED` (in `t_infomask2`): the xmax deleted the row, updated a key column, or
+/// locks it `FOR UPDATE` (htup_details.h, 9.3+).
+pub const HEAP_KEYS_UPDATED: u16 = 0x2000;
 /// `HEAP_XMAX_IS_MULTI`: xmax is a MultiXactId (several lockers; see `crate::multixact`).
 /// The engine creates only lock-only multis, so this bit always comes with
 /// [`XMAX_LOCK_ONLY`] and, like any lock-only xmax, never hides the version.

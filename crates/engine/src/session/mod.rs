@@ -63,6 +63,9 @@ use crate::engine::{Engine, FREE_PAGES_MAX, FREE_PAGES_TRIES};
 use crate::error::EngineError;
 
 mod update;
+mod user;
+
+pub use user::{NewValues, RowChange, RowLockStrength, RowPredicate, RowQuery, WaitPolicy};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
@@ -70,6 +73,7 @@ const RM_HEAP: u8 = 10;
 const XLOG_XACT_COMMIT: u8 = 0x00;
 const XLOG_XACT_ABORT: u8 = 0x20;
 const XLOG_HEAP_INSERT: u8 = 0x00;
+const XLOG_HEAP_DELETE: u8 = 0x10;
 const XLOG_HEAP_UPDATE: u8 = 0x20;
 const XLOG_HEAP_HOT_UPDATE: u8 = 0x40;
 const XLOG_HEAP_LOCK: u8 = 0x60;

@@ -331,7 +331,7 @@ impl Session {
     }
 
     /// Is `xid` still running, as CLOG says (`TransactionIdIsInProgress` for a member)?
-    fn xid_running(&self, xid: TransactionId) -> bool {
+    pub(super) fn xid_running(&self, xid: TransactionId) -> bool {
         !matches!(self.engine.clog.get_status(xid), Ok((XidStatus::Committed | XidStatus::Aborted, _)))
     }
 
@@ -339,7 +339,7 @@ impl Session {
     /// `TM_BeingModified`, reduced to the outcomes the executor acts on, for a lock (or update)
     /// of strength `mode`.
     fn update_check(&self, t: &TupleXactInfo, mode: LockTupleMode) -> UpdateCheck {
-        use visibility::{XMAX_COMMITTED, XMAX_EXCL_LOCK, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY};
+        use visibility::{XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMAX_SHR_LOCK};
         if !t.xmax.is_valid() || t.infomask & XMAX_INVALID != 0 {
             return UpdateCheck::Ok;
         }
@@ -386,7 +386,7 @@ impl Session {
             // A running share locker: another share locker joins it in a multi.
             _ if mode == LockTupleMode::Share
                 && t.infomask & XMAX_LOCK_ONLY != 0
-                && t.infomask & XMAX_EXCL_LOCK == 0 =>
+                && t.infomask & XMAX_SHR_LOCK == XMAX_SHR_LOCK =>
             {
                 UpdateCheck::ShareWith(vec![t.xmax])
             }
@@ -595,7 +595,8 @@ fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
     changed
 }
 
-fn tid_bytes(t: Tid) -> [u8; 6] {
+/// A TID as 6 bytes (block, offset), the payload of row-lock and update WAL records.
+pub(super) fn tid_bytes(t: Tid) -> [u8; 6] {
     let mut b = [0u8; 6];
     b[0..4].copy_from_slice(&t.block.to_le_bytes());
     b[4..6].copy_from_slice(&t.offset.to_le_bytes());

@@ -1,29 +1,17 @@
-//! One "connection": a backend of the lock manager plus the transaction-block state machine of
-//! `xact.c` that the supported SQL needs (implicit transactions, explicit blocks, the aborted
-//! state after an error, SET values rolled back on abort) and a tiny catalog of table names.
+//! One "connection": a [`Session`] of the engine (one backend: ProcArray, lock manager,
+//! buffers, WAL) plus the transaction-block state machine of `xact.c` that the supported SQL
+//! needs (implicit transactions, explicit blocks, the aborted state after an error, SET values
+//! rolled back on abort). Tables are the engine's user tables
+//! ([`lockstack_engine::usertable`]), shared by all connections of a run.
 
-use lockstack_common::sync::{AtomicU32, Ordering};
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use lockstack_common::sync::Mutex;
-use lockstack_lmgr::{Backend, LockError, LockOptions, LockTag, Oid};
+use lockstack_engine::error::EngineError;
+use lockstack_engine::session::{RowChange, RowQuery, Session};
+use lockstack_engine::usertable::{TableDef, Value, coerce};
+use lockstack_lmgr::{LockError, LockOptions, LockTag, Oid};
 
-use super::sql::{AdvisoryKey, AdvisoryOp, Call, Guc, Statement};
-
-/// Table names → relation oids, shared by all connections of a run.
-#[derive(Debug)]
-pub(crate) struct Catalog {
-    map: Mutex<HashMap<String, Oid>>,
-    next: AtomicU32,
-}
-
-impl Catalog {
-    pub(crate) fn new() -> Catalog {
-        Catalog { map: Mutex::new(HashMap::new()), next: AtomicU32::new(Oid::FIRST_NORMAL.0) }
-    }
-}
+use super::sql::{AdvisoryKey, AdvisoryOp, Call, Cond, Expr, Guc, Insert, Query, Statement, Update};
 
 /// A result set: column names and rows of text values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,12 +75,20 @@ enum Tx {
     Aborted,
 }
 
-/// A connection: one backend and its transaction state.
+/// A connection: one engine session and its transaction state.
 pub(crate) struct Conn {
-    backend: Backend,
-    catalog: Arc<Catalog>,
+    session: Session,
     tx: Tx,
     saved: Option<(Duration, Option<Duration>)>,
+}
+
+/// An engine error as the server reports it: the primary message only.
+fn message(e: EngineError) -> String {
+    match e {
+        EngineError::Lock(l) => l.message(),
+        EngineError::Sql(m) => m,
+        other => other.to_string(),
+    }
 }
 
 const ABORTED: &str = "current transaction is aborted, commands ignored until end of transaction block";
@@ -138,30 +134,27 @@ fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, String> {
 }
 
 impl Conn {
-    pub(crate) fn new(backend: Backend, catalog: Arc<Catalog>) -> Conn {
-        Conn { backend, catalog, tx: Tx::Idle, saved: None }
+    pub(crate) fn new(session: Session) -> Conn {
+        Conn { session, tx: Tx::Idle, saved: None }
     }
 
-    /// The backend id (for the lock manager's blocking check).
-    pub(crate) fn backend_id(&self) -> lockstack_lmgr::BackendId {
-        self.backend.id()
-    }
-
-    fn gucs(&self) -> (Duration, Option<Duration>) {
-        (self.backend.deadlock_timeout(), self.backend.lock_timeout())
+    fn gucs(&mut self) -> (Duration, Option<Duration>) {
+        let b = self.session.lock_backend();
+        (b.deadlock_timeout(), b.lock_timeout())
     }
 
     fn restore(&mut self) {
         if let Some((d, l)) = self.saved.take() {
-            self.backend.set_deadlock_timeout(d);
-            self.backend.set_lock_timeout(l);
+            let b = self.session.lock_backend();
+            b.set_deadlock_timeout(d);
+            b.set_lock_timeout(l);
         }
     }
 
     fn ensure_xact(&mut self) {
         if self.tx == Tx::Idle {
             self.saved = Some(self.gucs());
-            self.backend.start_transaction();
+            self.session.begin();
             self.tx = Tx::Implicit;
         }
     }
@@ -169,7 +162,9 @@ impl Conn {
     /// `AbortTransaction` after an error: locks go at once; an explicit block stays open in
     /// the aborted state until COMMIT or ROLLBACK.
     fn abort(&mut self) {
-        self.backend.end_transaction();
+        // The transaction has ended whatever the rollback reports (rule: `rollback` always
+        // ends it); the statement's own error is the one the client sees.
+        let _ = self.session.rollback();
         self.restore();
         self.tx = if self.tx == Tx::Block { Tx::Aborted } else { Tx::Idle };
     }
@@ -193,15 +188,17 @@ impl Conn {
             }
         }
         if self.tx == Tx::Implicit {
-            self.backend.end_transaction();
             self.saved = None;
             self.tx = Tx::Idle;
+            if let Err(e) = self.session.commit() {
+                res.error.get_or_insert(message(e));
+            }
         }
         res
     }
 
-    fn relation(&self, name: &str) -> Option<Oid> {
-        self.catalog.map.lock().get(name).copied()
+    fn relation(&self, name: &str) -> Result<Oid, String> {
+        self.session.user_table_oid(name).map_err(message)
     }
 
     fn run_one(
@@ -210,7 +207,7 @@ impl Conn {
         multi: bool,
         notices: &mut Vec<String>,
     ) -> Result<Option<ResultSet>, String> {
-        let db = self.backend.lmgr().database();
+        let db = self.session.engine().lmgr.database();
         match st {
             Statement::Begin => match self.tx {
                 Tx::Block => notices.push("WARNING:  there is already a transaction in progress".into()),
@@ -223,12 +220,14 @@ impl Conn {
             },
             Statement::Commit | Statement::Rollback => match self.tx {
                 Tx::Block => {
-                    self.backend.end_transaction();
-                    if matches!(st, Statement::Rollback) {
-                        self.restore();
-                    }
-                    self.saved = None;
+                    self.saved_end(matches!(st, Statement::Rollback));
                     self.tx = Tx::Idle;
+                    let r = if matches!(st, Statement::Rollback) {
+                        self.session.rollback()
+                    } else {
+                        self.session.commit()
+                    };
+                    r.map_err(message)?;
                 }
                 Tx::Aborted => {
                     self.saved = None;
@@ -244,9 +243,9 @@ impl Conn {
                 }
                 self.ensure_xact();
                 for t in tables {
-                    let oid = self.relation(t).ok_or_else(|| format!("relation \"{t}\" does not exist"))?;
+                    let oid = self.relation(t)?;
                     let opts = LockOptions { session: false, dont_wait: *nowait };
-                    match self.backend.lock(LockTag::relation(db, oid), *mode, opts) {
+                    match self.session.lock_backend().lock(LockTag::relation(db, oid), *mode, opts) {
                         Ok(_) => {}
                         Err(LockError::NotAvailable { .. }) => {
                             return Err(format!("could not obtain lock on relation \"{t}\""));
@@ -266,11 +265,10 @@ impl Conn {
                 if self.tx != Tx::Idle && self.saved.is_none() {
                     self.saved = Some(self.gucs());
                 }
+                let b = self.session.lock_backend();
                 match guc {
-                    Guc::DeadlockTimeout => {
-                        self.backend.set_deadlock_timeout(v.unwrap_or(Duration::from_secs(1)))
-                    }
-                    Guc::LockTimeout => self.backend.set_lock_timeout(v),
+                    Guc::DeadlockTimeout => b.set_deadlock_timeout(v.unwrap_or(Duration::from_secs(1))),
+                    Guc::LockTimeout => b.set_lock_timeout(v),
                 }
             }
             Statement::Select(calls) => {
@@ -284,68 +282,236 @@ impl Conn {
                     rows: vec![row],
                 }));
             }
-            Statement::CreateTable(name) => {
+            Statement::CreateTable(def) => {
                 self.ensure_xact();
-                let mut map = self.catalog.map.lock();
-                if map.contains_key(name) {
-                    return Err(format!("relation \"{name}\" already exists"));
-                }
-                let oid = Oid(self.catalog.next.fetch_add(1, Ordering::Relaxed));
-                map.insert(name.clone(), oid);
+                self.session.create_table(def.clone()).map_err(message)?;
             }
             Statement::DropTable { tables, if_exists } => {
                 self.ensure_xact();
                 for t in tables {
-                    let Some(oid) = self.relation(t) else {
-                        if *if_exists {
-                            continue;
-                        }
-                        return Err(format!("table \"{t}\" does not exist"));
-                    };
-                    self.backend
-                        .lock(
-                            LockTag::relation(db, oid),
-                            lockstack_lmgr::LockMode::AccessExclusive,
-                            LockOptions::XACT,
-                        )
-                        .map_err(|e| e.message())?;
-                    self.catalog.map.lock().remove(t);
+                    self.session.drop_table(t, *if_exists).map_err(message)?;
                 }
+            }
+            Statement::Insert(ins) => {
+                self.ensure_xact();
+                self.insert(ins)?;
+            }
+            Statement::Query(q) => {
+                self.ensure_xact();
+                return self.query(q, notices).map(Some);
+            }
+            Statement::Update(u) => {
+                self.ensure_xact();
+                self.update(u, db, notices)?;
+            }
+            Statement::Delete { table, filter } => {
+                self.ensure_xact();
+                let def = self.session.user_table_def(table).map_err(message)?;
+                let mut f = Filter::new(&def, filter.as_ref(), db)?;
+                let r = self.session.modify_rows(table, &mut |s, row| f.eval(s, row), RowChange::Delete);
+                notices.append(&mut f.notices);
+                r.map_err(message)?;
             }
         }
         Ok(None)
     }
 
-    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, String> {
-        let (f, key) = match call {
-            Call::UnlockAll => {
-                self.backend.release_advisory_session_locks();
-                return Ok(String::new());
-            }
-            Call::Advisory(f, key) => (*f, *key),
+    /// Forgets (commit) or restores (rollback) the SET values saved at the block's start.
+    fn saved_end(&mut self, rollback: bool) {
+        if rollback {
+            self.restore();
+        }
+        self.saved = None;
+    }
+
+    fn insert(&mut self, ins: &Insert) -> Result<(), String> {
+        let def = self.session.user_table_def(&ins.table).map_err(message)?;
+        let positions: Vec<usize> = match &ins.columns {
+            None => (0..def.columns.len()).collect(),
+            Some(cols) => cols
+                .iter()
+                .map(|c| {
+                    def.column(c)
+                        .ok_or_else(|| format!("column \"{c}\" of relation \"{}\" does not exist", def.name))
+                })
+                .collect::<Result<_, _>>()?,
         };
-        let tag = match key {
-            AdvisoryKey::Int8(k) => LockTag::advisory_int8(db, k),
-            AdvisoryKey::Int4(a, b) => LockTag::advisory_int4(db, a, b),
+        let mut rows = Vec::with_capacity(ins.rows.len());
+        for r in &ins.rows {
+            if r.len() > positions.len() {
+                return Err("INSERT has more expressions than target columns".into());
+            }
+            let mut full: Vec<Option<Value>> = vec![None; def.columns.len()];
+            for (v, &at) in r.iter().zip(&positions) {
+                full[at] = v.clone();
+            }
+            rows.push(full);
+        }
+        self.session.insert_rows(&ins.table, rows).map_err(message)?;
+        Ok(())
+    }
+
+    fn query(&mut self, q: &Query, notices: &mut Vec<String>) -> Result<ResultSet, String> {
+        let db = self.session.engine().lmgr.database();
+        let def = self.session.user_table_def(&q.table).map_err(message)?;
+        let col = |c: &str| def.column(c).ok_or_else(|| format!("column \"{c}\" does not exist"));
+        let out: Vec<usize> = match &q.columns {
+            None => (0..def.columns.len()).collect(),
+            Some(cs) => cs.iter().map(|c| col(c)).collect::<Result<_, _>>()?,
         };
-        let mode = f.mode();
-        match f.op {
-            AdvisoryOp::Lock => {
-                let opts = LockOptions { session: !f.xact, dont_wait: false };
-                self.backend.lock(tag, mode, opts).map_err(|e| e.message())?;
-                Ok(String::new())
-            }
-            AdvisoryOp::Try => {
-                let got = self.backend.conditional_lock(tag, mode, !f.xact).map_err(|e| e.message())?;
-                Ok(if got { "t" } else { "f" }.into())
-            }
-            AdvisoryOp::Unlock => {
-                if self.backend.unlock(tag, mode, true) {
-                    Ok("t".into())
-                } else {
-                    notices.push(format!("WARNING:  you don't own a lock of type {}", mode.name()));
-                    Ok("f".into())
+        let mut filter = Filter::new(&def, q.filter.as_ref(), db)?;
+        let rq = RowQuery {
+            table: q.table.clone(),
+            order_by: q.order_by.as_ref().map(|(c, d)| col(c).map(|i| (i, *d))).transpose()?,
+            limit: q.limit,
+            lock: q.lock,
+        };
+        let mut pred = |s: &mut Session, row: &[Value]| filter.eval(s, row);
+        let rows = self.session.select_rows(&rq, &mut pred).map_err(message);
+        notices.append(&mut filter.notices);
+        let rows = rows?;
+        Ok(ResultSet {
+            columns: out.iter().map(|&i| def.columns[i].name.clone()).collect(),
+            rows: rows.into_iter().map(|r| out.iter().map(|&i| r[i].to_text()).collect()).collect(),
+        })
+    }
+
+    fn update(&mut self, u: &Update, db: Oid, notices: &mut Vec<String>) -> Result<(), String> {
+        let def = self.session.user_table_def(&u.table).map_err(message)?;
+        let col = |c: &str| {
+            def.column(c).ok_or_else(|| format!("column \"{c}\" of relation \"{}\" does not exist", def.name))
+        };
+        let mut set = Vec::with_capacity(u.set.len());
+        for (c, e) in &u.set {
+            let e = match e {
+                Expr::Column(src, d) => {
+                    let i = def.column(src).ok_or_else(|| format!("column \"{src}\" does not exist"))?;
+                    if *d != 0 && !def.columns[i].ty.is_integer() {
+                        return Err(format!("operator does not exist: text + integer (column \"{src}\")"));
+                    }
+                    SetExpr::Column(i, *d)
                 }
+                Expr::Default => SetExpr::Default,
+                Expr::Const(v) => SetExpr::Const(v.clone()),
+            };
+            set.push((col(c)?, e));
+        }
+        let mut f = Filter::new(&def, u.filter.as_ref(), db)?;
+        let newrow = |old: &[Value]| -> Result<Vec<Option<Value>>, EngineError> {
+            let mut v: Vec<Option<Value>> = old.iter().cloned().map(Some).collect();
+            for (i, e) in &set {
+                v[*i] = match e {
+                    SetExpr::Default => None,
+                    SetExpr::Const(c) => Some(c.clone()),
+                    SetExpr::Column(src, 0) => Some(old[*src].clone()),
+                    SetExpr::Column(src, d) => Some(match &old[*src] {
+                        Value::Int(x) => Value::Int(
+                            x.checked_add(*d)
+                                .ok_or_else(|| EngineError::Sql("integer out of range".into()))?,
+                        ),
+                        other => other.clone(),
+                    }),
+                };
+            }
+            Ok(v)
+        };
+        let r = self.session.modify_rows(&u.table, &mut |s, row| f.eval(s, row), RowChange::Update(&newrow));
+        notices.append(&mut f.notices);
+        r.map_err(message)?;
+        Ok(())
+    }
+
+    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, String> {
+        advisory_call(self.session.lock_backend(), call, db, notices)
+    }
+}
+
+/// An advisory-lock function call on `b`: its result as text (void is the empty string).
+fn advisory_call(
+    b: &mut lockstack_lmgr::Backend,
+    call: &Call,
+    db: Oid,
+    notices: &mut Vec<String>,
+) -> Result<String, String> {
+    let (f, key) = match call {
+        Call::UnlockAll => {
+            b.release_advisory_session_locks();
+            return Ok(String::new());
+        }
+        Call::Advisory(f, key) => (*f, *key),
+    };
+    let tag = match key {
+        AdvisoryKey::Int8(k) => LockTag::advisory_int8(db, k),
+        AdvisoryKey::Int4(a, b) => LockTag::advisory_int4(db, a, b),
+    };
+    let mode = f.mode();
+    match f.op {
+        AdvisoryOp::Lock => {
+            let opts = LockOptions { session: !f.xact, dont_wait: false };
+            b.lock(tag, mode, opts).map_err(|e| e.message())?;
+            Ok(String::new())
+        }
+        AdvisoryOp::Try => {
+            let got = b.conditional_lock(tag, mode, !f.xact).map_err(|e| e.message())?;
+            Ok(if got { "t" } else { "f" }.into())
+        }
+        AdvisoryOp::Unlock => {
+            if b.unlock(tag, mode, true) {
+                Ok("t".into())
+            } else {
+                notices.push(format!("WARNING:  you don't own a lock of type {}", mode.name()));
+                Ok("f".into())
+            }
+        }
+    }
+}
+
+/// The right-hand side of an assignment, resolved against the table.
+enum SetExpr {
+    /// A constant.
+    Const(Value),
+    /// `DEFAULT`.
+    Default,
+    /// Column (index) plus a constant.
+    Column(usize, i64),
+}
+
+/// A WHERE clause resolved against a table: the column and its coerced constant, or an
+/// advisory call made on each evaluation; the notices the calls raised.
+struct Filter {
+    cond: Option<ResolvedCond>,
+    db: Oid,
+    notices: Vec<String>,
+}
+
+enum ResolvedCond {
+    Eq(usize, Value),
+    Call(Call),
+}
+
+impl Filter {
+    fn new(def: &TableDef, c: Option<&Cond>, db: Oid) -> Result<Filter, String> {
+        let cond = match c {
+            None => None,
+            Some(Cond::Eq(_, Value::Null)) => {
+                return Err("unsupported: comparison with NULL in WHERE (always null)".into());
+            }
+            Some(Cond::Eq(col, v)) => {
+                let i = def.column(col).ok_or_else(|| format!("column \"{col}\" does not exist"))?;
+                Some(ResolvedCond::Eq(i, coerce(&def.name, &def.columns[i], v.clone())?))
+            }
+            Some(Cond::CallNotNull(call)) => Some(ResolvedCond::Call(call.clone())),
+        };
+        Ok(Filter { cond, db, notices: Vec::new() })
+    }
+
+    fn eval(&mut self, s: &mut Session, row: &[Value]) -> Result<bool, EngineError> {
+        match &self.cond {
+            None => Ok(true),
+            Some(ResolvedCond::Eq(i, v)) => Ok(row[*i] == *v),
+            Some(ResolvedCond::Call(c)) => {
+                advisory_call(s.lock_backend(), c, self.db, &mut self.notices).map_err(EngineError::Sql)?;
+                Ok(true)
             }
         }
     }

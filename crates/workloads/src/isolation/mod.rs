@@ -1,15 +1,17 @@
 //! `lockstack isolation`: PostgreSQL's isolation tester (`src/test/isolation/`, output format
-//! of release 14+) over the lockstack lock manager.
+//! of release 14+) over the lockstack engine: one engine per spec without pgbench's tables,
+//! one engine session per connection, the spec's tables as user tables.
 //!
 //! A spec ([`spec`]) names sessions and their steps; each permutation launches the steps in
 //! order, each session being a backend thread of one [`lockstack_lmgr::Lmgr`]. A step is
 //! reported `<waiting ...>` when the lock manager says its backend is queued behind another
 //! backend (queued on a lock, [`lockstack_lmgr::Lmgr::waiting_for`]: `pg_blocking_pids` is
 //! then never empty), never after a guessed sleep; completions are reported in `isolationtester.c`'s order, errors as
-//! `ERROR:  <primary message>`, advisory-lock results in `PQprint`'s aligned format.
+//! `ERROR:  <primary message>`, result sets in `PQprint`'s aligned format.
 //!
-//! The SQL is the lock-only subset of [`sql`]; anything else is refused when the spec is
-//! loaded, with the file, line, session and step. [`compare`] checks output against expected
+//! The SQL is the subset of [`sql`] (transaction control, table, advisory and row locks, and
+//! small tables); anything else is refused when the spec is loaded, with the file, line,
+//! session and step. [`compare`] checks output against expected
 //! files as `pg_regress` does (the expected file or its `_1` .. `_9` alternatives).
 
 mod conn;

@@ -12,9 +12,10 @@ use std::time::Duration;
 use lockstack_common::sync::Instant;
 
 use lockstack_common::sync::{Condvar, Mutex};
+use lockstack_engine::engine::Engine;
 use lockstack_lmgr::{BackendId, Lmgr};
 
-use super::conn::{Catalog, Conn, QueryResult};
+use super::conn::{Conn, QueryResult};
 use super::spec::Blocker;
 use super::sql::Statement;
 use super::{IsolationConfig, IsolationError, LoadedSpec};
@@ -62,27 +63,49 @@ struct SessionThread {
 }
 
 impl SessionThread {
-    fn spawn(name: &str, conn: Conn) -> SessionThread {
-        let shared =
-            Arc::new(Shared { state: Mutex::new(None), busy: Mutex::new(false), cv: Condvar::new() });
+    /// Starts the thread of session `name` (backend `id`): it attaches its engine session
+    /// itself (a session publishes its wait events from the thread that attached it), then
+    /// runs the queries it is sent. Returns once the session is attached.
+    ///
+    /// # Errors
+    /// The engine refused the session (one line).
+    fn spawn(name: &str, engine: &Arc<Engine>, id: BackendId) -> Result<SessionThread, IsolationError> {
+        let shared = Arc::new(Shared { state: Mutex::new(None), busy: Mutex::new(true), cv: Condvar::new() });
         let tx = Arc::new(Mailbox::default());
         let rx = Arc::clone(&tx);
-        let backend = conn.backend_id();
         let sh = Arc::clone(&shared);
+        let engine = Arc::clone(engine);
         let handle = lockstack_common::sync::thread::Builder::new()
             .name(format!("isolation-{name}"))
             .spawn(move || {
-                let mut conn = conn;
-                while let Some(stmts) = rx.recv() {
-                    let r = conn.exec(&stmts);
+                let done = |r: QueryResult| {
                     *sh.state.lock() = Some(r);
                     let mut busy = sh.busy.lock();
                     *busy = false;
                     sh.cv.notify_all();
+                };
+                let mut conn = match engine.session(id) {
+                    Ok(s) => {
+                        done(QueryResult::default());
+                        Conn::new(s)
+                    }
+                    Err(e) => {
+                        done(QueryResult { error: Some(e.to_string()), ..QueryResult::default() });
+                        return;
+                    }
+                };
+                while let Some(stmts) = rx.recv() {
+                    let r = conn.exec(&stmts);
+                    done(r);
                 }
             })
-            .expect("spawning an isolation session thread");
-        SessionThread { name: name.to_string(), backend, tx, shared, handle: Some(handle) }
+            .map_err(|e| IsolationError(format!("cannot start the thread of session {name}: {e}")))?;
+        let t = SessionThread { name: name.to_string(), backend: id, tx, shared, handle: Some(handle) };
+        while !t.wait(Duration::from_millis(50)) {}
+        if let Some(e) = t.take().error {
+            return Err(IsolationError(format!("session {name}: {e}")));
+        }
+        Ok(t)
     }
 
     fn launch(&self, stmts: Vec<Statement>) {
@@ -150,6 +173,9 @@ pub(super) struct Runner<'a> {
     pub(super) more_warnings: u64,
 }
 
+/// Buffers of the engine a run builds (8 KiB pages): the specs' tables are a few pages each.
+const ENGINE_BUFFERS: usize = 1024;
+
 /// The most warnings a run keeps; a teardown that fails in each of millions of permutations
 /// is counted past these, not kept.
 pub(super) const MAX_WARNINGS: usize = 100;
@@ -172,15 +198,18 @@ impl<'a> Runner<'a> {
         cfg: &'a IsolationConfig,
         emit: &'a mut dyn FnMut(&str),
     ) -> Result<Runner<'a>, IsolationError> {
-        let mut lcfg = cfg.lmgr;
-        lcfg.max_backends = spec.spec.sessions.len() + 1;
-        let lmgr = Lmgr::new(lcfg).map_err(|e| IsolationError(e.to_string()))?;
-        let catalog = Arc::new(Catalog::new());
-        let attach = |i: usize| lmgr.attach(BackendId(i as u32)).map_err(|e| IsolationError(e.to_string()));
-        let control = SessionThread::spawn("control connection", Conn::new(attach(0)?, Arc::clone(&catalog)));
+        let n = spec.spec.sessions.len() + 1;
+        let mut ecfg = lockstack_engine::engine::EngineConfig::new(n, ENGINE_BUFFERS);
+        ecfg.lmgr = cfg.lmgr;
+        ecfg.lmgr.max_backends = n;
+        ecfg.procarray = lockstack_procarray::ProcArrayConfig::new(n);
+        ecfg.clog.max_backends = n;
+        let engine = Engine::without_tables(ecfg).map_err(|e| IsolationError(e.to_string()))?;
+        let lmgr = Arc::clone(&engine.lmgr);
+        let control = SessionThread::spawn("control connection", &engine, BackendId(0))?;
         let mut sessions = Vec::new();
         for (i, s) in spec.spec.sessions.iter().enumerate() {
-            sessions.push(SessionThread::spawn(&s.name, Conn::new(attach(i + 1)?, Arc::clone(&catalog))));
+            sessions.push(SessionThread::spawn(&s.name, &engine, BackendId(i as u32 + 1))?);
         }
         let n = sessions.len();
         Ok(Runner {

@@ -1,7 +1,12 @@
 //! The SQL the isolation runner understands: transaction control, `LOCK TABLE`, the two lock
-//! timeouts, the advisory-lock functions, and `CREATE TABLE` / `DROP TABLE` for the catalog.
-//! Everything else is rejected before anything runs.
+//! timeouts, the advisory-lock functions, and on the engine's user tables
+//! (`lockstack_engine::usertable`) `CREATE TABLE` (int4/int8/serial/text columns, `PRIMARY
+//! KEY`, `NOT NULL`, `DEFAULT` constants; `REFERENCES` is accepted and no foreign-key check is
+//! run), `DROP TABLE`, `INSERT ... VALUES` of literal rows and `SELECT` with a row-locking
+//! clause. Everything else is rejected before anything runs.
 
+use lockstack_engine::session::{RowLockStrength, WaitPolicy};
+use lockstack_engine::usertable::{ColumnDef, ColumnType, TableDef, Value};
 use lockstack_lmgr::LockMode;
 
 /// An advisory-lock function (`src/backend/utils/adt/lockfuncs.c`, 8.2+; `_xact` 9.1+).
@@ -98,8 +103,22 @@ pub enum Statement {
     },
     /// `SELECT f(...)[, ...]` over the advisory-lock functions.
     Select(Vec<(String, Call)>),
-    /// `CREATE TABLE name (...)`.
-    CreateTable(String),
+    /// `CREATE TABLE name (...)`: the definition (a `REFERENCES` clause is accepted and not
+    /// kept: no foreign-key check is run).
+    CreateTable(TableDef),
+    /// `INSERT INTO name [(cols)] VALUES (...), ...`.
+    Insert(Insert),
+    /// `SELECT * | cols FROM name ...`.
+    Query(Query),
+    /// `UPDATE name SET col = expr, ... [WHERE ...]`.
+    Update(Update),
+    /// `DELETE FROM name [WHERE ...]`.
+    Delete {
+        /// Table name.
+        table: String,
+        /// The WHERE clause.
+        filter: Option<Cond>,
+    },
     /// `DROP TABLE [IF EXISTS] names`.
     DropTable {
         /// Relation names.
@@ -107,6 +126,68 @@ pub enum Statement {
         /// IF EXISTS.
         if_exists: bool,
     },
+}
+
+/// `INSERT INTO table [(cols)] VALUES (...), ...` of literal rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insert {
+    /// Table name.
+    pub table: String,
+    /// The column list, if given.
+    pub columns: Option<Vec<String>>,
+    /// Rows of values; `None` is `DEFAULT`.
+    pub rows: Vec<Vec<Option<Value>>>,
+}
+
+/// A WHERE clause: `col = const`, or `f(...) IS NOT NULL` over an advisory-lock function,
+/// which is called once per row it is evaluated on (a row-locking query re-evaluates it on a
+/// newer version of a row it waited for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cond {
+    /// `col = const`.
+    Eq(String, Value),
+    /// `f(...) IS NOT NULL` (always true once the call returns).
+    CallNotNull(Call),
+}
+
+/// The right-hand side of `SET col = ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// A constant.
+    Const(Value),
+    /// `DEFAULT`.
+    Default,
+    /// A column of the row, plus a constant (`col`, `col + n`, `col - n`).
+    Column(String, i64),
+}
+
+/// `UPDATE table SET col = expr [, ...] [WHERE ...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    /// Table name.
+    pub table: String,
+    /// The assignments.
+    pub set: Vec<(String, Expr)>,
+    /// The WHERE clause.
+    pub filter: Option<Cond>,
+}
+
+/// `SELECT * | cols FROM table [WHERE col = const] [ORDER BY col [ASC|DESC]] [LIMIT n]
+/// [FOR strength [NOWAIT | SKIP LOCKED]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// Table name.
+    pub table: String,
+    /// Output columns (`None`: `*`).
+    pub columns: Option<Vec<String>>,
+    /// The WHERE clause.
+    pub filter: Option<Cond>,
+    /// `ORDER BY col` and whether `DESC`.
+    pub order_by: Option<(String, bool)>,
+    /// `LIMIT n`.
+    pub limit: Option<u64>,
+    /// The row-locking clause.
+    pub lock: Option<(RowLockStrength, WaitPolicy)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -160,7 +241,7 @@ fn tokens(sql: &str) -> Result<Vec<T>, String> {
                 }
             }
             out.push(if ch == '\'' { T::Str(s) } else { T::Quoted(s) });
-        } else if "(),;=-:".contains(ch) {
+        } else if "(),;=-:*+".contains(ch) {
             out.push(T::P(ch));
             i += 1;
         } else {
@@ -279,6 +360,318 @@ impl P {
     }
 }
 
+/// A literal: an integer (optionally negative), a quoted string, or NULL.
+fn literal(p: &mut P) -> Result<Value, String> {
+    if p.eat("null") {
+        return Ok(Value::Null);
+    }
+    if let Some(T::Str(s)) = p.t.get(p.i).cloned() {
+        p.i += 1;
+        return Ok(Value::Text(s));
+    }
+    p.int().map(Value::Int).map_err(|_| "expected a constant (integer, 'string' or NULL)".to_string())
+}
+
+/// One column definition or table constraint of `CREATE TABLE`, added to `def`.
+fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
+    if p.eat("primary") {
+        if !p.eat("key") || !p.eat_p('(') {
+            return Err("expected PRIMARY KEY (column)".into());
+        }
+        let c = p.name()?;
+        if !p.eat_p(')') {
+            return Err("unsupported: a primary key of more than one column".into());
+        }
+        let k = def.column(&c).ok_or_else(|| format!("column \"{c}\" named in key does not exist"))?;
+        if def.primary_key.replace(k).is_some() {
+            return Err(format!("multiple primary keys for table \"{}\" are not allowed", def.name));
+        }
+        def.columns[k].not_null = true;
+        return Ok(());
+    }
+    if p.eat("foreign") {
+        // Accepted without a foreign-key check (the runner does not model RI triggers).
+        if !p.eat("key") || !p.eat_p('(') {
+            return Err("expected FOREIGN KEY (column)".into());
+        }
+        let c = p.name()?;
+        def.column(&c)
+            .ok_or_else(|| format!("column \"{c}\" referenced in foreign key constraint does not exist"))?;
+        if !p.eat_p(')') || !p.eat("references") {
+            return Err("unsupported: a foreign key of more than one column".into());
+        }
+        p.name()?;
+        if p.eat_p('(') {
+            p.name()?;
+            if !p.eat_p(')') {
+                return Err("expected ) after REFERENCES table (column".into());
+            }
+        }
+        return Ok(());
+    }
+    let name = p.name()?;
+    let tname = p.word().ok_or_else(|| format!("expected a type for column \"{name}\""))?.to_string();
+    p.i += 1;
+    let (ty, serial) = match tname.as_str() {
+        "int" | "integer" | "int4" => (ColumnType::Int4, false),
+        "int8" | "bigint" => (ColumnType::Int8, false),
+        "serial" | "serial4" => (ColumnType::Int4, true),
+        "bigserial" | "serial8" => (ColumnType::Int8, true),
+        "text" => (ColumnType::Text, false),
+        _ => {
+            return Err(format!(
+                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text)"
+            ));
+        }
+    };
+    let mut c = ColumnDef { name, ty, default: None, serial, not_null: serial };
+    loop {
+        if p.eat("primary") {
+            if !p.eat("key") {
+                return Err("expected KEY after PRIMARY".into());
+            }
+            if def.primary_key.replace(def.columns.len()).is_some() {
+                return Err(format!("multiple primary keys for table \"{}\" are not allowed", def.name));
+            }
+            c.not_null = true;
+        } else if p.eat("not") {
+            if !p.eat("null") {
+                return Err("expected NULL after NOT".into());
+            }
+            c.not_null = true;
+        } else if p.eat("null") {
+        } else if p.eat("default") {
+            c.default = Some(literal(p)?);
+        } else if p.eat("references") {
+            // Accepted without a foreign-key check (the runner does not model RI triggers).
+            p.name()?;
+            if p.eat_p('(') {
+                p.name()?;
+                if !p.eat_p(')') {
+                    return Err("expected ) after REFERENCES table (column".into());
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    def.columns.push(c);
+    Ok(())
+}
+
+fn parse_create(p: &mut P) -> Result<TableDef, String> {
+    let name = p.name()?;
+    if !p.eat_p('(') {
+        return Err("expected ( after CREATE TABLE name".into());
+    }
+    let mut def = TableDef { name, columns: Vec::new(), primary_key: None };
+    // A table without columns is valid SQL (PostgreSQL 9.4+).
+    if p.eat_p(')') {
+        return Ok(def);
+    }
+    loop {
+        column_def(p, &mut def)?;
+        if p.eat_p(')') {
+            break;
+        }
+        if !p.eat_p(',') {
+            return Err("unsupported: column constraint or option in CREATE TABLE (expected , or ))".into());
+        }
+    }
+    Ok(def)
+}
+
+fn parse_insert(p: &mut P) -> Result<Insert, String> {
+    if !p.eat("into") {
+        return Err("expected INTO after INSERT".into());
+    }
+    let table = p.name()?;
+    let columns = if p.eat_p('(') {
+        let c = p.names()?;
+        if !p.eat_p(')') {
+            return Err("expected ) after the column list".into());
+        }
+        Some(c)
+    } else {
+        None
+    };
+    if !p.eat("values") {
+        return Err("unsupported: INSERT without VALUES".into());
+    }
+    let mut rows = Vec::new();
+    loop {
+        if !p.eat_p('(') {
+            return Err("expected ( before a row of VALUES".into());
+        }
+        let mut row = Vec::new();
+        loop {
+            row.push(if p.eat("default") { None } else { Some(literal(p)?) });
+            if p.eat_p(')') {
+                break;
+            }
+            if !p.eat_p(',') {
+                return Err("unsupported: VALUES other than constants".into());
+            }
+        }
+        rows.push(row);
+        if !p.eat_p(',') {
+            break;
+        }
+    }
+    Ok(Insert { table, columns, rows })
+}
+
+/// A WHERE clause ([`Cond`]).
+fn cond(p: &mut P) -> Result<Cond, String> {
+    if matches!(p.t.get(p.i + 1), Some(T::P('('))) {
+        let call = parse_call(p)?;
+        if !(p.eat("is") && p.eat("not") && p.eat("null")) {
+            return Err("unsupported: a function in WHERE other than f(...) IS NOT NULL".into());
+        }
+        return Ok(Cond::CallNotNull(call));
+    }
+    let c = p.name()?;
+    if !p.eat_p('=') {
+        return Err("unsupported: WHERE other than column = constant".into());
+    }
+    let v = literal(p)?;
+    if p.word() == Some("and") || p.word() == Some("or") {
+        return Err("unsupported: AND / OR in WHERE".into());
+    }
+    Ok(Cond::Eq(c, v))
+}
+
+fn parse_update(p: &mut P) -> Result<Update, String> {
+    let table = p.name()?;
+    if !p.eat("set") {
+        return Err("expected SET".into());
+    }
+    let mut set = Vec::new();
+    loop {
+        let c = p.name()?;
+        if !p.eat_p('=') {
+            return Err("expected = in SET".into());
+        }
+        let e = if p.eat("default") {
+            Expr::Default
+        } else if matches!(p.t.get(p.i), Some(T::Word(w)) if w != "null") {
+            let src = p.name()?;
+            let delta = if p.eat_p('+') {
+                p.int()?
+            } else if p.eat_p('-') {
+                p.int()?.checked_neg().ok_or("integer out of range")?
+            } else {
+                0
+            };
+            Expr::Column(src, delta)
+        } else {
+            Expr::Const(literal(p)?)
+        };
+        set.push((c, e));
+        if !p.eat_p(',') {
+            break;
+        }
+    }
+    let filter = if p.eat("where") { Some(cond(p)?) } else { None };
+    Ok(Update { table, set, filter })
+}
+
+/// The rest of `SELECT` after the keyword, for a query with `FROM`.
+fn parse_query(p: &mut P) -> Result<Query, String> {
+    let columns = if p.eat_p('*') { None } else { Some(p.names()?) };
+    if !p.eat("from") {
+        return Err("expected FROM".into());
+    }
+    let table = p.name()?;
+    let mut q = Query { table, columns, filter: None, order_by: None, limit: None, lock: None };
+    if p.eat("where") {
+        q.filter = Some(cond(p)?);
+    }
+    loop {
+        if p.eat("order") {
+            if !p.eat("by") {
+                return Err("expected BY after ORDER".into());
+            }
+            let c = p.name()?;
+            let desc = p.eat("desc");
+            if !desc {
+                p.eat("asc");
+            }
+            q.order_by = Some((c, desc));
+        } else if p.eat("limit") {
+            let n = p.int()?;
+            q.limit = Some(u64::try_from(n).map_err(|_| "LIMIT must not be negative".to_string())?);
+        } else if p.eat("for") {
+            let strength = if p.eat("update") {
+                RowLockStrength::Update
+            } else if p.eat("share") {
+                RowLockStrength::Share
+            } else if p.eat("no") && p.eat("key") && p.eat("update") {
+                RowLockStrength::NoKeyUpdate
+            } else if p.eat("key") && p.eat("share") {
+                RowLockStrength::KeyShare
+            } else {
+                return Err("expected UPDATE, NO KEY UPDATE, SHARE or KEY SHARE after FOR".into());
+            };
+            if p.eat("of") {
+                return Err("unsupported: FOR ... OF".into());
+            }
+            let wait = if p.eat("nowait") {
+                WaitPolicy::Error
+            } else if p.eat("skip") {
+                if !p.eat("locked") {
+                    return Err("expected LOCKED after SKIP".into());
+                }
+                WaitPolicy::Skip
+            } else {
+                WaitPolicy::Block
+            };
+            if q.lock.replace((strength, wait)).is_some() {
+                return Err("unsupported: more than one locking clause".into());
+            }
+        } else {
+            return Ok(q);
+        }
+    }
+}
+
+/// A call of an advisory-lock function: `name(args)`.
+fn parse_call(p: &mut P) -> Result<Call, String> {
+    let f = p.word().ok_or("expected a function name")?.to_string();
+    p.i += 1;
+    let mut call = parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\""))?;
+    if !p.eat_p('(') {
+        return Err(format!("expected ( after {f}"));
+    }
+    let mut args = Vec::new();
+    if !p.eat_p(')') {
+        loop {
+            args.push(p.int()?);
+            if p.eat_p(')') {
+                break;
+            }
+            if !p.eat_p(',') {
+                return Err(format!("expected , or ) in arguments of {f}"));
+            }
+        }
+    }
+    match &mut call {
+        Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
+        Call::UnlockAll => {}
+        Call::Advisory(_, key) => {
+            *key = match args[..] {
+                [k] => AdvisoryKey::Int8(k),
+                [a, b] => AdvisoryKey::Int4(
+                    i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
+                    i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
+                ),
+                _ => return Err(format!("{f} takes one bigint or two int arguments")),
+            }
+        }
+    }
+    Ok(call)
+}
+
 fn parse_mode(p: &mut P) -> Result<LockMode, String> {
     let mut words = Vec::new();
     while let Some(w) = p.word() {
@@ -378,7 +771,7 @@ fn transaction_modes(p: &mut P) -> Result<(), String> {
 pub fn parse_statement(sql: &str) -> Result<Statement, String> {
     // Messages quote the statement on one line, whatever its line breaks.
     let sql = &sql.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut p = P { t: tokens(sql)?, i: 0 };
+    let mut p = P { t: tokens(sql).map_err(|e| format!("unsupported SQL ({e}): {sql}"))?, i: 0 };
     let first = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
     p.i += 1;
     let st = match first.as_str() {
@@ -465,43 +858,28 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             };
             Statement::Set { guc, value }
         }
+        "insert" => Statement::Insert(parse_insert(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
+        "update" => Statement::Update(parse_update(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
+        "delete" => {
+            if !p.eat("from") {
+                return Err(format!("unsupported SQL: {sql}"));
+            }
+            let table = p.name()?;
+            let filter =
+                if p.eat("where") { Some(cond(&mut p).map_err(|e| format!("{e} in: {sql}"))?) } else { None };
+            Statement::Delete { table, filter }
+        }
+        "select" if p.t.get(p.i) == Some(&T::P('*')) || p.t.iter().any(|t| *t == T::Word("from".into())) => {
+            Statement::Query(parse_query(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
+        }
         "select" => {
             let mut calls = Vec::new();
             loop {
                 let f = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
-                p.i += 1;
-                let mut call =
-                    parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\" in: {sql}"))?;
-                if !p.eat_p('(') {
-                    return Err(format!("expected ( after {f}"));
-                }
-                let mut args = Vec::new();
-                if !p.eat_p(')') {
-                    loop {
-                        args.push(p.int()?);
-                        if p.eat_p(')') {
-                            break;
-                        }
-                        if !p.eat_p(',') {
-                            return Err(format!("expected , or ) in arguments of {f}"));
-                        }
-                    }
-                }
-                match &mut call {
-                    Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
-                    Call::UnlockAll => {}
-                    Call::Advisory(_, key) => {
-                        *key = match args[..] {
-                            [k] => AdvisoryKey::Int8(k),
-                            [a, b] => AdvisoryKey::Int4(
-                                i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
-                                i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
-                            ),
-                            _ => return Err(format!("{f} takes one bigint or two int arguments")),
-                        }
-                    }
-                }
-                let col = if p.eat("as") { p.name()? } else { f.clone() };
+                let call = parse_call(&mut p).map_err(|e| {
+                    if e.starts_with("unsupported function") { format!("{e} in: {sql}") } else { e }
+                })?;
+                let col = if p.eat("as") { p.name()? } else { f };
                 calls.push((col, call));
                 if !p.eat_p(',') {
                     break;
@@ -513,21 +891,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             if !p.eat("table") {
                 return Err(format!("unsupported SQL: {sql}"));
             }
-            let name = p.name()?;
-            if !p.eat_p('(') {
-                return Err("expected ( after CREATE TABLE name".into());
-            }
-            let mut depth = 1;
-            while depth > 0 {
-                match p.t.get(p.i) {
-                    None => return Err("unbalanced parentheses in CREATE TABLE".into()),
-                    Some(T::P('(')) => depth += 1,
-                    Some(T::P(')')) => depth -= 1,
-                    _ => {}
-                }
-                p.i += 1;
-            }
-            Statement::CreateTable(name)
+            Statement::CreateTable(parse_create(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
         }
         "drop" => {
             if !p.eat("table") {
@@ -599,10 +963,76 @@ mod tests {
                 AdvisoryKey::Int8(5)
             )
         );
+        let Statement::CreateTable(d) = parse_statement(
+            "CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL DEFAULT 'a', r int REFERENCES p)",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.primary_key, Some(0));
+        assert_eq!(d.columns[1].default, Some(Value::Text("a".into())));
+        assert!(d.columns[1].not_null && !d.columns[2].not_null);
         assert_eq!(
-            parse_statement("CREATE TABLE t (id int, v text)").unwrap(),
-            Statement::CreateTable("t".into())
+            parse_statement("INSERT INTO t VALUES (1, 'x'), (-2, DEFAULT)").unwrap(),
+            Statement::Insert(Insert {
+                table: "t".into(),
+                columns: None,
+                rows: vec![
+                    vec![Some(Value::Int(1)), Some(Value::Text("x".into()))],
+                    vec![Some(Value::Int(-2)), None]
+                ],
+            })
         );
+        assert_eq!(
+            parse_statement("SELECT * FROM q ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1").unwrap(),
+            Statement::Query(Query {
+                table: "q".into(),
+                columns: None,
+                filter: None,
+                order_by: Some(("id".into(), false)),
+                limit: Some(1),
+                lock: Some((RowLockStrength::Update, WaitPolicy::Skip)),
+            })
+        );
+        let Statement::Query(q) =
+            parse_statement("select a, b from t where a = 3 for no key update nowait").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(q.filter, Some(Cond::Eq("a".into(), Value::Int(3))));
+        assert_eq!(
+            parse_statement(
+                "UPDATE t SET v = v + 1, w = DEFAULT WHERE pg_advisory_lock_shared(7) IS NOT NULL"
+            )
+            .unwrap(),
+            Statement::Update(Update {
+                table: "t".into(),
+                set: vec![("v".into(), Expr::Column("v".into(), 1)), ("w".into(), Expr::Default)],
+                filter: Some(Cond::CallNotNull(Call::Advisory(
+                    AdvisoryFn { op: AdvisoryOp::Lock, xact: false, shared: true },
+                    AdvisoryKey::Int8(7)
+                ))),
+            })
+        );
+        assert_eq!(
+            parse_statement("DELETE FROM t WHERE k = 'a'").unwrap(),
+            Statement::Delete {
+                table: "t".into(),
+                filter: Some(Cond::Eq("k".into(), Value::Text("a".into())))
+            }
+        );
+        assert_eq!(q.lock, Some((RowLockStrength::NoKeyUpdate, WaitPolicy::Error)));
+        for bad in [
+            "SELECT * FROM t WHERE a > 1",
+            "SELECT * FROM t WHERE a = 1 AND b = 2",
+            "UPDATE t SET a = b * 2",
+            "SELECT * FROM t FOR UPDATE OF t",
+            "CREATE TABLE t (a float)",
+            "CREATE TABLE t (a int UNIQUE)",
+            "INSERT INTO t SELECT 1",
+        ] {
+            assert!(parse_statement(bad).is_err(), "{bad}");
+        }
         assert_eq!(
             parse_statement("drop table if exists a, b").unwrap(),
             Statement::DropTable { tables: vec!["a".into(), "b".into()], if_exists: true }
@@ -668,7 +1098,7 @@ mod tests {
 
     #[test]
     fn rejects_the_rest() {
-        assert!(parse_statement("UPDATE t SET x = 1").unwrap_err().contains("unsupported SQL"));
+        assert!(parse_statement("MERGE INTO t USING u ON true").unwrap_err().contains("unsupported SQL"));
         assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
         assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
         assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
