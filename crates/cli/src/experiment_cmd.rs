@@ -139,7 +139,7 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// `experiment validation DIR`: the markdown of docs/sim-validation.md, from every
 /// subdirectory of DIR that holds an experiment's `NAME.json` of a `--machine` run.
 fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
-    use lockstack_workloads::experiments::validation::{Medians, Sweep, render};
+    use lockstack_workloads::experiments::validation::{Medians, Ranges, RunRange, Sweep, render};
     let Some(dir) = &args.dir else {
         return Err(Failure::input(
             "experiment validation needs DIR, whose subdirectories are the --out of each seed's sweep",
@@ -171,6 +171,7 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                 )));
             };
             let mut medians = Medians::new();
+            let mut ranges = Ranges::new();
             for row in v.get("summary").and_then(|s| s.as_array()).into_iter().flatten() {
                 let field = |k: &str| row.get(k);
                 let (Some(w), Some(var), Some(c), Some(m)) = (
@@ -184,7 +185,17 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                         path.display()
                     )));
                 };
-                medians.insert((w.to_string(), var.to_string(), c as usize), m);
+                let key = (w.to_string(), var.to_string(), c as usize);
+                // The runs' spread, when the row has it (a row of one run, or an older file
+                // without it, has none).
+                if let (Some(min), Some(max), Some(runs)) = (
+                    field("min").and_then(|x| x.as_f64()),
+                    field("max").and_then(|x| x.as_f64()),
+                    field("runs").and_then(|x| x.as_u64()),
+                ) {
+                    ranges.insert(key.clone(), RunRange { min, max, runs });
+                }
+                medians.insert(key, m);
             }
             if let Some(first) =
                 sweeps.iter().position(|s: &Sweep| s.experiment.name == e.name && s.machine == machine)
@@ -220,6 +231,7 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                 experiment: e,
                 machine: machine.to_string(),
                 medians,
+                ranges,
                 calibrated_to: v.get("calibrated_to").and_then(|c| c.as_str()).map(str::to_string),
                 costs,
                 command,
