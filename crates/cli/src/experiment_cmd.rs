@@ -304,6 +304,7 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         print_knobs();
         return Ok(());
     }
+    crate::sim_cmd::refuse_sim_knobs_natively(&args.set)?;
     if args.name == "list" {
         print_list();
         return Ok(());

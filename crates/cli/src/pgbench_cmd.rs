@@ -236,6 +236,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         print_knobs();
         return Ok(());
     }
+    crate::sim_cmd::refuse_sim_knobs_natively(&args.set)?;
     if !(1..=1000).contains(&args.clients) {
         return Err(Failure::input(format!("invalid number of clients: \"{}\" (1 to 1000)", args.clients)));
     }
@@ -686,6 +687,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         }
         for (label, path) in section.lines {
             let n = ls.count(path);
+            let label = if *path == "wal.flushes" { flushes_label(args, cfg) } else { label.to_string() };
             outln!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
             if *path == "lmgr.main_acquisitions_total" {
                 print_partitions(&ls.counters.lmgr.main_acquisitions);
@@ -744,6 +746,22 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("consistency checks:");
     for c in &r.checks {
         outln!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+    }
+}
+
+/// The WAL section's flushes row, saying what a flush was in this run: the host's `fdatasync`
+/// (`--data-dir`), a modelled fsync of the configured time (`--set wal.flush=modelled:US`, or
+/// the profile's under `--machine`), or none (an in-memory WAL is never flushed).
+fn flushes_label(args: &PgbenchArgs, cfg: &PgbenchConfig) -> String {
+    if args.data_dir.is_some() {
+        return "flushes (fdatasync)".to_string();
+    }
+    match &cfg.engine.wal.sink {
+        lockstack_xlog::WalSink::Files { .. } => "flushes (fdatasync)".to_string(),
+        lockstack_xlog::WalSink::Modelled { flush_delay } => {
+            format!("flushes (modelled, {} us each)", flush_delay.as_nanos() as f64 / 1000.0)
+        }
+        lockstack_xlog::WalSink::Memory => "flushes (none: WAL in memory)".to_string(),
     }
 }
 

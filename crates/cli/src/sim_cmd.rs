@@ -195,6 +195,21 @@ pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Refuses a `--set sim.*` knob (the simulated machine's client, statement and rate figures)
+/// in a command that does not run on a simulated machine, where it would change nothing: one
+/// line naming the assignment, exit code 1.
+pub(crate) fn refuse_sim_knobs_natively(set: &[String]) -> Result<(), Failure> {
+    if simulated() {
+        return Ok(());
+    }
+    match set.iter().find(|s| s.trim_start().starts_with("sim.")) {
+        Some(s) => Err(Failure::input(format!(
+            "--set {s}: sim.* knobs apply only under --machine PROFILE (natively they change nothing); add --machine or drop it"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Whether this command runs on the simulated machine (`--machine`, in the simulating binary).
 pub(crate) fn simulated() -> bool {
     #[cfg(feature = "sim")]

@@ -190,6 +190,13 @@ fn simulated_wait_profile_agrees_with_the_section_per_class() {
         let mut args = vec!["pgbench", "--machine", "xeon-32", "--json", json.to_str().unwrap()];
         args.extend_from_slice(run);
         let out = ok(&args);
+        if !run.contains(&"-S") {
+            // The WAL section says what a flush was: xeon-32's modelled fsync.
+            assert!(
+                out.lines().any(|l| l.starts_with("  flushes (modelled, 200 us each)")),
+                "{run:?}\n{out}"
+            );
+        }
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let samples = doc["wait_samples"].as_u64().unwrap();
         assert!(samples >= 1000, "{run:?}: only {samples} samples (the default rate under --machine)\n{out}");
@@ -228,6 +235,19 @@ fn simulated_wait_profile_agrees_with_the_section_per_class() {
         }
     }
     let _ = std::fs::remove_file(&json);
+}
+
+/// Natively the WAL section's flushes row says what a flush was too: none for the in-memory
+/// WAL (the default), a modelled fsync of the time `--set wal.flush` gives.
+#[test]
+fn the_flushes_row_says_what_a_flush_was() {
+    for (set, label) in [
+        ("wal.flush=memory", "  flushes (none: WAL in memory)"),
+        ("wal.flush=modelled:50", "  flushes (modelled, 50 us each)"),
+    ] {
+        let out = ok(&["pgbench", "-c", "1", "-t", "2", "--set", set]);
+        assert!(out.lines().any(|l| l.starts_with(label)), "{set}: {label:?} missing\n{out}");
+    }
 }
 
 /// The "hottest cache lines" rows of a report.
