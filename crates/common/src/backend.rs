@@ -107,14 +107,19 @@ impl std::error::Error for WaitSamplerError {
 }
 
 /// One backend's published wait event: a single `u32`, written by its backend with relaxed
-/// stores and read by samplers with relaxed loads; and whether a backend is attached to the
-/// slot (set by [`BackendStatusArray::attach`], cleared when its guard drops), so that a
-/// sampler can leave unused slots out ([`BackendStatusArray::sample_attached_into`]).
-#[derive(Default, Debug)]
+/// stores and read by samplers with relaxed loads. A slot no backend is attached to holds
+/// [`DETACHED`] (from [`BackendStatusArray::new`] until [`BackendStatusArray::attach`], and
+/// again once its guard drops), which reads as "not waiting" ([`WaitEventSlot::get`]) but lets
+/// a sampler leave unused slots out ([`BackendStatusArray::sample_attached_into`]) without a
+/// store of its own: attaching and detaching store into the same word as before.
+#[derive(Debug)]
 pub struct WaitEventSlot {
     event: AtomicU32,
-    attached: AtomicBool,
 }
+
+/// The raw word of a slot no backend is attached to: a wait-event class no event has, so it
+/// unpacks as [`WaitEvent::NONE`].
+const DETACHED: u32 = 0xFF00_0000;
 
 impl WaitEventSlot {
     /// Publishes `event` (use [`WaitEvent::NONE`] to clear).
@@ -123,7 +128,8 @@ impl WaitEventSlot {
         self.event.store(event.to_raw(), Ordering::Relaxed);
     }
 
-    /// The currently published event.
+    /// The currently published event ([`WaitEvent::NONE`] for a slot no backend is attached
+    /// to).
     #[inline]
     pub fn get(&self) -> WaitEvent {
         WaitEvent::from_raw(self.event.load(Ordering::Relaxed))
@@ -133,7 +139,14 @@ impl WaitEventSlot {
     /// the drop of its guard).
     #[inline]
     pub fn is_attached(&self) -> bool {
-        self.attached.load(Ordering::Relaxed)
+        self.event.load(Ordering::Relaxed) != DETACHED
+    }
+
+    /// The published event if a backend is attached, one load: `None` for a detached slot.
+    #[inline]
+    fn get_attached(&self) -> Option<WaitEvent> {
+        let raw = self.event.load(Ordering::Relaxed);
+        (raw != DETACHED).then(|| WaitEvent::from_raw(raw))
     }
 }
 
@@ -152,8 +165,9 @@ crate::thread_local! {
 impl BackendStatusArray {
     /// An array for `max_backends` backends, all publishing "not waiting".
     pub fn new(max_backends: usize) -> Arc<BackendStatusArray> {
-        let slots: Box<[CachePadded<WaitEventSlot>]> =
-            (0..max_backends).map(|_| CachePadded::new(WaitEventSlot::default())).collect();
+        let slots: Box<[CachePadded<WaitEventSlot>]> = (0..max_backends)
+            .map(|_| CachePadded::new(WaitEventSlot { event: AtomicU32::new(DETACHED) }))
+            .collect();
         // For a simulation's hottest-lines table: each slot is a padded line of its own.
         crate::sync::hook::name_elements(&slots, "BackendStatus wait_event_info");
         Arc::new(BackendStatusArray { slots })
@@ -190,7 +204,6 @@ impl BackendStatusArray {
             *c = Some((Arc::clone(self), id));
         });
         self.slot(id).set(WaitEvent::NONE);
-        self.slot(id).attached.store(true, Ordering::Relaxed);
         AttachedBackend { _not_send: std::marker::PhantomData }
     }
 
@@ -206,8 +219,8 @@ impl BackendStatusArray {
     /// "not waiting".
     pub fn sample_attached_into(&self, profile: &mut WaitEventProfile) {
         for s in self.slots.iter() {
-            if s.is_attached() {
-                profile.record(s.get());
+            if let Some(e) = s.get_attached() {
+                profile.record(e);
             }
         }
     }
@@ -223,8 +236,7 @@ impl Drop for AttachedBackend {
     fn drop(&mut self) {
         let _ = CURRENT.try_with(|c| {
             if let Some((arr, id)) = c.borrow_mut().take() {
-                arr.slot(id).set(WaitEvent::NONE);
-                arr.slot(id).attached.store(false, Ordering::Relaxed);
+                arr.slot(id).event.store(DETACHED, Ordering::Relaxed);
             }
         });
     }

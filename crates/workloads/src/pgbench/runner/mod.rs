@@ -649,10 +649,18 @@ pub fn run_on_with(
                 sc.spawn(move || -> Result<ClientOut, EngineError> {
                     let session = engine.session(BackendId(c as u32));
                     shared.connected.fetch_add(1, Ordering::AcqRel);
-                    let slot = engine.backends.slot(BackendId(c as u32));
-                    slot.set(WaitEvent::CLIENT_READ);
+                    // Published only for a sampler: without one the run's operations stay
+                    // exactly those of a run without sampling (a simulated run's schedule
+                    // follows every store).
+                    let idle = |e: WaitEvent| {
+                        let slot = engine.backends.slot(BackendId(c as u32));
+                        if cfg.wait_sampling_hz > 0 && slot.is_attached() {
+                            slot.set(e);
+                        }
+                    };
+                    idle(WaitEvent::CLIENT_READ);
                     shared.go.wait(HarnessWait::Start);
-                    slot.set(WaitEvent::NONE);
+                    idle(WaitEvent::NONE);
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
                         let mut r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
@@ -678,9 +686,9 @@ pub fn run_on_with(
                     });
                     // Disconnect only after the counters of the measured phase are read.
                     shared.finished.fetch_add(1, Ordering::AcqRel);
-                    slot.set(WaitEvent::CLIENT_READ);
+                    idle(WaitEvent::CLIENT_READ);
                     shared.release.wait(HarnessWait::End);
-                    slot.set(WaitEvent::NONE);
+                    idle(WaitEvent::NONE);
                     out.and_then(|(r, _session)| r)
                 })
             })
