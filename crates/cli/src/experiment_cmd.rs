@@ -26,8 +26,10 @@ use crate::sim_cmd::{SimArgs, SimClock, SimTally};
 #[derive(Args, Debug)]
 pub(crate) struct ExperimentArgs {
     /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`, or
-    /// `merge` (with DIR), or `validation` (with DIR: print docs/sim-validation.md from the
-    /// sweeps in DIR's subdirectories, each an `--out` of one experiment on one machine).
+    /// `show` (with NAME: the seed thread, its machines and published points, the stored
+    /// calibrations and the commands that reproduce each figure), or `merge` (with DIR), or
+    /// `validation` (with DIR: print docs/sim-validation.md from the sweeps in DIR's
+    /// subdirectories, each an `--out` of one experiment on one machine).
     pub(crate) name: String,
     /// `experiment merge DIR`: the directory of NAME-point-K.json files to merge (the merged
     /// files go to --out, default DIR itself).
@@ -139,7 +141,7 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// `experiment validation DIR`: the markdown of docs/sim-validation.md, from every
 /// subdirectory of DIR that holds an experiment's `NAME.json` of a `--machine` run.
 fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
-    use lockstack_workloads::experiments::validation::{Medians, Sweep, render};
+    use lockstack_workloads::experiments::validation::{Medians, Ranges, RunRange, Sweep, render};
     let Some(dir) = &args.dir else {
         return Err(Failure::input(
             "experiment validation needs DIR, whose subdirectories are the --out of each seed's sweep",
@@ -171,6 +173,7 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                 )));
             };
             let mut medians = Medians::new();
+            let mut ranges = Ranges::new();
             for row in v.get("summary").and_then(|s| s.as_array()).into_iter().flatten() {
                 let field = |k: &str| row.get(k);
                 let (Some(w), Some(var), Some(c), Some(m)) = (
@@ -184,7 +187,17 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                         path.display()
                     )));
                 };
-                medians.insert((w.to_string(), var.to_string(), c as usize), m);
+                let key = (w.to_string(), var.to_string(), c as usize);
+                // The runs' spread, when the row has it (a row of one run, or an older file
+                // without it, has none).
+                if let (Some(min), Some(max), Some(runs)) = (
+                    field("min").and_then(|x| x.as_f64()),
+                    field("max").and_then(|x| x.as_f64()),
+                    field("runs").and_then(|x| x.as_u64()),
+                ) {
+                    ranges.insert(key.clone(), RunRange { min, max, runs });
+                }
+                medians.insert(key, m);
             }
             if let Some(first) =
                 sweeps.iter().position(|s: &Sweep| s.experiment.name == e.name && s.machine == machine)
@@ -220,6 +233,7 @@ fn validation(args: &ExperimentArgs) -> Result<(), Failure> {
                 experiment: e,
                 machine: machine.to_string(),
                 medians,
+                ranges,
                 calibrated_to: v.get("calibrated_to").and_then(|c| c.as_str()).map(str::to_string),
                 costs,
                 command,
@@ -290,9 +304,13 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         print_knobs();
         return Ok(());
     }
+    crate::sim_cmd::refuse_sim_knobs_natively(&args.set)?;
     if args.name == "list" {
         print_list();
         return Ok(());
+    }
+    if args.name == "show" {
+        return show(&args);
     }
     if args.name == "merge" {
         return merge(&args, sim);
@@ -302,7 +320,7 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     }
     if let Some(d) = &args.dir {
         return Err(Failure::input(format!(
-            "unexpected argument \"{}\": only 'experiment merge DIR' and 'experiment validation DIR' take a directory",
+            "unexpected argument \"{}\": only 'experiment show NAME', 'experiment merge DIR' and 'experiment validation DIR' take a second argument",
             d.display()
         )));
     }
@@ -737,6 +755,139 @@ pub(crate) fn print_experiment_help(args: &[String]) {
         e.duration_s
     );
     outln!();
+}
+
+/// `experiment show NAME`: the seed thread, its machines and published points (each with the
+/// series it comes from), the stored calibrations (crates/workloads/calibrations.toml), and the
+/// commands that reproduce each figure.
+///
+/// # Errors
+/// No NAME, or an unknown one: one line listing the valid names, exit code 1.
+fn show(args: &ExperimentArgs) -> Result<(), Failure> {
+    let names: Vec<&str> = experiments::all().iter().map(|e| e.name).collect();
+    let Some(name) = args.dir.as_ref().map(|d| d.to_string_lossy().into_owned()) else {
+        return Err(Failure::input(format!("experiment show needs NAME (valid: {})", names.join(", "))));
+    };
+    let e = experiments::find(&name).map_err(Failure::input)?;
+    for line in show_text(e) {
+        outln!("{line}");
+    }
+    Ok(())
+}
+
+/// The lines `experiment show` prints for `e`.
+fn show_text(e: &Experiment) -> Vec<String> {
+    let mut out = Vec::new();
+    let tps = |v: f64| format!("{v:.0}");
+    out.push(format!("experiment {}: {}", e.name, e.title));
+    out.push(format!("thread:   \"{}\"", e.thread.title));
+    out.push(format!("authors:  {}", e.thread.authors));
+    out.push(format!("date:     {}", e.thread.date));
+    out.push(format!("seed:     {} (the thread's figures, transcribed: docs/experiments.md)", e.seed));
+    out.push(format!("context:  {}", e.published_context));
+    let variants: Vec<&str> = e.variants.iter().map(|v| v.name).collect();
+    let workloads: Vec<&str> = e.workloads.iter().map(|w| w.name).collect();
+    out.push(format!(
+        "variants: {} (baseline first); workloads: {}",
+        variants.join(", "),
+        workloads.join(", ")
+    ));
+    out.push(String::new());
+    out.push("machines (simulated profiles the thread's figures come from):".to_string());
+    if e.machines.is_empty() {
+        out.push("  none: the thread gives no machine a profile stands for".to_string());
+    }
+    for m in e.machines {
+        let clients: Vec<String> = m.clients.iter().map(usize::to_string).collect();
+        let series = if m.series.is_empty() {
+            "none (the thread's notes only)".to_string()
+        } else {
+            m.series.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+        };
+        out.push(format!(
+            "  {}: series {series}; clients {}; {} virtual s per point, scale {}",
+            m.profile,
+            clients.join(","),
+            m.duration_s,
+            m.scale
+        ));
+    }
+    out.push(String::new());
+    out.push(format!(
+        "published points ({}; source: the thread above, series as it names them):",
+        e.published.len()
+    ));
+    if e.published.is_empty() {
+        out.push("  none: the thread gives no throughput figures".to_string());
+    }
+    let mut series: Vec<&str> = Vec::new();
+    for p in e.published {
+        if !series.contains(&p.series) {
+            series.push(p.series);
+        }
+    }
+    for sr in series {
+        let machine = e.machines.iter().find(|m| m.series.contains(&sr)).map_or("no profile", |m| m.profile);
+        out.push(format!("  {sr} (on {machine}):"));
+        for p in e.published.iter().filter(|p| p.series == sr) {
+            let range = match (p.low, p.high) {
+                (Some(l), Some(h)) => format!(" (runs {}..{})", tps(l), tps(h)),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "    {:<14} {:<20} {:>4} clients  {:>9} tps{range}",
+                p.workload,
+                p.variant,
+                p.clients,
+                tps(p.tps)
+            ));
+        }
+    }
+    for n in e.published_notes {
+        out.push(format!("  note: {n}"));
+    }
+    out.push(String::new());
+    out.push("stored calibrations (crates/workloads/calibrations.toml; --costs postgres):".to_string());
+    let cals: Vec<&experiments::Calibrated> = e.calibrations().collect();
+    if cals.is_empty() {
+        out.push("  none: every simulated point is predicted from the profile's postgres_ipc".to_string());
+    }
+    for c in cals {
+        out.push(format!("  {}", c.line()));
+    }
+    out.push(String::new());
+    out.push("to reproduce (each command writes its figures to its --out):".to_string());
+    let mut step = |what: String, command: String| {
+        out.push(format!("  {what}:"));
+        out.push(format!("    {command}"));
+    };
+    let name = e.name;
+    step(
+        format!("on this host: {name}.svg, {name}.csv and the tables"),
+        format!("lockstack experiment {name} --out out/experiments/{name}"),
+    );
+    for m in e.machines {
+        let p = m.profile;
+        step(
+            format!(
+                "on the simulated {p}: {name}.svg, {name}-time.svg and the tables (what `just validation` runs)"
+            ),
+            format!("lockstack experiment {name} --machine {p} --jobs 2 --out out/validation/{name}-{p}"),
+        );
+        if e.calibrations().any(|c| c.machine == p) {
+            step(
+                format!("the stored calibration on {p} (prints the rows above)"),
+                format!("lockstack experiment {name} --machine {p} --calibrate"),
+            );
+        }
+    }
+    if !e.machines.is_empty() {
+        step(
+            "docs/sim-validation.md, from every seed's sweep in out/validation".to_string(),
+            "lockstack experiment validation out/validation".to_string(),
+        );
+    }
+    out
 }
 
 fn print_knobs() {

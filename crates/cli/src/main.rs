@@ -247,9 +247,18 @@ pub(crate) fn write_json<T: serde::Serialize>(
 /// clap's error as one line: its first line, with what follows a trailing colon (the missing
 /// arguments of "the following required arguments were not provided:") joined onto it.
 fn clap_error_line(text: &str) -> String {
+    // An invalid value of a flag with a fixed set (`--costs foo`): the values clap lists on a
+    // line of their own go on the one line.
+    let possible = text
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("[possible values: ").and_then(|v| v.strip_suffix(']')));
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(values) = possible {
+        return format!("{first}; valid values: {values}");
+    }
     if let Some(head) = first.strip_suffix(':') {
         let named: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
         if !named.is_empty() {

@@ -99,9 +99,11 @@ pub(crate) struct PgbenchArgs {
     /// lists every knob).
     #[arg(long = "set", value_name = "CRATE.KNOB=VALUE")]
     set: Vec<String>,
-    /// Wait-event sampling rate in Hz (0 = off).
-    #[arg(long, default_value_t = 100)]
-    wait_sampling_hz: u32,
+    /// Wait-event sampling rate in Hz (0 = off): 100 natively; under --machine 10000 per
+    /// virtual second (a simulated run lasts milliseconds of virtual time, and 100 Hz would
+    /// take a handful of rounds).
+    #[arg(long)]
+    wait_sampling_hz: Option<u32>,
     /// Write the whole result as JSON to this file; every counter of the run is under
     /// `lock_stack.counters` by path (`wal.flushes`, `lmgr.waits`, `lwlock.ProcArray.ex_acquire`;
     /// docs/engine.md lists the sections).
@@ -234,6 +236,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         print_knobs();
         return Ok(());
     }
+    crate::sim_cmd::refuse_sim_knobs_natively(&args.set)?;
     if !(1..=1000).contains(&args.clients) {
         return Err(Failure::input(format!("invalid number of clients: \"{}\" (1 to 1000)", args.clients)));
     }
@@ -256,11 +259,15 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             "invalid thread progress delay: \"{p}\" (-P/--progress must be 1..=3600 seconds)"
         )));
     }
-    if args.wait_sampling_hz > WaitSampler::MAX_HZ {
+    let wait_sampling_hz = args.wait_sampling_hz.unwrap_or(if crate::sim_cmd::simulated() {
+        SIMULATED_WAIT_SAMPLING_HZ
+    } else {
+        NATIVE_WAIT_SAMPLING_HZ
+    });
+    if wait_sampling_hz > WaitSampler::MAX_HZ {
         return Err(Failure::input(format!(
-            "--wait-sampling-hz must be at most {}, got {}",
+            "--wait-sampling-hz must be at most {}, got {wait_sampling_hz}",
             WaitSampler::MAX_HZ,
-            args.wait_sampling_hz
         )));
     }
     if args.initialize {
@@ -392,7 +399,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         scripts,
         progress: args.progress.map(|p| std::time::Duration::from_secs(p as u64)),
         seed: args.random_seed.unwrap_or(0),
-        wait_sampling_hz: args.wait_sampling_hz,
+        wait_sampling_hz,
         engine,
         // Checked above to be one of the three.
         protocol: lockstack_workloads::pgbench::runner::QueryMode::parse(protocol(&args)).unwrap_or_default(),
@@ -559,6 +566,13 @@ fn json_document(
     Ok(doc)
 }
 
+/// `--wait-sampling-hz` when not given, natively: pg_wait_sampling's default period, 10 ms.
+const NATIVE_WAIT_SAMPLING_HZ: u32 = 100;
+
+/// `--wait-sampling-hz` when not given, under `--machine`: per virtual second, so that a run of
+/// a few virtual milliseconds still takes tens of rounds.
+const SIMULATED_WAIT_SAMPLING_HZ: u32 = 10_000;
+
 fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     let ttype = if cfg.scripts.len() == 1 { cfg.scripts[0].name.clone() } else { "multiple scripts".into() };
     outln!("transaction type: {ttype}");
@@ -673,6 +687,7 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         }
         for (label, path) in section.lines {
             let n = ls.count(path);
+            let label = if *path == "wal.flushes" { flushes_label(args, cfg) } else { label.to_string() };
             outln!("  {label:<30} {n:>12} {:>10.2}", ls.per_txn(n));
             if *path == "lmgr.main_acquisitions_total" {
                 print_partitions(&ls.counters.lmgr.main_acquisitions);
@@ -680,13 +695,27 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
         }
     }
     if r.wait_samples > 0 {
-        outln!("wait-event profile ({} backend samples):", r.wait_samples);
-        for (e, n) in r.wait_events.iter().take(8) {
-            outln!("  {e:<28} {:>5.1}%", 100.0 * *n as f64 / r.wait_samples as f64);
+        let clock = if crate::sim_cmd::simulated() { " of virtual time" } else { "" };
+        outln!(
+            "wait-event profile ({} samples of the connected backends, {} rounds at {} Hz{clock} from before the clients connect to after they disconnect; {} samples of clients idle at the start and end gates left out; spinning publishes no wait event: it counts as no wait event; sampling error up to +/-{:.1} points, two binomial standard errors):",
+            r.wait_samples,
+            r.wait_rounds,
+            cfg.wait_sampling_hz,
+            r.wait_idle_samples,
+            100.0 / (r.wait_samples as f64).sqrt()
+        );
+        const SHOWN: usize = 8;
+        let pct = |n: u64| 100.0 * n as f64 / r.wait_samples as f64;
+        for (e, n) in r.wait_events.iter().take(SHOWN) {
+            outln!("  {e:<28} {:>5.1}%", pct(*n));
+        }
+        let others: u64 = r.wait_events.iter().skip(SHOWN).map(|(_, n)| n).sum();
+        if others > 0 {
+            outln!("  {:<28} {:>5.1}%", "(other wait events)", pct(others));
         }
         let waiting: u64 = r.wait_events.iter().map(|(_, n)| n).sum();
         let running = r.wait_samples.saturating_sub(waiting);
-        outln!("  {:<28} {:>5.1}%", "(no wait event)", 100.0 * running as f64 / r.wait_samples as f64);
+        outln!("  {:<28} {:>5.1}%", "(no wait event)", pct(running));
     }
     match &r.fidelity_builtin {
         Some(b) => {
@@ -717,6 +746,22 @@ fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchResult) {
     outln!("consistency checks:");
     for c in &r.checks {
         outln!("  {:<4} {} ({})", if c.ok { "ok" } else { "FAIL" }, c.name, c.detail);
+    }
+}
+
+/// The WAL section's flushes row, saying what a flush was in this run: the host's `fdatasync`
+/// (`--data-dir`), a modelled fsync of the configured time (`--set wal.flush=modelled:US`, or
+/// the profile's under `--machine`), or none (an in-memory WAL is never flushed).
+fn flushes_label(args: &PgbenchArgs, cfg: &PgbenchConfig) -> String {
+    if args.data_dir.is_some() {
+        return "flushes (fdatasync)".to_string();
+    }
+    match &cfg.engine.wal.sink {
+        lockstack_xlog::WalSink::Files { .. } => "flushes (fdatasync)".to_string(),
+        lockstack_xlog::WalSink::Modelled { flush_delay } => {
+            format!("flushes (modelled, {} us each)", flush_delay.as_nanos() as f64 / 1000.0)
+        }
+        lockstack_xlog::WalSink::Memory => "flushes (none: WAL in memory)".to_string(),
     }
 }
 

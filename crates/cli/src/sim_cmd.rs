@@ -195,6 +195,21 @@ pub(crate) fn refuse(why: Option<String>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Refuses a `--set sim.*` knob (the simulated machine's client, statement and rate figures)
+/// in a command that does not run on a simulated machine, where it would change nothing: one
+/// line naming the assignment, exit code 1.
+pub(crate) fn refuse_sim_knobs_natively(set: &[String]) -> Result<(), Failure> {
+    if simulated() {
+        return Ok(());
+    }
+    match set.iter().find(|s| s.trim_start().starts_with("sim.")) {
+        Some(s) => Err(Failure::input(format!(
+            "--set {s}: sim.* knobs apply only under --machine PROFILE (natively they change nothing); add --machine or drop it"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Whether this command runs on the simulated machine (`--machine`, in the simulating binary).
 pub(crate) fn simulated() -> bool {
     #[cfg(feature = "sim")]
@@ -382,8 +397,19 @@ mod simulating {
             };
             for task in r.stats.tasks.iter().skip(1) {
                 t.tasks += 1;
-                if task.name == lockstack_common::backend::WAIT_SAMPLER_THREAD {
-                    // A monitor, not a backend: its sleeps would dilute the shares.
+                if [
+                    lockstack_common::backend::WAIT_SAMPLER_THREAD,
+                    lockstack_common::backend::WAL_WRITER_THREAD,
+                ]
+                .contains(&task.name.as_str())
+                {
+                    // A monitor or a background process, not a backend: its sleeps would
+                    // dilute the backends' shares, and a wait-event sampler, which reads the
+                    // backends' slots only, never sees its waits.
+                    t.background_tasks += 1;
+                    for (c, v) in task.waiting_ns.iter().chain(&task.spinning_ns) {
+                        *t.background_ns.entry(c.clone()).or_default() += v;
+                    }
                     continue;
                 }
                 t.worker_ns += task.running_ns
@@ -719,12 +745,20 @@ pub(crate) struct PhaseTally {
     transfers: u64,
     /// Simulated tasks other than the main one.
     tasks: usize,
-    /// Their virtual time, ns: running, spinning, waiting, sleeping, joining, runnable.
+    /// Of those, the background tasks (the wait sampler, the WAL writer): not backends.
+    #[serde(default)]
+    background_tasks: usize,
+    /// The backends' virtual time (every task but the main one and the background tasks), ns:
+    /// running, spinning, waiting, sleeping, joining, runnable.
     worker_ns: u64,
-    /// Parked time per wait class, ns.
+    /// The backends' parked (or asleep under a class) time per wait class, ns.
     waiting_ns: BTreeMap<String, u64>,
-    /// Spinning time per wait class, ns.
+    /// The backends' spinning time per wait class, ns.
     spinning_ns: BTreeMap<String, u64>,
+    /// The background tasks' parked, asleep or spinning time per wait class, ns (the WAL
+    /// writer's `Activity:WalWriterMain` sleeps and its `IO:WALSync` flushes).
+    #[serde(default)]
+    background_ns: BTreeMap<String, u64>,
     /// The phase's hot lines, as the simulator reports them.
     hot_lines: Vec<HotLine>,
     /// Measured clock: host ns subtracted from each segment as the measurement's own cost.
@@ -890,14 +924,22 @@ fn provenance(text: &str) -> (BTreeMap<String, String>, usize, usize) {
     (map, cited, assumed)
 }
 
-/// One wait class's share of the workers' virtual time.
+/// One wait class's share of the backends' virtual time.
 #[derive(Serialize)]
 struct ClassShare {
     class: String,
     /// Parked, or asleep under the class (a spinlock's back-off sleeps), ms.
     waiting_ms: f64,
+    /// Running under the class (spinning, retrying), ms.
     spinning_ms: f64,
+    /// Parked, asleep or spinning: (waiting + spinning) / the backends' time, 0 to 1.
     share: f64,
+    /// Parked or asleep only, 0 to 1: the time a backend publishes the class's wait event,
+    /// what a wait-event sampler counts under it.
+    parked_share: f64,
+    /// Spinning only, 0 to 1: no wait event is published, a sampler counts it as "no wait
+    /// event".
+    spinning_share: f64,
 }
 
 /// One hot line.
@@ -943,9 +985,17 @@ pub(crate) struct Section {
     untimed_share: f64,
     transfers: u64,
     tasks: usize,
+    /// Of `tasks`, the backends: every task but the background ones (the wait sampler, the
+    /// WAL writer), whose time the shares are of.
+    backend_tasks: usize,
+    /// The backends' virtual time the shares are of (the harness's own waits left out), ms.
+    backend_ms: f64,
     /// Per wait class of the lock stack (LWLock tranche, `Lock:<tag kind>`, ...): share of
     /// the backends' virtual time (the harness's own waits left out of both).
     waits: Vec<ClassShare>,
+    /// The background tasks' waits per class (the WAL writer's sleeps and flushes), ms: not
+    /// in the backends' time, nor in a wait-event sampler's profile.
+    background_waits: Vec<(String, f64)>,
     /// The harness's own waits (`Harness:start`, `Harness:end`, ...: start and end gates,
     /// sessions idle between steps), which are not lock waits, with their share of the same
     /// time as `waits`.
@@ -958,10 +1008,15 @@ pub(crate) fn section(t: &SimTally) -> Section {
     let (mut waits, mut spins): (BTreeMap<String, u64>, BTreeMap<String, u64>) = Default::default();
     let mut lines: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
     let mut worker_ns = 0u64;
-    let mut tasks = 0;
+    let (mut tasks, mut background_tasks) = (0, 0);
+    let mut background: BTreeMap<String, u64> = BTreeMap::new();
     for r in &t.phases {
         tasks += r.tasks;
+        background_tasks += r.background_tasks;
         worker_ns += r.worker_ns;
+        for (c, v) in &r.background_ns {
+            *background.entry(c.clone()).or_default() += v;
+        }
         for (c, v) in &r.waiting_ns {
             *waits.entry(c.clone()).or_default() += v;
         }
@@ -986,8 +1041,11 @@ pub(crate) fn section(t: &SimTally) -> Section {
         .into_iter()
         .map(|c| {
             let (w, s) = (waits.get(&c).copied().unwrap_or(0), spins.get(&c).copied().unwrap_or(0));
+            let of = |ns: u64| if worker_ns == 0 { 0.0 } else { ns as f64 / worker_ns as f64 };
             ClassShare {
-                share: if worker_ns == 0 { 0.0 } else { (w + s) as f64 / worker_ns as f64 },
+                share: of(w + s),
+                parked_share: of(w),
+                spinning_share: of(s),
                 waiting_ms: w as f64 / 1e6,
                 spinning_ms: s as f64 / 1e6,
                 class: c,
@@ -1037,7 +1095,10 @@ pub(crate) fn section(t: &SimTally) -> Section {
         untimed_share,
         transfers: t.phases.iter().map(|r| r.transfers).sum(),
         tasks,
+        backend_tasks: tasks.saturating_sub(background_tasks),
+        backend_ms: worker_ns as f64 / 1e6,
         waits,
+        background_waits: background.into_iter().map(|(c, ns)| (c, ns as f64 / 1e6)).collect(),
         harness_waits,
         hot_lines: hot,
     }
@@ -1109,18 +1170,32 @@ pub(crate) fn print_section(command: &str, s: &Section) {
     }
     outln!("  line transfers: {}", s.transfers);
     outln!(
-        "  waiting, share of the tasks' virtual time (per LWLock tranche, heavyweight lock class, other wait event):"
+        "  waiting, share of the {} backends' virtual time ({:.3} ms: every task but the main one, the wait sampler and the WAL writer, each from its start to its end, the harness's gates left out):",
+        s.backend_tasks,
+        s.backend_ms
+    );
+    outln!(
+        "    per LWLock tranche (LWLock:<tranche> in a wait-event profile), heavyweight lock class, other wait event; parked or asleep is the time the backend publishes the wait event (what a wait-event sampler counts), spinning publishes none (a sampler counts it as no wait event)"
     );
     if s.waits.is_empty() {
         outln!("    (no waits)");
     }
     for w in &s.waits {
         outln!(
-            "    {:<28} {:>7.3}%  parked or asleep {:.3} ms, spinning {:.3} ms",
+            "    {:<28} {:>7.3}%  parked or asleep {:.3}% ({:.3} ms), spinning {:.3}% ({:.3} ms)",
             w.class,
             w.share * 100.0,
+            w.parked_share * 100.0,
             w.waiting_ms,
+            w.spinning_share * 100.0,
             w.spinning_ms
+        );
+    }
+    if !s.background_waits.is_empty() {
+        let list: Vec<String> = s.background_waits.iter().map(|(c, ms)| format!("{c} {ms:.3} ms")).collect();
+        outln!(
+            "  background tasks' waits (the WAL writer's; not in the backends' time above, nor in a wait-event profile): {}",
+            list.join(", ")
         );
     }
     if !s.harness_waits.is_empty() {

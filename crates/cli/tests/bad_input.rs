@@ -122,6 +122,21 @@ fn bad_flags_are_one_line_and_exit_1() {
         ),
         (&["lwlock", "--impl", "all", "--set", "lwlock.kind=pg92"], "--impl and --set lwlock.kind both set"),
         (&["lwlock", "--set", "lwlock.kind=fast"], "--set lwlock.kind (valid: pg92|atomic|read-biased)"),
+        // A flag with a fixed set of values lists them on the one line.
+        (
+            &["pgbench", "--costs", "foo", "-t", "1"],
+            "invalid value 'foo' for '--costs <WHOSE>'; valid values: postgres, own",
+        ),
+        (&["pgbench", "--sim-clock", "exact", "-t", "1"], "valid values: deterministic, measured"),
+        // The simulated machine's knobs change nothing natively: refused, not ignored.
+        (
+            &["pgbench", "--set", "sim.client_cpu_us=5", "-t", "1"],
+            "--set sim.client_cpu_us=5: sim.* knobs apply only under --machine PROFILE",
+        ),
+        (
+            &["experiment", "vm-pin", "--set", "sim.postgres_ipc=0.5", "--smoke"],
+            "--set sim.postgres_ipc=0.5: sim.* knobs apply only under --machine PROFILE",
+        ),
     ] {
         bad(args, want);
     }
@@ -155,7 +170,7 @@ fn spread_sweep_input_is_one_line_and_exit_1() {
         (vec!["experiment".into(), "merge".into()], "experiment merge needs DIR"),
         (
             vec!["experiment".into(), "vm-pin".into(), empty.clone()],
-            "only 'experiment merge DIR' and 'experiment validation DIR' take a directory",
+            "only 'experiment show NAME', 'experiment merge DIR' and 'experiment validation DIR' take a second argument",
         ),
         (vec!["experiment".into(), "validation".into()], "experiment validation needs DIR"),
         (

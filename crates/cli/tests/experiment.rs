@@ -112,6 +112,63 @@ fn list_names_every_experiment() {
     }
 }
 
+/// `experiment show NAME` names the thread, every machine the seed measured on with its
+/// published series, every published point's count, the stored calibrations, and the exact
+/// commands that reproduce each figure; without NAME or with an unknown one it is one line
+/// listing the valid names and exit code 1.
+#[test]
+fn show_names_the_machines_points_calibrations_and_commands() {
+    let o = lockstack(&["experiment", "show", "pgxact"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+    assert!(out.contains("thread:") && out.contains("authors:") && out.contains("seed:"), "{out}");
+    for machine in ["xeon-32", "itanium-32"] {
+        assert!(out.lines().any(|l| l.starts_with(&format!("  {machine}: series "))), "{machine}:\n{out}");
+        let sweep = format!(
+            "lockstack experiment pgxact --machine {machine} --jobs 2 --out out/validation/pgxact-{machine}"
+        );
+        assert!(out.contains(&sweep), "{sweep}:\n{out}");
+        assert!(
+            out.contains(&format!("lockstack experiment pgxact --machine {machine} --calibrate")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("lockstack experiment pgxact --out out/experiments/pgxact"), "{out}");
+    assert!(out.contains("lockstack experiment validation out/validation"), "{out}");
+    // The pgxact seed transcribes 48 points (xeon-32: 2 workloads x 4 clients x 3 variants;
+    // itanium-32: 2 workloads x 6 clients x 2 variants); each is one line with its tps, under
+    // one header per series naming its machine.
+    assert!(out.contains("published points (48;"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("    ") && l.contains(" clients ")).count(), 48, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("  Haas, 32 cores, -S (on xeon-32)")).count(),
+        1,
+        "{out}"
+    );
+    // Four stored calibrations of pgxact, each one line naming its fitted parameter.
+    assert_eq!(out.lines().filter(|l| l.contains("fitted sim.postgres_ipc")).count(), 4, "{out}");
+    // A seed without figures or calibrations says so instead of printing nothing.
+    let o = lockstack(&["experiment", "show", "vm-pin"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        out.contains("published points (0;") && out.contains("  none: the thread gives no throughput"),
+        "{out}"
+    );
+    assert!(out.contains("  none: every simulated point is predicted"), "{out}");
+    assert!(out.contains("lockstack experiment vm-pin --machine xeon-12 --jobs 2"), "{out}");
+    for args in [&["experiment", "show", "nosuch"][..], &["experiment", "show"][..]] {
+        let o = lockstack(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = text(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for (name, _, _) in EXPERIMENTS {
+            assert!(err.contains(name), "{args:?}: {name} not listed: {err}");
+        }
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_code_1() {
     let dir = tempfile::tempdir().unwrap();

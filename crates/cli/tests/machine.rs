@@ -171,6 +171,85 @@ fn simulated_spinlock_sleeps_are_timeout_spin_delay() {
     );
 }
 
+/// The wait-event profile (a sampler task reading the backends' published events in virtual
+/// time) and the section's per-class "parked or asleep" shares of the backends' time read the
+/// same states over the same window, so they agree within 2 points per wait class and for "no
+/// wait event" (1 minus every parked share: running, spinning, sleeping). Contended runs:
+/// TPC-B-like row locks and WAL flushes, the same with `synchronous_commit` off (the WAL
+/// writer's waits stay out of both), and 9.2's spinlocks (`Timeout:SpinDelay`, spinning
+/// published as no event).
+#[test]
+fn simulated_wait_profile_agrees_with_the_section_per_class() {
+    let json = std::env::temp_dir().join(format!("lockstack-sim-agree-{}.json", std::process::id()));
+    let runs: [&[&str]; 3] = [
+        &["-c", "16", "-t", "40"],
+        &["-c", "16", "-t", "40", "--set", "wal.synchronous_commit=off"],
+        &["-S", "-c", "64", "-t", "16", "--preset", "pg92"],
+    ];
+    for run in runs {
+        let mut args = vec!["pgbench", "--machine", "xeon-32", "--json", json.to_str().unwrap()];
+        args.extend_from_slice(run);
+        let out = ok(&args);
+        if !run.contains(&"-S") {
+            // The WAL section says what a flush was: xeon-32's modelled fsync.
+            assert!(
+                out.lines().any(|l| l.starts_with("  flushes (modelled, 200 us each)")),
+                "{run:?}\n{out}"
+            );
+        }
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let samples = doc["wait_samples"].as_u64().unwrap();
+        assert!(samples >= 1000, "{run:?}: only {samples} samples (the default rate under --machine)\n{out}");
+        let mut sampled: std::collections::BTreeMap<String, f64> = doc["wait_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e[0].as_str().unwrap().to_string(), e[1].as_f64().unwrap() / samples as f64))
+            .collect();
+        let mut parked: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+        for w in doc["simulated_machine"]["waits"].as_array().unwrap() {
+            let class = w["class"].as_str().unwrap();
+            // The section names an LWLock tranche alone; the profile as `LWLock:<tranche>`.
+            let event = if class.contains(':') { class.to_string() } else { format!("LWLock:{class}") };
+            parked.insert(event, w["parked_share"].as_f64().unwrap());
+        }
+        assert!(
+            parked.values().any(|&p| p > 0.10),
+            "{run:?}: not a contended run, nothing waited a tenth of the time\n{out}"
+        );
+        assert!(!sampled.contains_key("Activity:WalWriterMain"), "{run:?}: the WAL writer was sampled");
+        assert!(!parked.contains_key("Activity:WalWriterMain"), "{run:?}: the WAL writer among the backends");
+        let no_event = 1.0 - sampled.values().sum::<f64>();
+        let not_parked = 1.0 - parked.values().sum::<f64>();
+        sampled.insert("(no wait event)".into(), no_event);
+        parked.insert("(no wait event)".into(), not_parked);
+        let classes: std::collections::BTreeSet<&String> = sampled.keys().chain(parked.keys()).collect();
+        for c in classes {
+            let (s, p) = (sampled.get(c).copied().unwrap_or(0.0), parked.get(c).copied().unwrap_or(0.0));
+            assert!(
+                (s - p).abs() <= 0.02,
+                "{run:?}: {c}: sampled {:.2}% against parked or asleep {:.2}% of the backends' time\n{out}",
+                s * 100.0,
+                p * 100.0
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&json);
+}
+
+/// Natively the WAL section's flushes row says what a flush was too: none for the in-memory
+/// WAL (the default), a modelled fsync of the time `--set wal.flush` gives.
+#[test]
+fn the_flushes_row_says_what_a_flush_was() {
+    for (set, label) in [
+        ("wal.flush=memory", "  flushes (none: WAL in memory)"),
+        ("wal.flush=modelled:50", "  flushes (modelled, 50 us each)"),
+    ] {
+        let out = ok(&["pgbench", "-c", "1", "-t", "2", "--set", set]);
+        assert!(out.lines().any(|l| l.starts_with(label)), "{set}: {label:?} missing\n{out}");
+    }
+}
+
 /// The "hottest cache lines" rows of a report.
 fn hot_lines(out: &str) -> Vec<&str> {
     out.lines()

@@ -107,21 +107,46 @@ impl std::error::Error for WaitSamplerError {
 }
 
 /// One backend's published wait event: a single `u32`, written by its backend with relaxed
-/// stores and read by samplers with relaxed loads.
-#[derive(Default, Debug)]
-pub struct WaitEventSlot(AtomicU32);
+/// stores and read by samplers with relaxed loads. A slot no backend is attached to holds
+/// [`DETACHED`] (from [`BackendStatusArray::new`] until [`BackendStatusArray::attach`], and
+/// again once its guard drops), which reads as "not waiting" ([`WaitEventSlot::get`]) but lets
+/// a sampler leave unused slots out ([`BackendStatusArray::sample_attached_into`]) without a
+/// store of its own: attaching and detaching store into the same word as before.
+#[derive(Debug)]
+pub struct WaitEventSlot {
+    event: AtomicU32,
+}
+
+/// The raw word of a slot no backend is attached to: a wait-event class no event has, so it
+/// unpacks as [`WaitEvent::NONE`].
+const DETACHED: u32 = 0xFF00_0000;
 
 impl WaitEventSlot {
     /// Publishes `event` (use [`WaitEvent::NONE`] to clear).
     #[inline]
     pub fn set(&self, event: WaitEvent) {
-        self.0.store(event.to_raw(), Ordering::Relaxed);
+        self.event.store(event.to_raw(), Ordering::Relaxed);
     }
 
-    /// The currently published event.
+    /// The currently published event ([`WaitEvent::NONE`] for a slot no backend is attached
+    /// to).
     #[inline]
     pub fn get(&self) -> WaitEvent {
-        WaitEvent::from_raw(self.0.load(Ordering::Relaxed))
+        WaitEvent::from_raw(self.event.load(Ordering::Relaxed))
+    }
+
+    /// Whether a backend is attached to the slot (between [`BackendStatusArray::attach`] and
+    /// the drop of its guard).
+    #[inline]
+    pub fn is_attached(&self) -> bool {
+        self.event.load(Ordering::Relaxed) != DETACHED
+    }
+
+    /// The published event if a backend is attached, one load: `None` for a detached slot.
+    #[inline]
+    fn get_attached(&self) -> Option<WaitEvent> {
+        let raw = self.event.load(Ordering::Relaxed);
+        (raw != DETACHED).then(|| WaitEvent::from_raw(raw))
     }
 }
 
@@ -140,8 +165,9 @@ crate::thread_local! {
 impl BackendStatusArray {
     /// An array for `max_backends` backends, all publishing "not waiting".
     pub fn new(max_backends: usize) -> Arc<BackendStatusArray> {
-        let slots: Box<[CachePadded<WaitEventSlot>]> =
-            (0..max_backends).map(|_| CachePadded::new(WaitEventSlot::default())).collect();
+        let slots: Box<[CachePadded<WaitEventSlot>]> = (0..max_backends)
+            .map(|_| CachePadded::new(WaitEventSlot { event: AtomicU32::new(DETACHED) }))
+            .collect();
         // For a simulation's hottest-lines table: each slot is a padded line of its own.
         crate::sync::hook::name_elements(&slots, "BackendStatus wait_event_info");
         Arc::new(BackendStatusArray { slots })
@@ -187,6 +213,17 @@ impl BackendStatusArray {
             profile.record(s.get());
         }
     }
+
+    /// Adds one sample of every slot a backend is attached to to `profile`; unused slots
+    /// (before a backend connects, after it disconnects) are left out rather than counted as
+    /// "not waiting".
+    pub fn sample_attached_into(&self, profile: &mut WaitEventProfile) {
+        for s in self.slots.iter() {
+            if let Some(e) = s.get_attached() {
+                profile.record(e);
+            }
+        }
+    }
 }
 
 /// Guard returned by [`BackendStatusArray::attach`]; detaches the thread when dropped.
@@ -199,7 +236,7 @@ impl Drop for AttachedBackend {
     fn drop(&mut self) {
         let _ = CURRENT.try_with(|c| {
             if let Some((arr, id)) = c.borrow_mut().take() {
-                arr.slot(id).set(WaitEvent::NONE);
+                arr.slot(id).event.store(DETACHED, Ordering::Relaxed);
             }
         });
     }
@@ -254,14 +291,19 @@ impl Drop for WaitEventScope {
 
 /// A histogram of sampled wait events, as pg_wait_sampling's `pg_wait_sampling_profile`.
 ///
-/// Each sample of each backend adds one to the count of the event it was publishing, or to
-/// [`not_waiting`](Self::not_waiting) (running, or idle between transactions).
+/// Each sample of each backend adds one to the count of the event it was publishing, to
+/// [`not_waiting`](Self::not_waiting) (running, or spinning: spinning publishes no event), or,
+/// for a backend idle waiting for its client (`Client:*`, [`WaitEvent::CLIENT_READ`]), to
+/// [`idle`](Self::idle), which the shares leave out.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct WaitEventProfile {
-    /// Samples per wait event.
+    /// Samples per wait event (never a `Client:*` event).
     pub counts: BTreeMap<WaitEvent, u64>,
     /// Samples that found the backend not waiting.
     pub not_waiting: u64,
+    /// Samples that found the backend idle, waiting for its client (`Client:*`): not counted
+    /// in [`total`](Self::total).
+    pub idle: u64,
     /// Sampling rounds taken (each reads every slot once).
     pub rounds: u64,
 }
@@ -271,12 +313,15 @@ impl WaitEventProfile {
     pub fn record(&mut self, event: WaitEvent) {
         if event.is_none() {
             self.not_waiting += 1;
+        } else if event.event_type() == Some(crate::wait_event::WaitEventType::Client) {
+            self.idle += 1;
         } else {
             *self.counts.entry(event).or_insert(0) += 1;
         }
     }
 
-    /// Total backend-samples recorded (waiting or not).
+    /// Backend-samples recorded waiting or not, the idle ones ([`idle`](Self::idle)) left
+    /// out: the denominator of the profile's shares.
     pub fn total(&self) -> u64 {
         self.not_waiting + self.counts.values().sum::<u64>()
     }
@@ -294,6 +339,7 @@ impl WaitEventProfile {
             *self.counts.entry(*e).or_insert(0) += n;
         }
         self.not_waiting += other.not_waiting;
+        self.idle += other.idle;
         self.rounds += other.rounds;
     }
 }
@@ -301,6 +347,10 @@ impl WaitEventProfile {
 /// The name of the [`WaitSampler`]'s thread: a monitor, not a backend (a simulated machine's
 /// report leaves it out of the backends' time).
 pub const WAIT_SAMPLER_THREAD: &str = "wait-sampler";
+
+/// The name of a workload's WAL writer thread (`Wal::writer_loop`): a background process,
+/// not a backend (a simulated machine's report books its time apart from the backends').
+pub const WAL_WRITER_THREAD: &str = "wal-writer";
 
 /// A background thread that samples a [`BackendStatusArray`] `hz` times per second.
 #[derive(Debug)]
@@ -337,6 +387,28 @@ impl WaitSampler {
     /// The rate is outside 1..=[`WaitSampler::MAX_HZ`] ([`WaitSampler::validate_hz`]), or the
     /// sampler thread could not be spawned.
     pub fn try_spawn(array: Arc<BackendStatusArray>, hz: u32) -> Result<WaitSampler, WaitSamplerError> {
+        Self::spawn_sampling(array, hz, false)
+    }
+
+    /// [`WaitSampler::try_spawn`] that samples only the slots a backend is attached to
+    /// ([`BackendStatusArray::sample_attached_into`]): started before the backends connect and
+    /// stopped after they disconnect, its profile covers each backend's whole life, as the
+    /// simulated machine's per-task time does.
+    ///
+    /// # Errors
+    /// As [`WaitSampler::try_spawn`].
+    pub fn try_spawn_attached(
+        array: Arc<BackendStatusArray>,
+        hz: u32,
+    ) -> Result<WaitSampler, WaitSamplerError> {
+        Self::spawn_sampling(array, hz, true)
+    }
+
+    fn spawn_sampling(
+        array: Arc<BackendStatusArray>,
+        hz: u32,
+        attached_only: bool,
+    ) -> Result<WaitSampler, WaitSamplerError> {
         Self::validate_hz(hz)?;
         let stop = Arc::new(AtomicBool::new(false));
         let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
@@ -346,7 +418,11 @@ impl WaitSampler {
             .spawn(move || {
                 let mut profile = WaitEventProfile::default();
                 while !stop2.load(Ordering::Relaxed) {
-                    array.sample_into(&mut profile);
+                    if attached_only {
+                        array.sample_attached_into(&mut profile);
+                    } else {
+                        array.sample_into(&mut profile);
+                    }
                     profile.rounds += 1;
                     crate::sync::sleep(period);
                 }
@@ -395,6 +471,36 @@ mod tests {
         arr.sample_into(&mut p);
         assert_eq!(p.not_waiting, 4);
         assert!(p.counts.is_empty());
+    }
+
+    #[test]
+    fn attached_sampling_skips_unused_slots_and_leaves_idle_out() {
+        let arr = BackendStatusArray::new(4);
+        let arr2 = Arc::clone(&arr);
+        let mut p = WaitEventProfile::default();
+        std::thread::spawn(move || {
+            let _b = arr2.attach(BackendId(1));
+            assert!(arr2.slot(BackendId(1)).is_attached());
+            let _w = WaitEventScope::new(WaitEvent::lwlock(TrancheId::PROC_ARRAY));
+            let mut q = WaitEventProfile::default();
+            arr2.sample_attached_into(&mut q);
+            q
+        })
+        .join()
+        .map(|q| p.merge(&q))
+        .unwrap();
+        // One attached slot, waiting on ProcArray; the three unused slots are not samples.
+        assert_eq!(p.total(), 1);
+        assert_eq!(p.counts.get(&WaitEvent::lwlock(TrancheId::PROC_ARRAY)).copied(), Some(1));
+        assert!(!arr.slot(BackendId(1)).is_attached(), "detached when the guard dropped");
+        let mut q = WaitEventProfile::default();
+        arr.sample_attached_into(&mut q);
+        assert_eq!((q.total(), q.idle), (0, 0));
+        // A backend idle for its client is counted apart, out of the shares' denominator.
+        arr.slot(BackendId(0)).set(WaitEvent::CLIENT_READ);
+        arr.sample_into(&mut q);
+        assert_eq!((q.idle, q.not_waiting, q.total()), (1, 3, 3));
+        assert!(q.counts.is_empty());
     }
 
     #[test]

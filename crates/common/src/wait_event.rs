@@ -28,6 +28,8 @@ pub enum WaitEventType {
     Timeout = 6,
     /// A background process idling in its main loop.
     Activity = 7,
+    /// A backend waiting for its client (idle between commands).
+    Client = 8,
 }
 
 impl WaitEventType {
@@ -41,6 +43,7 @@ impl WaitEventType {
             WaitEventType::Io => "IO",
             WaitEventType::Timeout => "Timeout",
             WaitEventType::Activity => "Activity",
+            WaitEventType::Client => "Client",
         }
     }
 
@@ -53,6 +56,7 @@ impl WaitEventType {
             5 => WaitEventType::Io,
             6 => WaitEventType::Timeout,
             7 => WaitEventType::Activity,
+            8 => WaitEventType::Client,
             _ => return None,
         })
     }
@@ -89,6 +93,7 @@ const IO_NAMES: &[&str] = &[
 ];
 const TIMEOUT_NAMES: &[&str] = &["PgSleep", "CommitDelay", "SpinDelay"];
 const ACTIVITY_NAMES: &[&str] = &["WalWriterMain", "CheckpointerMain"];
+const CLIENT_NAMES: &[&str] = &["ClientRead"];
 
 /// One wait event: class + event, packed into a `u32` (0 means "not waiting").
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -139,6 +144,10 @@ impl WaitEvent {
     pub const SPIN_DELAY: WaitEvent = Self::pack(WaitEventType::Timeout, 2);
     /// `Activity:WalWriterMain`.
     pub const WAL_WRITER_MAIN: WaitEvent = Self::pack(WaitEventType::Activity, 0);
+    /// `Client:ClientRead`: a backend idle, waiting for its client's next command (pgbench's
+    /// clients publish it while they wait at the harness's start and end gates, which are no
+    /// part of the measured work: a wait-event profile leaves those samples out).
+    pub const CLIENT_READ: WaitEvent = Self::pack(WaitEventType::Client, 0);
 
     const fn pack(class: WaitEventType, id: u32) -> WaitEvent {
         WaitEvent(((class as u32) << 24) | (id & 0x00FF_FFFF))
@@ -198,6 +207,7 @@ impl WaitEvent {
             Some(WaitEventType::Io) => IO_NAMES,
             Some(WaitEventType::Timeout) => TIMEOUT_NAMES,
             Some(WaitEventType::Activity) => ACTIVITY_NAMES,
+            Some(WaitEventType::Client) => CLIENT_NAMES,
         };
         table.get(id).copied().unwrap_or("unknown")
     }
@@ -231,6 +241,7 @@ mod tests {
         assert_eq!(WaitEvent::BUFFER_PIN.to_string(), "BufferPin:BufferPin");
         assert_eq!(WaitEvent::WAL_SYNC.to_string(), "IO:WALSync");
         assert_eq!(WaitEvent::PROC_ARRAY_GROUP_UPDATE.to_string(), "IPC:ProcArrayGroupUpdate");
+        assert_eq!(WaitEvent::CLIENT_READ.to_string(), "Client:ClientRead");
         assert_eq!(WaitEvent::NONE.to_string(), "(none)");
     }
 
@@ -241,6 +252,7 @@ mod tests {
             WaitEvent::lwlock(TrancheId::WAL_INSERT),
             WaitEvent::lock(10),
             WaitEvent::SLRU_SYNC,
+            WaitEvent::CLIENT_READ,
         ] {
             assert_eq!(WaitEvent::from_raw(e.to_raw()), e);
         }

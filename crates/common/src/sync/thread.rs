@@ -322,6 +322,25 @@ impl<'scope> Scope<'scope, '_> {
         F: FnOnce() -> T + Send + 'scope,
         T: Send + 'scope,
     {
+        self.spawn_maybe_named(None, f)
+    }
+
+    /// [`Scope::spawn`] with a name: the thread's, or on a simulated machine the task's (its
+    /// per-task statistics carry it, so a report can tell a background task such as the WAL
+    /// writer from the backends). Panics if the OS cannot create a thread.
+    pub fn spawn_named<F, T>(&'scope self, name: &str, f: F) -> ScopedJoinHandle<'scope, T>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        self.spawn_maybe_named(Some(name.to_string()), f)
+    }
+
+    fn spawn_maybe_named<F, T>(&'scope self, name: Option<String>, f: F) -> ScopedJoinHandle<'scope, T>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
         use std::sync::atomic::Ordering::{Relaxed, Release};
         let slot: Slot<T> = Arc::new(std::sync::Mutex::new(None));
         let s2 = slot.clone();
@@ -340,7 +359,7 @@ impl<'scope> Scope<'scope, '_> {
             // SAFETY: `scope` joins every task it started (the `tasks` list) before it returns,
             // so nothing the closure borrows for 'scope is gone while it runs.
             let boxed: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(boxed) };
-            let task = spawn_task(sim, None, boxed);
+            let task = spawn_task(sim, name, boxed);
             self.data.tasks.lock().unwrap_or_else(|e| e.into_inner()).push((task, joined.clone()));
             return ScopedJoinHandle {
                 kind: ScopedKind::Task { sim: sim.clone(), task, joined },
@@ -357,10 +376,14 @@ impl<'scope> Scope<'scope, '_> {
                 main.unpark();
             }
         };
+        let mut builder = std::thread::Builder::new();
+        if let Some(n) = name {
+            builder = builder.name(n);
+        }
         // SAFETY: `scope` does not return before `running` is back to zero, which this thread
         // decrements as its very last access to anything it borrows, so borrows for 'scope
         // outlive the thread's use of them (the pattern of std's own scoped threads).
-        let h = unsafe { std::thread::Builder::new().spawn_unchecked(wrapped) }.unwrap_or_else(|e| {
+        let h = unsafe { builder.spawn_unchecked(wrapped) }.unwrap_or_else(|e| {
             self.data.running.fetch_sub(1, Relaxed);
             panic!("failed to spawn thread: {e}")
         });

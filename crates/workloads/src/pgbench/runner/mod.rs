@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use lockstack_common::sync::Instant;
 
-use lockstack_common::BackendId;
 use lockstack_common::backend::{WaitEventProfile, WaitSampler};
+use lockstack_common::{BackendId, WaitEvent};
 use rand::RngExt;
 use serde::Serialize;
 
@@ -165,10 +165,18 @@ pub struct PgbenchResult {
     /// Balance sums over the live rows before and after the run: (table, before, after), for
     /// pgbench_accounts, pgbench_tellers, pgbench_branches and pgbench_history (its delta sum).
     pub balance_sums: Vec<(String, i64, i64)>,
-    /// Sampled wait events (event, samples) and total backend-samples.
+    /// Sampled wait events (`Type:Name`, samples), most sampled first. The sampler runs from
+    /// before the clients connect to after they disconnect and samples only the slots a
+    /// backend is attached to; a backend spinning publishes no event.
     pub wait_events: Vec<(String, u64)>,
-    /// Total backend-samples.
+    /// Backend-samples the shares are of: waiting or not, the idle ones
+    /// ([`PgbenchResult::wait_idle_samples`]) left out.
     pub wait_samples: u64,
+    /// Backend-samples that found a client idle at the harness's start or end gate
+    /// (`Client:ClientRead`), left out of [`PgbenchResult::wait_samples`].
+    pub wait_idle_samples: u64,
+    /// Sampling rounds (each reads every attached backend's slot once).
+    pub wait_rounds: u64,
     /// Every counter of the measured phase (LWLock tranches, heavyweight locks, buffers, WAL,
     /// CLOG, ProcArray), by path (`lwlock.ProcArray.ex_acquire`, `wal.flushes`).
     pub lock_stack: LockStackReport,
@@ -614,15 +622,45 @@ pub fn run_on_with(
         // phase; its native thread waits for the phase to end.
         let writer = lockstack_common::sync::hook::simulated().then(|| {
             let (wal, stop) = (Arc::clone(&engine.wal), &writer_stop);
-            sc.spawn(move || wal.writer_loop(stop))
+            sc.spawn_named(lockstack_common::backend::WAL_WRITER_THREAD, move || wal.writer_loop(stop))
         });
+        // The sampler starts before the clients connect and stops after they disconnect, and
+        // samples only the slots a backend is attached to: its window is each backend's whole
+        // life, the window of a simulated machine's per-task time. A client waiting at the
+        // start or end gate publishes `Client:ClientRead` (idle), which the profile leaves out
+        // as that time leaves out the gates.
+        let sampler = if cfg.wait_sampling_hz > 0 {
+            match WaitSampler::try_spawn_attached(Arc::clone(&engine.backends), cfg.wait_sampling_hz) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    // Let the clients start and stop at once, so every thread ends and the
+                    // error is returned rather than hanging.
+                    sampler_error = Some(e.to_string());
+                    shared.stop.store(true, Ordering::Relaxed);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let handles: Vec<_> = (0..cfg.clients)
             .map(|c| {
                 let (engine, shared, start_cell) = (Arc::clone(engine), Arc::clone(&shared), &start_cell);
                 sc.spawn(move || -> Result<ClientOut, EngineError> {
                     let session = engine.session(BackendId(c as u32));
                     shared.connected.fetch_add(1, Ordering::AcqRel);
+                    // Published only for a sampler: without one the run's operations stay
+                    // exactly those of a run without sampling (a simulated run's schedule
+                    // follows every store).
+                    let idle = |e: WaitEvent| {
+                        let slot = engine.backends.slot(BackendId(c as u32));
+                        if cfg.wait_sampling_hz > 0 && slot.is_attached() {
+                            slot.set(e);
+                        }
+                    };
+                    idle(WaitEvent::CLIENT_READ);
                     shared.go.wait(HarnessWait::Start);
+                    idle(WaitEvent::NONE);
                     let start = *start_cell.get().expect("set before go");
                     let out = session.map(|mut s| {
                         let mut r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
@@ -648,7 +686,9 @@ pub fn run_on_with(
                     });
                     // Disconnect only after the counters of the measured phase are read.
                     shared.finished.fetch_add(1, Ordering::AcqRel);
+                    idle(WaitEvent::CLIENT_READ);
                     shared.release.wait(HarnessWait::End);
+                    idle(WaitEvent::NONE);
                     out.and_then(|(r, _session)| r)
                 })
             })
@@ -659,20 +699,6 @@ pub fn run_on_with(
             lockstack_common::sync::sleep(Duration::from_micros(200));
         }
         counters_before = StackCounters::take(engine);
-        let sampler = if cfg.wait_sampling_hz > 0 {
-            match WaitSampler::try_spawn(Arc::clone(&engine.backends), cfg.wait_sampling_hz) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    // The clients are waiting for `go`: let them start and stop at once, so
-                    // every thread ends and the error is returned rather than hanging.
-                    sampler_error = Some(e.to_string());
-                    shared.stop.store(true, Ordering::Relaxed);
-                    None
-                }
-            }
-        } else {
-            None
-        };
         let start = *start_cell.get_or_init(Instant::now);
         shared.go.open();
         // The main thread stops -T runs and prints -P lines.
@@ -710,7 +736,6 @@ pub fn run_on_with(
                 next_progress = Some(at + p);
             }
         }
-        profile = sampler.map(WaitSampler::stop).unwrap_or_default();
         counters_after = StackCounters::take(engine);
         shared.release.open();
         writer_stop.store(true, Ordering::Release);
@@ -718,6 +743,7 @@ pub fn run_on_with(
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Usage("a client thread panicked".into()))))
             .collect();
+        profile = sampler.map(WaitSampler::stop).unwrap_or_default();
         if let Some(w) = writer {
             match w.join() {
                 Ok(Ok(())) => {}
@@ -801,6 +827,8 @@ pub fn run_on_with(
             .collect(),
         wait_events: profile.sorted().into_iter().map(|(e, n)| (e.to_string(), n)).collect(),
         wait_samples: profile.total(),
+        wait_idle_samples: profile.idle,
+        wait_rounds: profile.rounds,
         fidelity: report::fidelity(&delta, transactions + failed, builtin),
         fidelity_builtin: builtin.map(str::to_string),
         lock_stack: LockStackReport::new(delta, transactions + failed),
