@@ -19,8 +19,8 @@ use crate::desc::{
     BUF_REFCOUNT_MASK, BUF_REFCOUNT_ONE, BUF_USAGECOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     FREENEXT_END_OF_LIST, FREENEXT_NOT_IN_LIST, HeaderKind,
 };
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering, yield_now};
 use crate::desc_array::DescArray;
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering, yield_now};
 
 /// Scans of every buffer a victim search makes, after the clock hand has passed `nbuffers`
 /// pinned buffers in a row, before it reports every buffer pinned (see `Strategy::recheck`).

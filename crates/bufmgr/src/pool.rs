@@ -24,12 +24,12 @@ use lockstack_common::{
 use lockstack_lwlock::{LwLockHeld, LwLockImpl, LwLockKind, LwLockMode};
 
 use crate::arena::PageArena;
-use crate::desc_array::{DescArray, DescPadding};
 use crate::desc::{
     BM_DIRTY, BM_IO_ERROR, BM_IO_IN_PROGRESS, BM_JUST_DIRTIED, BM_LOCKED, BM_MAX_USAGE_COUNT,
     BM_PIN_COUNT_WAITER, BM_TAG_VALID, BM_VALID, BUF_REFCOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     HeaderCost, HeaderKind,
 };
+use crate::desc_array::{DescArray, DescPadding};
 use crate::freelist::{Strategy, Victim, VictimKind};
 use crate::page::{self, BLCKSZ, PageVerifier};
 use crate::private_ref::{HeldLocks, PrivateRefCount};

@@ -24,8 +24,8 @@
 use std::sync::Arc;
 
 use lockstack_bufmgr::{
-    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, LwLockMode, MappingKind,
-    DescPadding, VictimKind,
+    BufferPool, BufferPoolConfig, BufferTag, DescPadding, ForkNumber, HeaderKind, LwLockKind, LwLockMode,
+    MappingKind, VictimKind,
 };
 use lockstack_common::{BlockNumber, Oid};
 

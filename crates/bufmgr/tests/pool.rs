@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockstack_bufmgr::{
-    BackendBuffers, BufferError, DESC_LINE, DescPadding, KNOBS, BufferPool, BufferPoolConfig, BufferTag, FileSmgr, ForkNumber, HeaderKind,
-    LwLockKind, LwLockMode, MappingKind, Smgr, SmgrError, VictimKind, page,
+    BackendBuffers, BufferError, BufferPool, BufferPoolConfig, BufferTag, DESC_LINE, DescPadding, FileSmgr,
+    ForkNumber, HeaderKind, KNOBS, LwLockKind, LwLockMode, MappingKind, Smgr, SmgrError, VictimKind, page,
 };
 use lockstack_common::{BlockNumber, Oid};
 
@@ -26,7 +26,14 @@ fn all_configs(nbuffers: usize) -> Vec<BufferPoolConfig> {
                 // Half the pools with packed descriptors, so both layouts run every check.
                 let desc_padding =
                     if mapping == MappingKind::PARTITIONS_16 { DescPadding::None } else { DescPadding::Line };
-                v.push(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock_kind: lwlock, desc_padding });
+                v.push(BufferPoolConfig {
+                    nbuffers,
+                    header,
+                    mapping,
+                    victim,
+                    lwlock_kind: lwlock,
+                    desc_padding,
+                });
             }
         }
     }

@@ -94,7 +94,9 @@ fn read_run(json: &Path) -> Result<(f64, f64, BTreeMap<String, (u64, u64, u64)>)
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", json.display()))?;
     let num = |key: &str| {
-        v.get(key).and_then(serde_json::Value::as_f64).ok_or_else(|| format!("{}: no \"{key}\"", json.display()))
+        v.get(key)
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| format!("{}: no \"{key}\"", json.display()))
     };
     let (transactions, elapsed) = (num("transactions")?, num("elapsed_s")?);
     if transactions <= 0.0 || elapsed <= 0.0 {
@@ -141,8 +143,14 @@ fn run_one(
     };
     let c = args.clients.to_string();
     let mut cmd = Command::new(exe);
-    cmd.args(["pgbench", "-s", &args.scale.to_string(), "-S", "-c", &c, "-j", &c])
-        .args(["-t", &per_client.to_string(), "--machine", profile, "--preset", &args.preset]);
+    cmd.args(["pgbench", "-s", &args.scale.to_string(), "-S", "-c", &c, "-j", &c]).args([
+        "-t",
+        &per_client.to_string(),
+        "--machine",
+        profile,
+        "--preset",
+        &args.preset,
+    ]);
     for s in sets {
         cmd.args(["--set", s]);
     }
@@ -166,7 +174,8 @@ fn run_one(
     if std::fs::metadata(&err).is_ok_and(|m| m.len() == 0) {
         let _ = std::fs::remove_file(&err);
     }
-    let (tps, transactions, by_structure) = read_run(&json).map_err(|e| Failure::run(format!("run {stem}: {e}")))?;
+    let (tps, transactions, by_structure) =
+        read_run(&json).map_err(|e| Failure::run(format!("run {stem}: {e}")))?;
     Ok(RunResult { profile: profile.to_string(), layout, caches, tps, transactions, by_structure })
 }
 
@@ -174,7 +183,11 @@ fn run_one(
 /// parentheses.
 fn table(results: &[RunResult]) -> String {
     let mut t = String::new();
-    let _ = write!(t, "{:<12} {:<20} {:<6} {:>10} {:>18}", "profile", "layout", "caches", "tps", "all structures");
+    let _ = write!(
+        t,
+        "{:<12} {:<20} {:<6} {:>10} {:>18}",
+        "profile", "layout", "caches", "tps", "all structures"
+    );
     for (g, _) in GROUPS {
         let _ = write!(t, " {:>22}", g);
     }
@@ -205,7 +218,11 @@ fn csv_text(results: &[RunResult]) -> String {
     );
     for r in results {
         for (name, &(m, c, x)) in &r.by_structure {
-            let n = if name.contains([',', '"']) { format!("\"{}\"", name.replace('"', "\"\"")) } else { name.clone() };
+            let n = if name.contains([',', '"']) {
+                format!("\"{}\"", name.replace('"', "\"\""))
+            } else {
+                name.clone()
+            };
             let _ = writeln!(
                 t,
                 "{},{},{},{:.0},{n},{:.4},{:.4},{:.4}",
@@ -242,7 +259,8 @@ pub(crate) fn run(args: LayoutArgs) -> Result<(), Failure> {
         return Err(Failure::input(format!("--out {}: is not a directory", args.out.display())));
     }
     let dir = args.out.join("runs");
-    std::fs::create_dir_all(&dir).map_err(|e| Failure::input(format!("--out {}: {e}", args.out.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::input(format!("--out {}: {e}", args.out.display())))?;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::run(format!("cannot find this binary to run the points: {e}")))?;
     let per_client = transactions.div_ceil(clients);
@@ -261,7 +279,8 @@ pub(crate) fn run(args: LayoutArgs) -> Result<(), Failure> {
     );
     out!("{}", table(&results));
     let csv = args.out.join("layout.csv");
-    std::fs::write(&csv, csv_text(&results)).map_err(|e| Failure::output(format!("{}: {e}", csv.display())))?;
+    std::fs::write(&csv, csv_text(&results))
+        .map_err(|e| Failure::output(format!("{}: {e}", csv.display())))?;
     outln!("wrote {} and {}", csv.display(), dir.display());
     Ok(())
 }
@@ -290,6 +309,9 @@ mod tests {
         assert_eq!(r.per_txn(GROUPS[1].1), (0.5, 0.5));
         assert_eq!(r.per_txn(&[]), (6.5, 1.5));
         let csv = csv_text(&[r]);
-        assert!(csv.lines().nth(1).unwrap().starts_with("p,pgproc,on,1,PGPROC # xid + xmin,4.0000,1.0000,3.0000"), "{csv}");
+        assert!(
+            csv.lines().nth(1).unwrap().starts_with("p,pgproc,on,1,PGPROC # xid + xmin,4.0000,1.0000,3.0000"),
+            "{csv}"
+        );
     }
 }

@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::cache::Caches;
 use crate::machine::{LineMap, Lines, Machine, PS_PER_NS, ps};
 use crate::profile::MachineProfile;
-use crate::stats::{CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};
+use crate::stats::{
+    CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources,
+};
 
 /// A simulated task (a backend, a worker, a session): its index in spawn order, the main
 /// task being 0.
@@ -273,7 +275,9 @@ impl Clone for Simulation {
         Simulation {
             profile: self.profile.clone(),
             config: self.config.clone(),
-            caches: std::sync::atomic::AtomicBool::new(self.caches.load(std::sync::atomic::Ordering::Relaxed)),
+            caches: std::sync::atomic::AtomicBool::new(
+                self.caches.load(std::sync::atomic::Ordering::Relaxed),
+            ),
         }
     }
 }
@@ -945,14 +949,14 @@ impl Exec {
             llc_fills: l.llc_fills,
             accesses: l.accesses,
         };
-        let hot_lines =
-            lines.iter().take(top).filter(|(_, l)| l.transfers > 0).map(|&(&line, l)| line_stats(line, l)).collect();
-        let mut missed: Vec<(&u64, &crate::machine::Line)> = self
-            .lines
-            .map
+        let hot_lines = lines
             .iter()
-            .filter(|(_, l)| l.transfers + l.memory_fills + l.llc_fills > 0)
+            .take(top)
+            .filter(|(_, l)| l.transfers > 0)
+            .map(|&(&line, l)| line_stats(line, l))
             .collect();
+        let mut missed: Vec<(&u64, &crate::machine::Line)> =
+            self.lines.map.iter().filter(|(_, l)| l.transfers + l.memory_fills + l.llc_fills > 0).collect();
         missed.sort_by_key(|(_, l)| l.first_touch);
         let missed_lines = missed.iter().map(|&(&line, l)| line_stats(line, l)).collect();
         let caches = self.lines.caches.as_ref().zip(self.profile_caches.as_ref()).map(|(c, p)| CacheStats {

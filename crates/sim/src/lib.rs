@@ -47,4 +47,7 @@ pub use pgcosts::{PgCostFile, PgCostRates};
 pub use profile::{
     CacheSizes, ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost, Topology,
 };
-pub use stats::{CacheStats, HostStats, StructureMisses, structure_of, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};
+pub use stats::{
+    CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, StructureMisses, TaskStats,
+    TimeSources, structure_of,
+};

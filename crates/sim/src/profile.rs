@@ -82,10 +82,9 @@ impl CacheSizes {
 
     /// Checks the sizes against the topology (`cores`, `cores_per_llc`).
     fn validate(&self, cores: u32, cores_per_llc: u32) -> Result<(), String> {
-        for (what, lines, ways) in [
-            ("private", self.private_lines(), self.private_ways),
-            ("llc", self.llc_lines(), self.llc_ways),
-        ] {
+        for (what, lines, ways) in
+            [("private", self.private_lines(), self.private_ways), ("llc", self.llc_lines(), self.llc_ways)]
+        {
             if lines == 0 || ways == 0 {
                 return Err(format!("caches.{what}_kib and caches.{what}_ways must be at least 1"));
             }
