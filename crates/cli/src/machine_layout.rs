@@ -54,6 +54,9 @@ const GROUPS: &[(&str, &[&str])] = &[
     ("buffer descriptors", &["buffer # state", "BufferIO "]),
 ];
 
+/// Per structure: (misses, capacity misses, transfers) in a run.
+type Misses = BTreeMap<String, (u64, u64, u64)>;
+
 /// One run's misses per transaction.
 #[derive(Debug, Clone)]
 struct RunResult {
@@ -63,7 +66,7 @@ struct RunResult {
     tps: f64,
     transactions: f64,
     /// Per structure: (misses, capacity misses, transfers).
-    by_structure: BTreeMap<String, (u64, u64, u64)>,
+    by_structure: Misses,
 }
 
 impl RunResult {
@@ -89,7 +92,7 @@ fn positive(flag: &str, v: i64, max: i64) -> Result<u64, Failure> {
 }
 
 /// Reads a run's `--json`: tps and the section's misses by structure.
-fn read_run(json: &Path) -> Result<(f64, f64, BTreeMap<String, (u64, u64, u64)>), String> {
+fn read_run(json: &Path) -> Result<(f64, f64, Misses), String> {
     let text = std::fs::read_to_string(json).map_err(|e| format!("reading {}: {e}", json.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", json.display()))?;

@@ -174,7 +174,7 @@ impl Machine {
 
     /// A line copied to core `core` from the last-level cache of group `group` (another
     /// group's: priced as a transfer from that group's first core), in ps.
-    fn from_llc(&self, group: u32, core: u32) -> u64 {
+    fn llc_copy(&self, group: u32, core: u32) -> u64 {
         self.transfer(group * self.cores_per_llc, core)
     }
 }
@@ -594,7 +594,7 @@ impl Line {
                 self.llc_fills += 1;
                 return c.llc_hit;
             }
-            if let Some(cost) = self.llc.iter().map(|g| m.from_llc(g, core)).min() {
+            if let Some(cost) = self.llc.iter().map(|g| m.llc_copy(g, core)).min() {
                 self.llc_fills += 1;
                 return cost;
             }
