@@ -194,3 +194,13 @@ fn the_seeds_profiles_cite_their_cache_sizes() {
         }
     }
 }
+
+#[test]
+fn structures_are_names_without_their_numbers() {
+    use lockstack_sim::structure_of;
+    assert_eq!(structure_of("buffer 17 page +128"), "buffer # page +#");
+    assert_eq!(structure_of("PgXact 0-4"), "PgXact #");
+    assert_eq!(structure_of("PGPROC 12 xid + xmin"), "PGPROC # xid + xmin");
+    assert_eq!(structure_of("ProcArrayLock"), "ProcArrayLock");
+    assert_eq!(structure_of("line #42"), "unnamed");
+}
