@@ -7,7 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::cache::{Caches, L1_LINES, Lookup};
+use crate::cache::{Caches, Lookup};
 use crate::profile::MachineProfile;
 
 /// Picoseconds per nanosecond.
@@ -407,27 +407,22 @@ impl Lines {
     pub(crate) fn access(&mut self, m: &Machine, hw: u32, line: u64, access: Access, t: u64) -> u64 {
         let core = m.core_of(hw);
         let group = m.llc_of(core);
-        // The private cache first (unless the L1 filter saw the line last): its victim (another
+        // The private cache first (unless the L1 filter holds the line): its victim (another
         // line) loses this core's copy.
-        if let Some(c) = self.caches.as_mut() {
-            let base = core as usize * L1_LINES;
-            let slot = base + (line % L1_LINES as u64) as usize;
-            if c.l1[slot] != line + 1 {
-                c.l1[slot] = line + 1;
-                if let Lookup::Miss(Some(v)) = c.private[core as usize].access(line) {
-                    let vslot = base + (v % L1_LINES as u64) as usize;
-                    if c.l1[vslot] == v + 1 {
-                        c.l1[vslot] = 0;
-                    }
-                    if let Some(vl) = self.map.get_mut(&v) {
-                        if vl.owner == core {
-                            // A modified line is written back to the LLC, which holds it.
-                            vl.owner = NO_CORE;
-                            c.private_evictions += 1;
-                        } else if vl.sharers.contains(core) {
-                            vl.sharers.remove(core);
-                            c.private_evictions += 1;
-                        }
+        if let Some(c) = self.caches.as_mut()
+            && c.l1[core as usize].access(line, line) != Lookup::Hit
+        {
+            let key = c.key(line);
+            if let Lookup::Miss(Some(v)) = c.private[core as usize].access(line, key) {
+                c.l1[core as usize].remove(v, v);
+                if let Some(vl) = self.map.get_mut(&v) {
+                    if vl.owner == core {
+                        // A modified line is written back to the LLC, which holds it.
+                        vl.owner = NO_CORE;
+                        c.private_evictions += 1;
+                    } else if vl.sharers.contains(core) {
+                        vl.sharers.remove(core);
+                        c.private_evictions += 1;
                     }
                 }
             }
@@ -563,7 +558,8 @@ impl Lines {
     /// (an inclusive LLC back-invalidates).
     fn fill_llc(&mut self, m: &Machine, group: u32, line: u64) {
         let Some(c) = self.caches.as_mut() else { return };
-        let Lookup::Miss(Some(v)) = c.llc[group as usize].access(line) else { return };
+        let key = c.key(line);
+        let Lookup::Miss(Some(v)) = c.llc[group as usize].access(line, key) else { return };
         let Some(vl) = self.map.get_mut(&v) else { return };
         if !vl.llc.contains(group) {
             return;
