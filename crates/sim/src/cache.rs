@@ -114,6 +114,9 @@ pub(crate) struct Caches {
     /// order. Indexing by the virtual address would make the sets, and so the evictions, depend
     /// on where address-space randomisation put each mapping, and repeated runs would differ.
     pages: crate::machine::LineMap<u64>,
+    /// The page [`Caches::key`] looked up last and its colour (+1; 0: none), which saves the
+    /// map look-up for consecutive lines of one page.
+    last_page: (u64, u64),
     pub(crate) private: Vec<SetLru>,
     pub(crate) llc: Vec<SetLru>,
     /// An LLC hit, ps.
@@ -133,6 +136,7 @@ impl Caches {
         Caches {
             l1: (0..cores).map(|_| SetLru::new(L1_LINES, L1_WAYS)).collect(),
             pages: crate::machine::LineMap::default(),
+            last_page: (0, 0),
             private: (0..cores).map(|_| SetLru::new(sizes.private_lines(), sizes.private_ways)).collect(),
             llc: (0..groups).map(|_| SetLru::new(sizes.llc_lines(), sizes.llc_ways)).collect(),
             llc_hit: crate::machine::ps(sizes.llc_hit_ns),
@@ -147,8 +151,13 @@ impl Caches {
     /// The physical line number `line` is indexed by: its page's colour (given at the page's
     /// first touch, in order) times 64, plus its place in the page.
     pub(crate) fn key(&mut self, line: u64) -> u64 {
+        let page = line >> 6;
+        if self.last_page.1 != 0 && self.last_page.0 == page {
+            return (self.last_page.1 - 1) << 6 | (line & 63);
+        }
         let next = self.pages.len() as u64;
-        let colour = *self.pages.entry(line >> 6).or_insert(next);
+        let colour = *self.pages.entry(page).or_insert(next);
+        self.last_page = (page, colour + 1);
         colour << 6 | (line & 63)
     }
 }
