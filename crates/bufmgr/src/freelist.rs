@@ -19,6 +19,7 @@ use crate::desc::{
     BUF_REFCOUNT_MASK, BUF_REFCOUNT_ONE, BUF_USAGECOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     FREENEXT_END_OF_LIST, FREENEXT_NOT_IN_LIST, HeaderKind,
 };
+use crate::desc_array::DescArray;
 use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering, yield_now};
 
 /// Scans of every buffer a victim search makes, after the clock hand has passed `nbuffers`
@@ -162,11 +163,11 @@ impl Strategy {
     }
 
     /// Appends buffer `id` to the free list (`StrategyFreeBuffer`) unless it is on it.
-    pub(crate) fn free_buffer(&self, descs: &[CachePadded<BufferDesc>], id: u32) {
+    pub(crate) fn free_buffer(&self, descs: &DescArray, id: u32) {
         self.with_list_lock(|| self.push_locked(descs, id));
     }
 
-    fn push_locked(&self, descs: &[CachePadded<BufferDesc>], id: u32) {
+    fn push_locked(&self, descs: &DescArray, id: u32) {
         let d = &descs[id as usize];
         if d.free_next.load(Ordering::Relaxed) != FREENEXT_NOT_IN_LIST {
             return;
@@ -181,7 +182,7 @@ impl Strategy {
         self.last_free.store(id as i32, Ordering::Relaxed);
     }
 
-    fn pop_locked(&self, descs: &[CachePadded<BufferDesc>]) -> Option<u32> {
+    fn pop_locked(&self, descs: &DescArray) -> Option<u32> {
         let first = self.first_free.load(Ordering::Relaxed);
         if first < 0 {
             return None;
@@ -197,7 +198,7 @@ impl Strategy {
     }
 
     /// Length of the free list (for invariant checks; the caller makes sure nothing changes it).
-    pub(crate) fn free_list(&self, descs: &[CachePadded<BufferDesc>]) -> Vec<u32> {
+    pub(crate) fn free_list(&self, descs: &DescArray) -> Vec<u32> {
         self.with_list_lock(|| {
             let mut v = Vec::new();
             let mut cur = self.first_free.load(Ordering::Relaxed);
@@ -267,7 +268,7 @@ impl Strategy {
     /// decrement (where PostgreSQL raises "no unpinned buffers available"), it does not give
     /// up yet: it reports [`Victim::AllPinned`] only after [`ALL_PINNED_RECHECKS`] further
     /// scans ([`Self::recheck`]) also found every buffer pinned.
-    pub(crate) fn get_victim(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
+    pub(crate) fn get_victim(&self, descs: &DescArray, header: HeaderKind) -> Victim {
         self.num_allocs.fetch_add(1, Ordering::Relaxed);
         match self.sweep(descs, header) {
             Victim::AllPinned => self.recheck(descs, header),
@@ -288,7 +289,7 @@ impl Strategy {
     /// always free. A scan of its own, not by the shared hand, after giving the CPU to the
     /// holders, does not follow those pins around the clock. Made outside the free-list lock
     /// (9.2 variant), which the sweep released: the header lock is what takes a buffer.
-    fn recheck(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
+    fn recheck(&self, descs: &DescArray, header: HeaderKind) -> Victim {
         let mut fruitless = 0;
         while fruitless < ALL_PINNED_RECHECKS {
             yield_now();
@@ -309,7 +310,7 @@ impl Strategy {
 
     /// The clock sweep proper: the free list, then the hand until it finds a victim or has
     /// passed `nbuffers` pinned buffers in a row ([`Victim::AllPinned`]).
-    fn sweep(&self, descs: &[CachePadded<BufferDesc>], header: HeaderKind) -> Victim {
+    fn sweep(&self, descs: &DescArray, header: HeaderKind) -> Victim {
         let n = self.nbuffers;
         match self.kind {
             VictimKind::FreelistLock => {

@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | header ([`HeaderKind`]) | spinlock per header (9.2) | one atomic state word with CAS (9.6); `fetch_sub` unpins (PostgreSQL 19 development); `fetch_add` pins (ours) |
 //! | mapping ([`MappingKind`]) | 16 LWLock partitions (9.2) | 128 partitions (9.5); or a `DashMap` |
+//! | descriptor array ([`DescPadding`]) | packed (9.4) | padded to whole cache lines (9.5) |
 //! | victims ([`VictimKind`]) | free list + clock under `BufFreelistLock` (9.2) | atomic clock hand (9.5) |
 //! | visibility checks ([`vm::VmCheck`]) | `PD_ALL_VISIBLE` first | always the VM page (the 2012 proposal) |
 //!
@@ -52,6 +53,7 @@
 mod arena;
 mod buckets;
 mod desc;
+mod desc_array;
 mod freelist;
 pub mod page;
 mod pool;
@@ -65,6 +67,7 @@ mod tag;
 pub mod vm;
 
 pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
+pub use desc_array::{DESC_LINE, DescPadding};
 pub use freelist::{ALL_PINNED_RECHECKS, VictimKind};
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};

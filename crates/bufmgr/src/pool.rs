@@ -29,6 +29,7 @@ use crate::desc::{
     BM_PIN_COUNT_WAITER, BM_TAG_VALID, BM_VALID, BUF_REFCOUNT_MASK, BUF_USAGECOUNT_ONE, BufferDesc,
     HeaderCost, HeaderKind,
 };
+use crate::desc_array::{DescArray, DescPadding};
 use crate::freelist::{Strategy, Victim, VictimKind};
 use crate::page::{self, BLCKSZ, PageVerifier};
 use crate::private_ref::{HeldLocks, PrivateRefCount};
@@ -164,6 +165,8 @@ pub struct BufferPoolConfig {
     /// LWLock implementation of the mapping partitions, content locks, I/O locks and the 9.2
     /// free-list lock.
     pub lwlock_kind: LwLockKind,
+    /// The descriptor array's layout: packed (9.4) or padded to whole cache lines (9.5+).
+    pub desc_padding: DescPadding,
 }
 
 /// The buffer manager's knobs (`lockstack_common::knob`), over [`BufferPoolConfig`]; the
@@ -203,6 +206,16 @@ pub const KNOBS: &[lockstack_common::Knob<BufferPoolConfig>] = {
             },
         },
         Knob {
+            key: "bufmgr.desc_padding",
+            values: "none|line",
+            doc: "buffer descriptor array: packed (9.4, neighbours share cache lines) or each descriptor padded to whole 64-byte lines (9.5's BufferDescPadded)",
+            default: "line",
+            apply: |c, v| {
+                c.desc_padding = parsed(v)?;
+                Some(())
+            },
+        },
+        Knob {
             key: "bufmgr.victim",
             values: "freelist-lock|atomic-clock",
             doc: "victim search: BufFreelistLock (9.2) or atomic clock hand (9.5)",
@@ -232,6 +245,7 @@ impl BufferPoolConfig {
             mapping: MappingKind::PARTITIONS_16,
             victim: VictimKind::FreelistLock,
             lwlock_kind: LwLockKind::Pg92,
+            desc_padding: DescPadding::Line,
         }
     }
 
@@ -244,6 +258,7 @@ impl BufferPoolConfig {
             mapping: MappingKind::PARTITIONS_128,
             victim: VictimKind::AtomicClock,
             lwlock_kind: LwLockKind::Atomic,
+            desc_padding: DescPadding::Line,
         }
     }
 
@@ -285,7 +300,7 @@ impl Buffer {
 /// backend (thread) its own [`BackendBuffers`] from [`BufferPool::attach`].
 pub struct BufferPool {
     cfg: BufferPoolConfig,
-    descs: Box<[CachePadded<BufferDesc>]>,
+    descs: DescArray,
     pages: PageArena,
     table: BufTable,
     strategy: Strategy,
@@ -315,8 +330,7 @@ impl BufferPool {
     pub fn new(cfg: BufferPoolConfig, smgr: Arc<dyn Smgr>) -> Result<Arc<BufferPool>, BufferError> {
         cfg.validate()?;
         let n = cfg.nbuffers;
-        let descs: Box<[CachePadded<BufferDesc>]> =
-            (0..n).map(|i| CachePadded::new(BufferDesc::new(i as u32, cfg.lwlock_kind))).collect();
+        let descs = DescArray::new(n, cfg.desc_padding, |i| BufferDesc::new(i as u32, cfg.lwlock_kind));
         let pages = PageArena::new(n)
             .map_err(|e| BufferError::Config(format!("cannot map {n} buffers of {BLCKSZ} bytes: {e}")))?;
         let strategy = Strategy::new(cfg.victim, n as u32, cfg.lwlock_kind);
@@ -369,6 +383,12 @@ impl BufferPool {
     /// [`BufferError::Config`] for a bad configuration.
     pub fn in_memory(cfg: BufferPoolConfig) -> Result<Arc<BufferPool>, BufferError> {
         BufferPool::new(cfg, Arc::new(MemorySmgr::new()))
+    }
+
+    /// The distance between two buffer descriptors in their array, bytes
+    /// ([`BufferPoolConfig::desc_padding`]).
+    pub fn desc_stride(&self) -> usize {
+        self.descs.stride()
     }
 
     /// The configuration.

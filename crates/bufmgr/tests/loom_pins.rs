@@ -24,8 +24,8 @@
 use std::sync::Arc;
 
 use lockstack_bufmgr::{
-    BufferPool, BufferPoolConfig, BufferTag, ForkNumber, HeaderKind, LwLockKind, LwLockMode, MappingKind,
-    VictimKind,
+    BufferPool, BufferPoolConfig, BufferTag, DescPadding, ForkNumber, HeaderKind, LwLockKind, LwLockMode,
+    MappingKind, VictimKind,
 };
 use lockstack_common::{BlockNumber, Oid};
 
@@ -46,6 +46,7 @@ fn config(header: HeaderKind) -> BufferPoolConfig {
         mapping: MappingKind::Partitioned { partitions: 1 },
         victim: VictimKind::AtomicClock,
         lwlock_kind: LwLockKind::Atomic,
+        desc_padding: DescPadding::Line,
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockstack_bufmgr::{
-    BackendBuffers, BufferError, BufferPool, BufferPoolConfig, BufferTag, FileSmgr, ForkNumber, HeaderKind,
-    LwLockKind, LwLockMode, MappingKind, Smgr, SmgrError, VictimKind, page,
+    BackendBuffers, BufferError, BufferPool, BufferPoolConfig, BufferTag, DESC_LINE, DescPadding, FileSmgr,
+    ForkNumber, HeaderKind, KNOBS, LwLockKind, LwLockMode, MappingKind, Smgr, SmgrError, VictimKind, page,
 };
 use lockstack_common::{BlockNumber, Oid};
 
@@ -23,7 +23,17 @@ fn all_configs(nbuffers: usize) -> Vec<BufferPoolConfig> {
             for victim in VictimKind::ALL {
                 let lwlock =
                     if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
-                v.push(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock_kind: lwlock });
+                // Half the pools with packed descriptors, so both layouts run every check.
+                let desc_padding =
+                    if mapping == MappingKind::PARTITIONS_16 { DescPadding::None } else { DescPadding::Line };
+                v.push(BufferPoolConfig {
+                    nbuffers,
+                    header,
+                    mapping,
+                    victim,
+                    lwlock_kind: lwlock,
+                    desc_padding,
+                });
             }
         }
     }
@@ -142,6 +152,22 @@ fn every_buffer_pinned_is_an_error_not_a_hang() {
         }
         pool.check_invariants().unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
     }
+}
+
+#[test]
+fn the_padding_knob_sets_the_descriptor_stride() {
+    let mut cfg = BufferPoolConfig::pg96(16);
+    let knob = KNOBS.iter().find(|k| k.key == "bufmgr.desc_padding").expect("knob");
+    assert_eq!(knob.default, "line");
+    let line = BufferPool::in_memory(cfg.clone()).unwrap();
+    assert_eq!(line.desc_stride() % DESC_LINE, 0);
+    assert!((knob.apply)(&mut cfg, "none").is_some());
+    assert_eq!(cfg.desc_padding, DescPadding::None);
+    let packed = BufferPool::in_memory(cfg.clone()).unwrap();
+    assert_eq!(packed.desc_stride(), std::mem::size_of::<lockstack_bufmgr::BufferDesc>());
+    assert!(packed.desc_stride() < line.desc_stride());
+    assert!((knob.apply)(&mut cfg, "32").is_none());
+    packed.check_invariants().unwrap();
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `lockstack machine list|show|calibrate|sweep|validate`: the simulated machines' profiles (crate
+//! `lockstack machine list|show|calibrate|sweep|layout|validate`: the simulated machines' profiles (crate
 //! `lockstack-sim`).
 
 use clap::{Args, Subcommand};
@@ -59,6 +59,11 @@ enum MachineAction {
     /// Run pgbench -S on simulated machines for every profile, preset and client count (one
     /// child run per point) and write DIR/sweep.csv, DIR/sweep.svg and a table.
     Sweep(crate::machine_sweep::SweepArgs),
+    /// The layout experiment of the simulated caches: pgbench -S under three layouts (PGPROC
+    /// scanned in place, the dense PGXACT array, packed buffer descriptors), with the caches'
+    /// capacities on and off, and the private-cache misses per transaction by structure (one
+    /// child run each); writes DIR/layout.csv and a table.
+    Layout(crate::machine_layout::LayoutArgs),
     /// Run classic microbenchmarks on a simulated machine (line latencies by distance, a
     /// shared counter's fetch_add throughput, test-and-set, test-and-test-and-set, ticket and
     /// MCS locks from 1 thread to all) and print them next to published figures for the
@@ -176,6 +181,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
     match args.action {
         MachineAction::Sweep(sweep) => crate::machine_sweep::run(sweep),
+        MachineAction::Layout(layout) => crate::machine_layout::run(layout),
         MachineAction::Validate { profile, json } => crate::machine_validate::run(&profile, json),
         MachineAction::List => {
             for (name, _) in BUILTIN {

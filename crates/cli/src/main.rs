@@ -36,6 +36,7 @@ mod isolation_cmd;
 mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;
+mod machine_layout;
 mod machine_sweep;
 mod machine_validate;
 mod pgbench_cmd;

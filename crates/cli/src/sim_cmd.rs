@@ -240,7 +240,9 @@ pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineCon
 mod simulating {
     use std::sync::{Mutex, OnceLock};
 
-    use super::{Ground, HotLine, PhaseTally, SimArgs, SimClock, SimCosts, SimTally, Sources};
+    use super::{
+        CacheTally, Ground, HotLine, MissTally, PhaseTally, SimArgs, SimClock, SimCosts, SimTally, Sources,
+    };
     use crate::Failure;
     use lockstack_common::sync::hook;
     use lockstack_sim::{ClockMode, MachineProfile, SegmentTable, SimConfig, SimReport, Simulation, facade};
@@ -425,6 +427,31 @@ mod simulating {
                     *t.spinning_ns.entry(c.clone()).or_default() += v;
                 }
             }
+            t.caches = r.stats.caches.as_ref().map(|c| CacheTally {
+                private_kib: c.private_kib,
+                private_ways: c.private_ways,
+                llc_kib: c.llc_kib,
+                llc_ways: c.llc_ways,
+                private_evictions: c.private_evictions,
+                llc_evictions: c.llc_evictions,
+                back_invalidations: c.back_invalidations,
+            });
+            t.misses = r
+                .stats
+                .misses_by_structure
+                .iter()
+                .map(|(k, m)| {
+                    let m = MissTally {
+                        lines: m.lines,
+                        accesses: m.accesses,
+                        transfers: m.transfers,
+                        llc_fills: m.llc_fills,
+                        memory_fills: m.memory_fills,
+                        refills: m.refills,
+                    };
+                    (k.clone(), m)
+                })
+                .collect();
             t.hot_lines = r
                 .stats
                 .hot_lines
@@ -647,6 +674,8 @@ mod simulating {
             return;
         };
         let p = &sim.profile().pgbench;
+        // `--set sim.caches`: the cache capacities of the phases that follow.
+        sim.set_caches(engine.sim_caches);
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
         engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
         engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
@@ -778,6 +807,62 @@ pub(crate) struct PhaseTally {
     /// Where the tasks' virtual time came from (all tasks, the main one included).
     #[serde(default)]
     sources: Sources,
+    /// The caches' capacities and evictions; `None` without capacity.
+    #[serde(default)]
+    caches: Option<CacheTally>,
+    /// Private-cache misses per data structure (the simulator's `misses_by_structure`).
+    #[serde(default)]
+    misses: BTreeMap<String, MissTally>,
+}
+
+/// The capacities of a phase's caches and its evictions (the simulator's `CacheStats`).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub(crate) struct CacheTally {
+    private_kib: u32,
+    private_ways: u32,
+    llc_kib: u32,
+    llc_ways: u32,
+    private_evictions: u64,
+    llc_evictions: u64,
+    back_invalidations: u64,
+}
+
+/// One data structure's private-cache misses (the simulator's `StructureMisses`), summable.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub(crate) struct MissTally {
+    /// Lines of the structure that missed.
+    lines: u64,
+    /// Accesses to them.
+    accesses: u64,
+    /// Misses served by another core.
+    transfers: u64,
+    /// Misses served by a last-level cache (capacity).
+    llc_fills: u64,
+    /// Misses served by memory (first touches and refills).
+    memory_fills: u64,
+    /// Refills from memory of an evicted line (capacity).
+    refills: u64,
+}
+
+impl MissTally {
+    fn add(&mut self, o: &MissTally) {
+        self.lines += o.lines;
+        self.accesses += o.accesses;
+        self.transfers += o.transfers;
+        self.llc_fills += o.llc_fills;
+        self.memory_fills += o.memory_fills;
+        self.refills += o.refills;
+    }
+
+    /// All misses.
+    pub(crate) fn misses(&self) -> u64 {
+        self.transfers + self.llc_fills + self.memory_fills
+    }
+
+    /// Misses the caches' capacity caused.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.llc_fills + self.refills
+    }
 }
 
 /// Where virtual time came from, ns (the simulator's `TimeSources`, summable over phases).
@@ -1001,6 +1086,10 @@ pub(crate) struct Section {
     /// time as `waits`.
     harness_waits: Vec<ClassShare>,
     hot_lines: Vec<HotLine>,
+    /// The caches' capacities and the phases' evictions summed; `None` without capacity.
+    caches: Option<CacheTally>,
+    /// Private-cache misses per data structure, summed over the phases.
+    pub(crate) misses_by_structure: BTreeMap<String, MissTally>,
 }
 
 /// The section of `t`: its phases added up, wait classes by share, the ten hottest lines.
@@ -1073,7 +1162,27 @@ pub(crate) fn section(t: &SimTally) -> Section {
         sources.add(&r.sources);
     }
     let untimed_share = if worker_ns == 0 { 0.0 } else { sources.untimed_ns as f64 / worker_ns as f64 };
+    let mut caches: Option<CacheTally> = None;
+    let mut misses_by_structure: BTreeMap<String, MissTally> = BTreeMap::new();
+    for r in &t.phases {
+        if let Some(c) = &r.caches {
+            let e = caches.get_or_insert_with(|| CacheTally {
+                private_evictions: 0,
+                llc_evictions: 0,
+                back_invalidations: 0,
+                ..c.clone()
+            });
+            e.private_evictions += c.private_evictions;
+            e.llc_evictions += c.llc_evictions;
+            e.back_invalidations += c.back_invalidations;
+        }
+        for (k, m) in &r.misses {
+            misses_by_structure.entry(k.clone()).or_default().add(m);
+        }
+    }
     Section {
+        caches,
+        misses_by_structure,
         profile: t.profile.clone(),
         cores: t.cores,
         hw_threads: t.hw_threads,
@@ -1220,6 +1329,34 @@ pub(crate) fn print_section(command: &str, s: &Section) {
             l.transfers,
             l.invalidations,
             l.accesses
+        );
+    }
+    match &s.caches {
+        Some(c) => outln!(
+            "  caches: {} KiB private per core ({}-way), {} KiB last-level ({}-way, inclusive), LRU; {} private and {} LLC evictions, {} private copies back-invalidated",
+            c.private_kib,
+            c.private_ways,
+            c.llc_kib,
+            c.llc_ways,
+            c.private_evictions,
+            c.llc_evictions,
+            c.back_invalidations
+        ),
+        None => outln!(
+            "  caches: no capacity (the profile has no [caches], or --set sim.caches=off): lines leave a cache only when another core takes them"
+        ),
+    }
+    let mut top: Vec<(&String, &MissTally)> = s.misses_by_structure.iter().collect();
+    top.sort_by(|a, b| b.1.misses().cmp(&a.1.misses()).then_with(|| a.0.cmp(b.0)));
+    outln!("  private-cache misses by structure (top 10; capacity: from the LLC or refilled from memory):");
+    for (name, m) in top.into_iter().take(10) {
+        outln!(
+            "    {:<40} {:>10} misses {:>10} capacity {:>10} transfers {:>10} accesses",
+            name,
+            m.misses(),
+            m.capacity(),
+            m.transfers,
+            m.accesses
         );
     }
 }

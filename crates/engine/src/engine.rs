@@ -66,6 +66,10 @@ pub struct EngineConfig {
     /// experiment NAME --machine P --calibrate` fits it to the baseline's published
     /// low-concurrency figure.
     pub sim_postgres_ipc: Option<f64>,
+    /// Under `--machine` only: whether the simulated caches have the profile's capacities
+    /// (`--set sim.caches=on`, the default) or none (`off`: nothing is ever evicted, the model
+    /// before capacities). A profile without a `[caches]` table has none either way.
+    pub sim_caches: bool,
     /// LWLock pre-sleep spin rounds (`--set lwlock.spin_rounds`; [`lockstack_lwlock::set_spin_rounds`]);
     /// `None`: the crate's default (10) natively, PostgreSQL's 0 under `--machine`.
     pub lwlock_spin_rounds: Option<u32>,
@@ -153,6 +157,7 @@ impl EngineConfig {
             sim_client_rtt: None,
             sim_statement_cpu: None,
             sim_postgres_ipc: None,
+            sim_caches: true,
             lwlock_spin_rounds: None,
             lwlock_spin_schedule: None,
         }

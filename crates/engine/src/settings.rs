@@ -146,6 +146,20 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
             Some(())
         },
     },
+    Knob {
+        key: "sim.caches",
+        values: "on|off",
+        doc: "--machine only: the simulated caches have the profile's capacities ([caches]: a private LRU cache per core, an inclusive LLC per group; evicted lines refill from the LLC or memory) or none (nothing is ever evicted)",
+        default: "on",
+        apply: |c, v| {
+            c.sim_caches = match v.trim() {
+                "on" => true,
+                "off" => false,
+                _ => return None,
+            };
+            Some(())
+        },
+    },
 ];
 
 /// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
@@ -525,7 +539,7 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 39, "the knob count quoted in docs/engine.md");
+        assert_eq!(keys.len(), 41, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {
@@ -664,6 +678,8 @@ mod tests {
             "bufmgr.header" => "spinlock",
             "bufmgr.mapping" => "dashmap",
             "bufmgr.victim" => "freelist-lock",
+            "bufmgr.desc_padding" => "none",
+            "sim.caches" => "off",
             "wal.insert" => "single",
             "wal.flush" => "modelled:50",
             "engine.btree_search" => "binary",

@@ -3,8 +3,10 @@
 //!
 //! Each task loops over: a read of a shared line (a lock word that is mostly read), an RMW on
 //! its own padded line (a private counter), an RMW on one of 8 shared lines (a partitioned
-//! lock), and a `touch` of 128 bytes of shared data. Run with
-//! `cargo run --release -p lockstack-sim --example ops_per_second [OPS_PER_TASK]`.
+//! lock), and a `touch` of 128 bytes of shared data (a 64-byte-aligned array, so that its
+//! lines do not depend on where the allocator puts it). Run with
+//! `cargo run --release -p lockstack-sim --example ops_per_second [OPS_PER_TASK] [caches|no-caches]`
+//! (`no-caches`: the profile's cache capacities off).
 
 use std::panic::Location;
 use std::sync::Arc;
@@ -15,6 +17,9 @@ use lockstack_sim::{Access, MachineProfile, Simulation, TaskId, task};
 #[repr(align(64))]
 #[derive(Default)]
 struct Padded(AtomicU64);
+/// Shared data on whole lines.
+#[repr(align(64))]
+struct Al([u8; 1024]);
 
 fn main() {
     let per_task: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
@@ -25,15 +30,24 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let caches = match std::env::args().nth(2).as_deref() {
+        None | Some("caches") => true,
+        Some("no-caches") => false,
+        Some(_) => {
+            eprintln!("ops_per_second: the second argument is caches or no-caches");
+            std::process::exit(1);
+        }
+    };
     let tasks = 64usize;
     let profile = MachineProfile::builtin("xeon-32").expect("built-in");
     let sim = Simulation::new(profile);
+    sim.set_caches(caches);
     let report = sim
         .run(move || {
             let shared = Arc::new(Padded::default());
             let parts: Arc<Vec<Padded>> = Arc::new((0..8).map(|_| Padded::default()).collect());
             let own: Arc<Vec<Padded>> = Arc::new((0..tasks).map(|_| Padded::default()).collect());
-            let data = Arc::new([0u8; 1024]);
+            let data = Arc::new(Al([0u8; 1024]));
             let hs: Vec<TaskId> = (0..tasks)
                 .map(|i| {
                     let (shared, parts, own, data) =
@@ -51,7 +65,7 @@ fn main() {
                                 task::atomic(p as *const AtomicU64 as usize, 8, Access::Rmw, site);
                                 p.fetch_add(1, Ordering::AcqRel);
                                 let off = (k as usize * 128) % 1024;
-                                task::touch(data.as_ptr() as usize + off, 128, Access::Read, site);
+                                task::touch(data.0.as_ptr() as usize + off, 128, Access::Read, site);
                             }
                         }),
                     )
@@ -74,4 +88,12 @@ fn main() {
         s.preemptions,
         s.transfers
     );
+    if let Some(c) = &s.caches {
+        println!(
+            "caches: {} KiB private, {} KiB LLC; {} private and {} LLC evictions",
+            c.private_kib, c.llc_kib, c.private_evictions, c.llc_evictions
+        );
+    } else {
+        println!("caches: no capacity");
+    }
 }

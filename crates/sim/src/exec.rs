@@ -13,9 +13,12 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use serde::{Deserialize, Serialize};
 
+use crate::cache::Caches;
 use crate::machine::{LineMap, Lines, Machine, PS_PER_NS, ps};
 use crate::profile::MachineProfile;
-use crate::stats::{HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};
+use crate::stats::{
+    CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources,
+};
 
 /// A simulated task (a backend, a worker, a session): its index in spawn order, the main
 /// task being 0.
@@ -259,10 +262,24 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 /// A simulation of one machine profile: build it, then [`Simulation::run`] a main task.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Simulation {
     profile: MachineProfile,
     config: SimConfig,
+    /// [`Simulation::set_caches`]: whether the profile's cache capacities apply.
+    caches: std::sync::atomic::AtomicBool,
+}
+
+impl Clone for Simulation {
+    fn clone(&self) -> Simulation {
+        Simulation {
+            profile: self.profile.clone(),
+            config: self.config.clone(),
+            caches: std::sync::atomic::AtomicBool::new(
+                self.caches.load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        }
+    }
 }
 
 pub(crate) const NONE: u32 = u32::MAX;
@@ -404,6 +421,8 @@ pub(crate) struct SourcesPs {
 
 pub(crate) struct Exec {
     pub(crate) m: Machine,
+    /// The profile's cache sizes, when the caches have a capacity in this run.
+    profile_caches: Option<crate::profile::CacheSizes>,
     pub(crate) lines: Lines,
     pub(crate) line_names: LineMap<String>,
     pub(crate) tasks: Vec<Task>,
@@ -495,7 +514,7 @@ pub(crate) enum After {
 }
 
 impl Exec {
-    fn new(profile: &MachineProfile, config: &SimConfig) -> Exec {
+    fn new(profile: &MachineProfile, config: &SimConfig, caches: bool) -> Exec {
         let mut m = Machine::new(profile);
         if !config.cold_misses {
             m.no_cold_misses();
@@ -507,8 +526,16 @@ impl Exec {
         };
         let default_segment_ps = ps(config.default_segment_ns * m.speed_factor);
         Exec {
+            profile_caches: profile.caches.clone().filter(|_| caches),
             m,
-            lines: Lines::default(),
+            lines: Lines {
+                caches: profile
+                    .caches
+                    .as_ref()
+                    .filter(|_| caches)
+                    .map(|c| Caches::new(c, profile.cores(), profile.topology.cores_per_llc)),
+                ..Lines::default()
+            },
             line_names: LineMap::default(),
             tasks: Vec::new(),
             heap: BinaryHeap::new(),
@@ -912,23 +939,35 @@ impl Exec {
     fn stats(&self, top: usize, mode: &str) -> SimStats {
         let mut lines: Vec<(&u64, &crate::machine::Line)> = self.lines.map.iter().collect();
         lines.sort_by_key(|(_, l)| (Reverse(l.transfers), l.first_touch));
+        let line_stats = |line: u64, l: &crate::machine::Line| LineStats {
+            name: self.line_names.get(&line).cloned().unwrap_or_else(|| format!("line #{}", l.first_touch)),
+            addr: line << crate::machine::LINE_SHIFT,
+            transfers: l.transfers,
+            invalidations: l.invalidations,
+            memory_fills: l.memory_fills,
+            refills: l.refills,
+            llc_fills: l.llc_fills,
+            accesses: l.accesses,
+        };
         let hot_lines = lines
             .iter()
             .take(top)
             .filter(|(_, l)| l.transfers > 0)
-            .map(|&(&line, l)| LineStats {
-                name: self
-                    .line_names
-                    .get(&line)
-                    .cloned()
-                    .unwrap_or_else(|| format!("line #{}", l.first_touch)),
-                addr: line << crate::machine::LINE_SHIFT,
-                transfers: l.transfers,
-                invalidations: l.invalidations,
-                memory_fills: l.memory_fills,
-                accesses: l.accesses,
-            })
+            .map(|&(&line, l)| line_stats(line, l))
             .collect();
+        let mut missed: Vec<(&u64, &crate::machine::Line)> =
+            self.lines.map.iter().filter(|(_, l)| l.transfers + l.memory_fills + l.llc_fills > 0).collect();
+        missed.sort_by_key(|(_, l)| l.first_touch);
+        let missed_lines = missed.iter().map(|&(&line, l)| line_stats(line, l)).collect();
+        let caches = self.lines.caches.as_ref().zip(self.profile_caches.as_ref()).map(|(c, p)| CacheStats {
+            private_kib: p.private_kib,
+            private_ways: p.private_ways,
+            llc_kib: p.llc_kib,
+            llc_ways: p.llc_ways,
+            private_evictions: c.private_evictions,
+            llc_evictions: c.llc_evictions,
+            back_invalidations: c.back_invalidations,
+        });
         let ns = |p: u64| (p as f64 / PS_PER_NS).round() as u64;
         let tasks = self
             .tasks
@@ -948,7 +987,7 @@ impl Exec {
                 panicked: t.panicked,
             })
             .collect();
-        SimStats {
+        let mut stats = SimStats {
             machine: self.m.name.clone(),
             clock_mode: mode.to_string(),
             virtual_ns: ns(self.end_time),
@@ -959,6 +998,9 @@ impl Exec {
             parks: self.parks,
             wakes: self.wakes,
             max_running: self.max_running,
+            caches,
+            misses_by_structure: BTreeMap::new(),
+            missed_lines,
             lines_touched: self.lines.map.len() as u64,
             transfers: self.lines.map.values().map(|l| l.transfers).sum(),
             segments_from_table: self.segments_from_table,
@@ -981,7 +1023,9 @@ impl Exec {
             },
             hot_lines,
             tasks,
-        }
+        };
+        stats.group_misses(|_| None);
+        stats
     }
 
     fn deadlock(&self) -> SimError {
@@ -1044,7 +1088,21 @@ impl Simulation {
     /// A simulation of `profile` with the default configuration (deterministic clock with an
     /// empty segment table).
     pub fn new(profile: MachineProfile) -> Simulation {
-        Simulation { profile, config: SimConfig::default() }
+        Simulation { profile, config: SimConfig::default(), caches: std::sync::atomic::AtomicBool::new(true) }
+    }
+
+    /// Whether the runs that start from now on give the caches the profile's capacities
+    /// (`[caches]`; the default) or none (`false`: a line stays in a core's cache until another
+    /// core's write takes it, the model without capacity). Without a `[caches]` table in the
+    /// profile the caches have no capacity either way. `--set sim.caches=off` calls it.
+    pub fn set_caches(&self, on: bool) {
+        self.caches.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the next run models cache capacities: [`Simulation::set_caches`] on and the
+    /// profile has a `[caches]` table.
+    pub fn caches(&self) -> bool {
+        self.caches.load(std::sync::atomic::Ordering::Relaxed) && self.profile.caches.is_some()
     }
 
     /// Replaces the configuration.
@@ -1071,7 +1129,7 @@ impl Simulation {
             return Err(SimError::Nested);
         }
         let host_start = Instant::now();
-        let exec = Box::new(RefCell::new(Exec::new(&self.profile, &self.config)));
+        let exec = Box::new(RefCell::new(Exec::new(&self.profile, &self.config, self.caches())));
         let exec_ptr: *const RefCell<Exec> = &*exec;
         CURRENT.with(|c| c.set(exec_ptr));
         let _guard = CurrentGuard;

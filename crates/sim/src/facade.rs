@@ -205,6 +205,15 @@ fn name_from_registry(report: &mut SimReport) {
             l.name = name;
         }
     }
+    // Misses by structure: a line the run did not name takes the registry's name.
+    for l in &mut report.stats.missed_lines {
+        if l.name.starts_with("line #")
+            && let Some(name) = hook::line_name(l.addr as usize)
+        {
+            l.name = name;
+        }
+    }
+    report.stats.group_misses(|_| None);
 }
 
 /// [`run`] in measured mode, returning the segment table it filled (the calibration pass of

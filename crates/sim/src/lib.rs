@@ -24,6 +24,7 @@
 //! See docs/sim.md for the model, the built-in profiles with their citations, and what the
 //! model leaves out.
 
+mod cache;
 pub mod calibrate;
 mod exec;
 #[cfg(feature = "facade")]
@@ -44,6 +45,9 @@ pub use exec::{
 pub use machine::Access;
 pub use pgcosts::{PgCostFile, PgCostRates};
 pub use profile::{
-    ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost, Topology,
+    CacheSizes, ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost, Topology,
 };
-pub use stats::{HostStats, LineStats, RegionStats, SimReport, SimStats, TaskStats, TimeSources};
+pub use stats::{
+    CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, StructureMisses, TaskStats,
+    TimeSources, structure_of,
+};

@@ -7,6 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::cache::{Caches, Lookup};
 use crate::profile::MachineProfile;
 
 /// Picoseconds per nanosecond.
@@ -40,11 +41,15 @@ pub(crate) struct Machine {
     threads_per_core: u32,
     /// Per core: its LLC group and NUMA node.
     core_llc: Vec<u32>,
+    cores_per_llc: u32,
     core_node: Vec<u32>,
     /// `node_transfer[a * nodes + b]`: a line between cores on nodes a and b (a != b).
     node_transfer: Vec<u64>,
     /// `node_memory[a * nodes + b]`: a core on node a loading memory homed on node b.
     node_memory: Vec<u64>,
+    /// The same for a line's first touch in the run (a cold miss): `node_memory`, or an L1
+    /// hit when [`Machine::no_cold_misses`] turned cold misses off.
+    cold_memory: Vec<u64>,
     nodes: usize,
     /// Hardware threads in the order the scheduler hands them out: one thread per core first,
     /// spread over sockets, then the second SMT threads, and so on.
@@ -104,8 +109,10 @@ impl Machine {
             name: p.name.clone(),
             threads_per_core: t.threads_per_core,
             core_llc,
+            cores_per_llc: t.cores_per_llc,
             core_node,
             node_transfer,
+            cold_memory: node_memory.clone(),
             node_memory,
             nodes,
             hw_order,
@@ -145,15 +152,30 @@ impl Machine {
         }
     }
 
-    /// Prices a fill from memory as an L1 hit ([`crate::SimConfig::cold_misses`] off).
+    /// Prices a line's first fill from memory as an L1 hit ([`crate::SimConfig::cold_misses`]
+    /// off). A line fetched again from memory after the caches evicted it (a capacity miss)
+    /// still costs the memory access.
     pub(crate) fn no_cold_misses(&mut self) {
         let l1 = self.l1;
-        self.node_memory.iter_mut().for_each(|c| *c = l1);
+        self.cold_memory.iter_mut().for_each(|c| *c = l1);
     }
 
-    /// A load by core `core` of memory homed on node `home`, in ps.
-    fn memory(&self, core: u32, home: u32) -> u64 {
-        self.node_memory[self.core_node[core as usize] as usize * self.nodes + home as usize]
+    /// A load by core `core` of memory homed on node `home`, in ps: `cold` for the line's first
+    /// touch in the run.
+    fn memory(&self, core: u32, home: u32, cold: bool) -> u64 {
+        let i = self.core_node[core as usize] as usize * self.nodes + home as usize;
+        if cold { self.cold_memory[i] } else { self.node_memory[i] }
+    }
+
+    /// The LLC group of core `core`.
+    pub(crate) fn llc_of(&self, core: u32) -> u32 {
+        self.core_llc[core as usize]
+    }
+
+    /// A line copied to core `core` from the last-level cache of group `group` (another
+    /// group's: priced as a transfer from that group's first core), in ps.
+    fn llc_copy(&self, group: u32, core: u32) -> u64 {
+        self.transfer(group * self.cores_per_llc, core)
     }
 }
 
@@ -164,6 +186,9 @@ struct CoreSet([u64; 4]);
 impl CoreSet {
     fn insert(&mut self, c: u32) {
         self.0[(c >> 6) as usize] |= 1 << (c & 63);
+    }
+    fn remove(&mut self, c: u32) {
+        self.0[(c >> 6) as usize] &= !(1 << (c & 63));
     }
     fn contains(&self, c: u32) -> bool {
         self.0[(c >> 6) as usize] & (1 << (c & 63)) != 0
@@ -220,8 +245,15 @@ pub(crate) struct Line {
     pub(crate) transfers: u64,
     /// Writes that had to invalidate other cores' shared copies.
     pub(crate) invalidations: u64,
-    /// Fills from memory.
+    /// Fills from memory (the first touch's, and refills).
     pub(crate) memory_fills: u64,
+    /// Fills from memory of a line touched before: the caches had evicted it (capacity).
+    pub(crate) refills: u64,
+    /// Fills from a last-level cache (this core's group's or another's) after the line left
+    /// every private cache.
+    pub(crate) llc_fills: u64,
+    /// The LLC groups whose cache holds the line (empty without capacity-limited caches).
+    llc: CoreSet,
     /// Accesses of every kind.
     pub(crate) accesses: u64,
 }
@@ -263,10 +295,12 @@ impl Hasher for LineHasher {
 /// Hash maps keyed by line numbers or addresses.
 pub(crate) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
-/// Every line touched so far.
+/// Every line touched so far, and the caches' tags when they have a capacity.
 #[derive(Debug, Default)]
 pub(crate) struct Lines {
     pub(crate) map: LineMap<Line>,
+    /// The capacity-limited caches (`None`: no capacity, nothing is ever evicted).
+    pub(crate) caches: Option<Caches>,
 }
 
 impl Line {
@@ -372,6 +406,28 @@ impl Lines {
     /// line; an RMW keeps the line busy until it completes.
     pub(crate) fn access(&mut self, m: &Machine, hw: u32, line: u64, access: Access, t: u64) -> u64 {
         let core = m.core_of(hw);
+        let group = m.llc_of(core);
+        // The private cache first (unless the L1 filter holds the line): its victim (another
+        // line) loses this core's copy.
+        if let Some(c) = self.caches.as_mut()
+            && c.l1[core as usize].access(line, line) != Lookup::Hit
+        {
+            let key = c.key(line);
+            if let Lookup::Miss(Some(v)) = c.private[core as usize].access(line, key) {
+                c.l1[core as usize].remove(v, v);
+                if let Some(vl) = self.map.get_mut(&v) {
+                    if vl.owner == core {
+                        // A modified line is written back to the LLC, which holds it.
+                        vl.owner = NO_CORE;
+                        c.private_evictions += 1;
+                    } else if vl.sharers.contains(core) {
+                        vl.sharers.remove(core);
+                        c.private_evictions += 1;
+                    }
+                }
+            }
+        }
+        let caches = self.caches.as_ref();
         let next = self.map.len() as u64;
         let l = self.map.entry(line).or_insert_with(|| Line {
             owner: NO_CORE,
@@ -386,8 +442,13 @@ impl Lines {
             transfers: 0,
             invalidations: 0,
             memory_fills: 0,
+            refills: 0,
+            llc_fills: 0,
+            llc: CoreSet::default(),
             accesses: 0,
         });
+        let cold = l.accesses == 0;
+        let held = l.owner == core || l.sharers.contains(core);
         l.accesses += 1;
         let local = if l.last_writer_hw != hw
             && l.last_writer_hw != u32::MAX
@@ -398,7 +459,7 @@ impl Lines {
             m.l1
         };
         let start = t.max(l.busy_until);
-        match access {
+        let done = match access {
             Access::Read => {
                 if l.owner == core || l.sharers.contains(core) {
                     start + local
@@ -414,8 +475,7 @@ impl Lines {
                         l.transfers += 1;
                         l.sharers.iter().map(|s| m.transfer(s, core)).min().unwrap_or(0)
                     } else {
-                        l.memory_fills += 1;
-                        m.memory(core, l.home)
+                        l.fill(m, caches, core, group, cold)
                     };
                     l.sharers.insert(core);
                     let done = start + cost;
@@ -458,8 +518,7 @@ impl Lines {
                     }
                     far
                 } else {
-                    l.memory_fills += 1;
-                    m.memory(core, l.home)
+                    l.fill(m, caches, core, group, cold)
                 };
                 let missed = l.owner != core && !l.sharers.only(core);
                 l.owner = core;
@@ -478,6 +537,66 @@ impl Lines {
                 l.grace_until = 0;
                 done
             }
+        };
+        if self.caches.is_some() {
+            // The line is in this core's group's LLC now; a write leaves it in no other LLC.
+            if access == Access::Read {
+                l.llc.insert(group);
+            } else {
+                l.llc = CoreSet::default();
+                l.llc.insert(group);
+            }
+            if !held {
+                self.fill_llc(m, group, line);
+            }
         }
+        done
+    }
+
+    /// Inserts `line` into the LLC of `group` (a miss of one of its cores' private caches);
+    /// the line it evicts, if that LLC held it, leaves it and every private cache of the group
+    /// (an inclusive LLC back-invalidates).
+    fn fill_llc(&mut self, m: &Machine, group: u32, line: u64) {
+        let Some(c) = self.caches.as_mut() else { return };
+        let key = c.key(line);
+        let Lookup::Miss(Some(v)) = c.llc[group as usize].access(line, key) else { return };
+        let Some(vl) = self.map.get_mut(&v) else { return };
+        if !vl.llc.contains(group) {
+            return;
+        }
+        vl.llc.remove(group);
+        c.llc_evictions += 1;
+        if vl.owner != NO_CORE && m.llc_of(vl.owner) == group {
+            vl.owner = NO_CORE;
+            c.back_invalidations += 1;
+        }
+        let in_group: Vec<u32> = vl.sharers.iter().filter(|&s| m.llc_of(s) == group).collect();
+        for s in in_group {
+            vl.sharers.remove(s);
+            c.back_invalidations += 1;
+        }
+    }
+}
+
+impl Line {
+    /// The cost (ps) of a fill of a line no core holds, by core `core` of LLC group `group`:
+    /// the first touch (`cold`) and a line evicted from every cache cost memory, a line still
+    /// in this group's LLC an LLC hit, a line in another group's LLC a transfer from there.
+    fn fill(&mut self, m: &Machine, caches: Option<&Caches>, core: u32, group: u32, cold: bool) -> u64 {
+        if let Some(c) = caches
+            && !cold
+        {
+            if self.llc.contains(group) {
+                self.llc_fills += 1;
+                return c.llc_hit;
+            }
+            if let Some(cost) = self.llc.iter().map(|g| m.llc_copy(g, core)).min() {
+                self.llc_fills += 1;
+                return cost;
+            }
+            self.refills += 1;
+        }
+        self.memory_fills += 1;
+        m.memory(core, self.home, cold)
     }
 }

@@ -37,6 +37,82 @@ pub struct MachineProfile {
     /// assumed figures).
     #[serde(default)]
     pub pgbench: ClientCosts,
+    /// The caches' capacities (`[caches]`, optional): without it a line stays in a core's
+    /// cache until another core's write takes it (no capacity, nothing is evicted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches: Option<CacheSizes>,
+}
+
+/// The capacity of the simulated caches: one private cache per core (its last private level,
+/// the L2: the L1 inside it is not modelled separately) and one last-level cache per group of
+/// `topology.cores_per_llc` cores, each set-associative with LRU replacement. The LLC is
+/// modelled as inclusive of its cores' private caches (an eviction from it takes the line from
+/// them too); see docs/sim.md, "Caches". Sizes in KiB, as the processor's documentation gives
+/// them (each cited in the profile).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSizes {
+    /// One core's private cache (L2), KiB.
+    pub private_kib: u32,
+    /// Its associativity (ways per set).
+    pub private_ways: u32,
+    /// One last-level cache (shared by `topology.cores_per_llc` cores), KiB.
+    pub llc_kib: u32,
+    /// Its associativity (ways per set).
+    pub llc_ways: u32,
+    /// A load that misses the core's private cache and hits the last-level cache (the line
+    /// held by no other core in a state that needs a transfer), ns.
+    pub llc_hit_ns: f64,
+}
+
+/// The most 64-byte lines all simulated caches of one profile may hold together (2^26: 512
+/// MiB of tags), so that a profile cannot make the model allocate without bound.
+pub const MAX_CACHE_LINES: u64 = 1 << 26;
+
+impl CacheSizes {
+    /// Lines of one private cache.
+    pub fn private_lines(&self) -> u64 {
+        u64::from(self.private_kib) * 1024 / 64
+    }
+
+    /// Lines of one last-level cache.
+    pub fn llc_lines(&self) -> u64 {
+        u64::from(self.llc_kib) * 1024 / 64
+    }
+
+    /// Checks the sizes against the topology (`cores`, `cores_per_llc`).
+    fn validate(&self, cores: u32, cores_per_llc: u32) -> Result<(), String> {
+        for (what, lines, ways) in
+            [("private", self.private_lines(), self.private_ways), ("llc", self.llc_lines(), self.llc_ways)]
+        {
+            if lines == 0 || ways == 0 {
+                return Err(format!("caches.{what}_kib and caches.{what}_ways must be at least 1"));
+            }
+            if !lines.is_multiple_of(u64::from(ways)) {
+                return Err(format!(
+                    "caches.{what}_ways {ways} does not divide the cache's {lines} lines of 64 bytes"
+                ));
+            }
+        }
+        if self.llc_lines() < self.private_lines() * u64::from(cores_per_llc) {
+            return Err(format!(
+                "caches.llc_kib {} is smaller than its {cores_per_llc} cores' private caches ({} KiB each); the model's LLC is inclusive",
+                self.llc_kib, self.private_kib
+            ));
+        }
+        let total = self.private_lines() * u64::from(cores)
+            + self.llc_lines() * u64::from(cores / cores_per_llc.max(1));
+        if total > MAX_CACHE_LINES {
+            return Err(format!(
+                "the caches hold {total} lines in all; at most {MAX_CACHE_LINES} are supported"
+            ));
+        }
+        let v = self.llc_hit_ns;
+        if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+            return Err(format!("caches.llc_hit_ns is {v}; it must be a finite number of ns in 0..1e9"));
+        }
+        Ok(())
+    }
 }
 
 /// What `lockstack pgbench --machine` charges outside the lock stack: the client's own work
@@ -405,6 +481,9 @@ impl MachineProfile {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {
                 return Err(format!("pgbench.{what} is {v}; it must be a finite number of us in 0..1e6"));
             }
+        }
+        if let Some(c) = &self.caches {
+            c.validate(cores, t.cores_per_llc)?;
         }
         Ok(())
     }

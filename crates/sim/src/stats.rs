@@ -75,6 +75,18 @@ pub struct SimStats {
     pub time_sources: TimeSources,
     /// The hottest lines by hand-offs (at most [`crate::SimConfig::top_lines`]), hottest first.
     pub hot_lines: Vec<LineStats>,
+    /// The caches' capacities and evictions; `None` when the caches have no capacity (no
+    /// `[caches]` in the profile, or [`crate::Simulation::set_caches`] off).
+    pub caches: Option<CacheStats>,
+    /// Misses of the cores' private caches per data structure: each line's name (as
+    /// `hot_lines` names it) with every run of digits replaced by `#` (`buffer # state`,
+    /// `PGPROC # xid + xmin`), `unnamed` for lines nobody named. Filled for every run, with or
+    /// without capacity.
+    pub misses_by_structure: BTreeMap<String, StructureMisses>,
+    /// Every line that missed at least once, in order of first touch (addresses change run to
+    /// run, so not serialized): the input of [`SimStats::group_misses`].
+    #[serde(skip)]
+    pub missed_lines: Vec<LineStats>,
     /// One entry per task, in task-id order.
     pub tasks: Vec<TaskStats>,
 }
@@ -91,10 +103,105 @@ pub struct LineStats {
     pub transfers: u64,
     /// Writes that invalidated shared copies.
     pub invalidations: u64,
-    /// Fills from memory.
+    /// Fills from memory (first touches and refills).
     pub memory_fills: u64,
+    /// Fills from memory of a line the caches had evicted (capacity misses to memory).
+    pub refills: u64,
+    /// Fills from a last-level cache after the line had left every private cache.
+    pub llc_fills: u64,
     /// Accesses of every kind.
     pub accesses: u64,
+}
+
+/// The caches of a run with capacity-limited caches.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CacheStats {
+    /// One core's private cache, KiB, and its ways.
+    pub private_kib: u32,
+    /// See `private_kib`.
+    pub private_ways: u32,
+    /// One last-level cache, KiB, and its ways.
+    pub llc_kib: u32,
+    /// See `llc_kib`.
+    pub llc_ways: u32,
+    /// Lines pushed out of a private cache while its core held them.
+    pub private_evictions: u64,
+    /// Lines pushed out of a last-level cache while it held them.
+    pub llc_evictions: u64,
+    /// Private copies taken away by those LLC evictions (the LLC is inclusive).
+    pub back_invalidations: u64,
+}
+
+/// The private-cache misses of one data structure's lines (summed over its lines).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct StructureMisses {
+    /// Lines of the structure that missed at least once.
+    pub lines: u64,
+    /// Accesses of every kind to them.
+    pub accesses: u64,
+    /// Misses served by another core (a transfer: coherence misses).
+    pub transfers: u64,
+    /// Misses served by a last-level cache (the line had left the private caches: capacity).
+    pub llc_fills: u64,
+    /// Misses served by memory: first touches and refills.
+    pub memory_fills: u64,
+    /// The part of `memory_fills` that were refills of an evicted line (capacity).
+    pub refills: u64,
+}
+
+impl StructureMisses {
+    /// All misses: transfers, LLC fills and memory fills.
+    pub fn misses(&self) -> u64 {
+        self.transfers + self.llc_fills + self.memory_fills
+    }
+
+    /// The misses the caches' capacity caused: LLC fills and refills from memory.
+    pub fn capacity_misses(&self) -> u64 {
+        self.llc_fills + self.refills
+    }
+}
+
+/// The structure a line's name belongs to: every run of ASCII digits replaced by `#`, and a
+/// range `#-#` folded to `#` (`buffer 17 page +128` is `buffer # page +#`, `PgXact 0-4` is
+/// `PgXact #`); `line #k` (no name) is `unnamed`.
+pub fn structure_of(name: &str) -> String {
+    if name.starts_with("line #") {
+        return "unnamed".to_string();
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut in_digits = false;
+    for ch in name.chars() {
+        if ch.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(ch);
+        }
+    }
+    out.replace("#-#", "#")
+}
+
+impl SimStats {
+    /// Groups [`SimStats::missed_lines`] by structure ([`structure_of`] of each line's name:
+    /// `name(addr)` where it gives one, else the name the run gave it) into
+    /// [`SimStats::misses_by_structure`].
+    pub fn group_misses(&mut self, name: impl Fn(u64) -> Option<String>) {
+        let mut by: BTreeMap<String, StructureMisses> = BTreeMap::new();
+        for l in &self.missed_lines {
+            let key = structure_of(&name(l.addr).unwrap_or_else(|| l.name.clone()));
+            let e = by.entry(key).or_default();
+            e.lines += 1;
+            e.accesses += l.accesses;
+            e.transfers += l.transfers;
+            e.llc_fills += l.llc_fills;
+            e.memory_fills += l.memory_fills;
+            e.refills += l.refills;
+        }
+        self.misses_by_structure = by;
+    }
 }
 
 /// How one task spent its virtual time, ns.

@@ -399,6 +399,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         mapping: cfg.mapping,
         victim: cfg.victim,
         lwlock_kind: lwlock,
+        desc_padding: lockstack_bufmgr::DescPadding::default(),
     };
     let pool = BufferPool::in_memory(pcfg).map_err(|e| e.to_string())?;
     let pages = if cfg.scenario == BufferScenario::HotPin { 1 } else { cfg.table_pages };
