@@ -1,7 +1,7 @@
 //! The simulated machine's knobs (`--set sim.*`): what a run under `--machine` charges beyond
 //! the lock stack's own work, per pgbench statement. The engine never reads them, so they live
-//! here, with the pgbench runner that charges them ([`SimKnobs::charge_statement`]); the
-//! workloads' registry (`crate::settings::KNOBS`) lists them after the engine's knobs, and
+//! here, beside the pgbench runner that charges them around each statement; the workloads'
+//! registry (`crate::settings::KNOBS`) lists them after the engine's knobs, and
 //! `lockstack` fills the ones left at `profile` from the machine profile.
 //!
 //! Natively (no simulation installed) every knob is ignored.
@@ -30,28 +30,6 @@ pub struct SimKnobs {
     /// which sets the rate PostgreSQL's counts are charged at. `lockstack experiment NAME
     /// --machine P --calibrate` fits it to the baseline's published low-concurrency figure.
     pub postgres_ipc: Option<f64>,
-}
-
-impl SimKnobs {
-    /// Under a simulation only: charges one statement's costs outside the lock stack, in
-    /// virtual time: sets the PostgreSQL cost rate ([`SimKnobs::postgres_ipc`]), computes the
-    /// client's and the server's extra work on the current simulated core and sleeps the round
-    /// trip. Natively it does nothing.
-    #[inline]
-    pub fn charge_statement(&self) {
-        if lockstack_common::sync::hook::simulated() {
-            if let Some(ipc) = self.postgres_ipc {
-                lockstack_common::sync::hook::set_postgres_ipc(ipc);
-            }
-            let cpu = self.client_cpu.unwrap_or_default() + self.statement_cpu.unwrap_or_default();
-            if !cpu.is_zero() {
-                lockstack_common::sync::hook::compute(cpu);
-            }
-            if let Some(rtt) = self.client_rtt.filter(|d| !d.is_zero()) {
-                lockstack_common::sync::sleep(rtt);
-            }
-        }
-    }
 }
 
 /// A `sim.*` microsecond value: `profile` (the machine profile's figure) or `0..=1000000`.

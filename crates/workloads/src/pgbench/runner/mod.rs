@@ -271,6 +271,25 @@ struct ClientOut {
     lat_sq_ns: f64,
 }
 
+/// Under `--machine` only: the client's own work, the server's work PostgreSQL does and this
+/// engine does not, and the round trip to the backend for one statement (`--set
+/// sim.client_cpu_us`, `sim.statement_cpu_us`, `sim.client_rtt_us`), in virtual time.
+#[inline]
+fn sim_statement(c: &SimKnobs) {
+    if lockstack_common::sync::hook::simulated() {
+        if let Some(ipc) = c.postgres_ipc {
+            lockstack_common::sync::hook::set_postgres_ipc(ipc);
+        }
+        let cpu = c.client_cpu.unwrap_or_default() + c.statement_cpu.unwrap_or_default();
+        if !cpu.is_zero() {
+            lockstack_common::sync::hook::compute(cpu);
+        }
+        if let Some(rtt) = c.client_rtt.filter(|d| !d.is_zero()) {
+            lockstack_common::sync::sleep(rtt);
+        }
+    }
+}
+
 /// The PostgreSQL cost region of a command's statement (`hook::pg_region`): the server's work
 /// for it (protocol, executor; with the simple protocol also parse, analysis and planning)
 /// outside the lock stack's own regions, as crates/sim/costs/pg15.toml measures it for each
@@ -445,7 +464,7 @@ fn client_loop(
         let mut ok = true;
         for (ci, op) in prog.scripts[si].iter().enumerate() {
             if !matches!(op, Op::Set { .. } | Op::Sleep { .. }) {
-                cfg.sim.charge_statement();
+                sim_statement(&cfg.sim);
             }
             // Under --costs postgres the statement's own work is PostgreSQL's count for it.
             let cost = statement_region(op, cfg.protocol).map(lockstack_common::sync::hook::pg_region);
