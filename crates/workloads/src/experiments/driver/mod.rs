@@ -589,7 +589,7 @@ pub struct ExperimentResult {
     /// in experiment order.
     pub summary: Vec<SummaryRow>,
     /// The Universal Scalability Law fitted to each (workload, variant)'s medians
-    /// ([`usl::fit_summary`]).
+    /// ([`fit_usl`]).
     pub usl: Vec<UslRow>,
 }
 
@@ -623,6 +623,34 @@ pub struct Step<'a> {
     pub run: usize,
     /// The result, once the point has finished.
     pub finished: Option<&'a Point>,
+}
+
+/// Fits every (workload, variant) of `plan` on the median throughput per client count of
+/// `summary` ([`SummaryRow::median`]) with [`usl::fit`]; workloads in plan order, variants in
+/// experiment order.
+pub fn fit_usl(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
+    let mut out = Vec::new();
+    for w in &plan.workloads {
+        for v in plan.experiment.variants {
+            let pts: Vec<(usize, f64)> = summary
+                .iter()
+                .filter(|r| r.workload == w.name && r.variant == v.name)
+                .map(|r| (r.clients, r.median))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let fitted = usl::fit(&pts);
+            out.push(UslRow {
+                workload: w.name.into(),
+                variant: v.name.into(),
+                clients: pts.iter().map(|p| p.0).collect(),
+                no_fit: fitted.as_ref().err().map(usl::NoFit::to_string),
+                fit: fitted.ok(),
+            });
+        }
+    }
+    out
 }
 
 /// The unit of a workload's operations in counter labels: `txn` for pgbench, `op` otherwise.
@@ -864,7 +892,7 @@ pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> Experi
     let calibrated_to = (!plan.calibrated.is_empty())
         .then(|| plan.calibrated.iter().map(|c| c.line()).collect::<Vec<_>>().join("; "));
     ExperimentResult {
-        usl: usl::fit_summary(plan, &summary),
+        usl: fit_usl(plan, &summary),
         summary,
         counter_labels,
         variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),
