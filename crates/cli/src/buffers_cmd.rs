@@ -8,6 +8,7 @@ use lockstack_workloads::micro::buffers::{
 };
 
 use crate::Failure;
+use crate::knob_args::KnobArgs;
 
 /// Arguments of `lockstack buffers`.
 #[derive(Args, Debug)]
@@ -48,17 +49,9 @@ pub(crate) struct BuffersArgs {
     /// vm-delete: mark the page all-visible again every N deletes, as VACUUM would (0 = never).
     #[arg(long, default_value_t = 0)]
     vacuum_every: u32,
-    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
-    /// other knobs do not apply here).
-    #[arg(long)]
-    preset: Option<String>,
-    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
-    /// help` lists every knob). A flag and a --set of the same knob are refused.
-    #[arg(long = "set", value_name = "KNOB=VALUE")]
-    set: Vec<String>,
-    /// Also write the full report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<std::path::PathBuf>,
+    /// --preset, --set and --json.
+    #[command(flatten)]
+    common: KnobArgs,
 }
 
 fn parse_list<T: std::str::FromStr<Err = String> + PartialEq + Copy>(
@@ -93,38 +86,25 @@ const KNOBS: CommandKnobs = CommandKnobs {
 pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
     let scenario: BufferScenario =
         args.scenario.parse().map_err(|e| Failure::input(format!("--scenario: {e}")))?;
-    let knobs = KNOBS
-        .resolve(
-            args.preset.as_deref(),
-            &[
-                FlagAlias {
-                    flag: "--header",
-                    key: "bufmgr.header",
-                    given: args.header.is_some(),
-                    value: None,
-                },
-                FlagAlias {
-                    flag: "--vm-check",
-                    key: "vm.check",
-                    given: args.vm_check.is_some(),
-                    value: None,
-                },
-                FlagAlias {
-                    flag: "--mapping",
-                    key: "bufmgr.mapping",
-                    given: args.mapping.is_some(),
-                    value: args.mapping.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--victim",
-                    key: "bufmgr.victim",
-                    given: args.victim.is_some(),
-                    value: args.victim.as_deref(),
-                },
-            ],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = args.common.resolve(
+        &KNOBS,
+        &[
+            FlagAlias { flag: "--header", key: "bufmgr.header", given: args.header.is_some(), value: None },
+            FlagAlias { flag: "--vm-check", key: "vm.check", given: args.vm_check.is_some(), value: None },
+            FlagAlias {
+                flag: "--mapping",
+                key: "bufmgr.mapping",
+                given: args.mapping.is_some(),
+                value: args.mapping.as_deref(),
+            },
+            FlagAlias {
+                flag: "--victim",
+                key: "bufmgr.victim",
+                given: args.victim.is_some(),
+                value: args.victim.as_deref(),
+            },
+        ],
+    )?;
     // The resolved configuration (preset, --set and the flag aliases), not the arguments.
     crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&knobs.cfg))?;
     let headers = match &args.header {
@@ -165,10 +145,10 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
         vacuum_every: args.vacuum_every,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.json.as_deref())?;
+    crate::prepare_json(args.common.json.as_deref())?;
     let report = buffers::run(&cfg).map_err(Failure::input)?;
     print_report(&report);
-    crate::write_json(args.json.as_deref(), &report)?;
+    crate::write_json(args.common.json.as_deref(), &report)?;
     if let Some(r) = report.rows.iter().find(|r| !r.invariant_ok) {
         return Err(Failure {
             message: format!(

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use clap::Args;
-use lockstack_engine::settings;
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
 use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output, points};
+use lockstack_workloads::settings;
 
 use crate::Failure;
 use crate::progress::Progress;

@@ -8,6 +8,7 @@ use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 use lockstack_workloads::micro::locks::{self, LocksConfig, LocksReport};
 
 use crate::Failure;
+use crate::knob_args::KnobArgs;
 
 /// Arguments of `lockstack locks`.
 #[derive(Args, Debug)]
@@ -30,17 +31,9 @@ pub(crate) struct LocksArgs {
     /// Seconds to run (fractions allowed).
     #[arg(long, default_value_t = 2.0)]
     duration: f64,
-    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
-    /// other knobs do not apply here).
-    #[arg(long)]
-    preset: Option<String>,
-    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
-    /// help` lists every knob). A flag and a --set of the same knob are refused.
-    #[arg(long = "set", value_name = "KNOB=VALUE")]
-    set: Vec<String>,
-    /// Also write the report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<std::path::PathBuf>,
+    /// --preset, --set and --json.
+    #[command(flatten)]
+    common: KnobArgs,
 }
 
 /// The knobs `lockstack locks` reads, with its defaults (9.2's fast path and VXID locks).
@@ -57,32 +50,29 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
         Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
     };
     let partitions = args.partitions.map(|n| n.to_string());
-    let knobs = KNOBS
-        .resolve(
-            args.preset.as_deref(),
-            &[
-                FlagAlias {
-                    flag: "--fast-path",
-                    key: "lmgr.fast_path",
-                    given: args.fast_path.is_some(),
-                    value: Some(fast_path_value),
-                },
-                FlagAlias {
-                    flag: "--vxid",
-                    key: "lmgr.vxid",
-                    given: args.vxid.is_some(),
-                    value: args.vxid.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--partitions",
-                    key: "lmgr.partitions",
-                    given: partitions.is_some(),
-                    value: partitions.as_deref(),
-                },
-            ],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = args.common.resolve(
+        &KNOBS,
+        &[
+            FlagAlias {
+                flag: "--fast-path",
+                key: "lmgr.fast_path",
+                given: args.fast_path.is_some(),
+                value: Some(fast_path_value),
+            },
+            FlagAlias {
+                flag: "--vxid",
+                key: "lmgr.vxid",
+                given: args.vxid.is_some(),
+                value: args.vxid.as_deref(),
+            },
+            FlagAlias {
+                flag: "--partitions",
+                key: "lmgr.partitions",
+                given: partitions.is_some(),
+                value: partitions.as_deref(),
+            },
+        ],
+    )?;
     let lmgr = &knobs.cfg.lmgr;
     let fast_path = match lmgr.fast_path.groups() {
         0 => false,
@@ -109,12 +99,12 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
         duration: Duration::from_secs_f64(args.duration),
     };
     cfg.validate().map_err(Failure::input)?;
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.common.json {
         std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
     }
     let report = locks::run(&cfg).map_err(Failure::input)?;
     print_report(&report);
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.common.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
         std::fs::write(path, text + "\n")

@@ -6,6 +6,7 @@ use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 use lockstack_workloads::micro::lwlock::{self, LockUnderTest, LwLockBenchConfig, LwLockBenchReport};
 
 use crate::Failure;
+use crate::knob_args::KnobArgs;
 
 /// Arguments of `lockstack lwlock`.
 #[derive(Args, Debug)]
@@ -36,17 +37,9 @@ pub(crate) struct LwLockArgs {
     /// Wait-event sampling rate (samples per second of every backend's wait event; 0 = off).
     #[arg(long, default_value_t = 1000)]
     wait_sampling_hz: u32,
-    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
-    /// other knobs do not apply here).
-    #[arg(long)]
-    preset: Option<String>,
-    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
-    /// help` lists every knob). A flag and a --set of the same knob are refused.
-    #[arg(long = "set", value_name = "KNOB=VALUE")]
-    set: Vec<String>,
-    /// Also write the full report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<std::path::PathBuf>,
+    /// --preset, --set and --json.
+    #[command(flatten)]
+    common: KnobArgs,
 }
 
 /// The knob `lockstack lwlock` reads: one LWLock kind to run instead of the `--impl` list.
@@ -54,18 +47,15 @@ const KNOBS: CommandKnobs =
     CommandKnobs { command: "lockstack lwlock", reads: &["lwlock.kind"], defaults: &[] };
 
 pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
-    let knobs = KNOBS
-        .resolve(
-            args.preset.as_deref(),
-            &[FlagAlias {
-                flag: "--impl",
-                key: "lwlock.kind",
-                given: args.implementation.is_some(),
-                value: None,
-            }],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = args.common.resolve(
+        &KNOBS,
+        &[FlagAlias {
+            flag: "--impl",
+            key: "lwlock.kind",
+            given: args.implementation.is_some(),
+            value: None,
+        }],
+    )?;
     let list = match &args.implementation {
         Some(list) => list.as_str(),
         None if knobs.assigned("lwlock.kind") => knobs.cfg.lwlock_kind.name(),
@@ -86,10 +76,10 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.json.as_deref())?;
+    crate::prepare_json(args.common.json.as_deref())?;
     let report = lwlock::run(&cfg).map_err(Failure::input)?;
     print_report(&report);
-    crate::write_json(args.json.as_deref(), &report)?;
+    crate::write_json(args.common.json.as_deref(), &report)?;
     if report.rows.iter().any(|r| !r.invariant_ok) {
         return Err(Failure {
             message: "a lock broke mutual exclusion (see the 'ok' column)".into(),

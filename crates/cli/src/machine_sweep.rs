@@ -16,6 +16,7 @@ use clap::Args;
 use lockstack_common::sync::{Duration, Instant, sleep};
 use lockstack_sim::MachineProfile;
 use lockstack_sim::profile::BUILTIN;
+use lockstack_workloads::experiments::driver::MAX_CLIENTS;
 use plotters::prelude::*;
 
 use crate::Failure;
@@ -49,9 +50,6 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
 }
-
-/// Largest pgbench client count (`lockstack pgbench -c`).
-const MAX_CLIENTS: usize = 1000;
 
 /// One point of the sweep and, once run, its result.
 #[derive(Debug, Clone)]

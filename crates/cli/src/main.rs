@@ -33,6 +33,7 @@ macro_rules! errln {
 mod buffers_cmd;
 mod experiment_cmd;
 mod isolation_cmd;
+mod knob_args;
 mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;

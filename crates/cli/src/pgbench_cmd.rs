@@ -5,11 +5,11 @@ use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::{EngineConfig, EngineError};
-use lockstack_engine::settings;
 use lockstack_workloads::input::{one_line, read_limited};
 use lockstack_workloads::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_workloads::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
 use lockstack_workloads::report::REPORT_SECTIONS;
+use lockstack_workloads::settings::{self, RunConfig};
 
 use crate::Failure;
 
@@ -371,13 +371,15 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
     let nbuffers =
         settings::pool_buffers(scale, settings::PGBENCH_BUFFER_HEADROOM).map_err(Failure::input)?;
     settings::check_memory(scale).map_err(Failure::input)?;
-    let mut engine = EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?;
+    let mut run =
+        RunConfig::new(EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?);
     // Under --machine, the profile's WAL flush first, so that the caller's --set overrides it.
-    crate::sim_cmd::pgbench_defaults(&mut engine, true);
-    settings::apply_all(&mut engine, &args.set).map_err(Failure::input)?;
+    crate::sim_cmd::pgbench_defaults(&mut run, true);
+    settings::apply_all(&mut run, &args.set).map_err(Failure::input)?;
     // The resolved configuration (preset, then --set), not the arguments' spelling.
-    crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&engine))?;
-    crate::sim_cmd::pgbench_defaults(&mut engine, false);
+    crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&run.engine))?;
+    crate::sim_cmd::pgbench_defaults(&mut run, false);
+    let RunConfig { engine, sim } = run;
     if let (Some(dir), true) = (&args.data_dir, args.initialize)
         && dir.exists()
         && !dir.is_dir()
@@ -401,6 +403,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         seed: args.random_seed.unwrap_or(0),
         wait_sampling_hz,
         engine,
+        sim,
         // Checked above to be one of the three.
         protocol: lockstack_workloads::pgbench::runner::QueryMode::parse(protocol(&args)).unwrap_or_default(),
     };

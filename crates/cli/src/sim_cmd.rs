@@ -234,7 +234,7 @@ pub(crate) fn machine_note(threads: usize) -> lockstack_workloads::report::Machi
 
 /// Without the simulator there is nothing to default (see the simulating build's version).
 #[cfg(not(feature = "sim"))]
-pub(crate) fn pgbench_defaults(_engine: &mut lockstack_engine::engine::EngineConfig, _wal: bool) {}
+pub(crate) fn pgbench_defaults(_run: &mut lockstack_workloads::settings::RunConfig, _wal: bool) {}
 
 #[cfg(feature = "sim")]
 mod simulating {
@@ -659,15 +659,15 @@ mod simulating {
     /// `wal`) an in-memory WAL flushes with the profile's `wal_flush_us` (a modelled fsync,
     /// slept). pgbench calls it with `wal` before the caller's `--set` list (so that `--set
     /// wal.flush=memory` keeps an unflushed WAL) and without it after.
-    pub(crate) fn pgbench_defaults(engine: &mut lockstack_engine::engine::EngineConfig, wal: bool) {
+    pub(crate) fn pgbench_defaults(run: &mut lockstack_workloads::settings::RunConfig, wal: bool) {
         let replace = |sink: &lockstack_xlog::WalSink| wal && matches!(sink, lockstack_xlog::WalSink::Memory);
-        profile_defaults(engine, replace);
+        profile_defaults(run, replace);
     }
 
     /// The profile's client costs per statement (unless set) and, where `replace` says so of
     /// the engine's WAL sink, its WAL flush as a modelled fsync.
     fn profile_defaults(
-        engine: &mut lockstack_engine::engine::EngineConfig,
+        lockstack_workloads::settings::RunConfig { engine, sim: costs }: &mut lockstack_workloads::settings::RunConfig,
         replace: impl Fn(&lockstack_xlog::WalSink) -> bool,
     ) {
         let Some(sim) = SIM.get() else {
@@ -675,10 +675,10 @@ mod simulating {
         };
         let p = &sim.profile().pgbench;
         // `--set sim.caches`: the cache capacities of the phases that follow.
-        sim.set_caches(engine.sim_caches);
+        sim.set_caches(costs.caches);
         let us = |v: f64| std::time::Duration::from_nanos((v * 1000.0).round() as u64);
-        engine.sim_client_cpu.get_or_insert(us(p.client_cpu_us));
-        engine.sim_client_rtt.get_or_insert(us(p.client_rtt_us));
+        costs.client_cpu.get_or_insert(us(p.client_cpu_us));
+        costs.client_rtt.get_or_insert(us(p.client_rtt_us));
         // PostgreSQL's waits: LWLocks queue at once, spinlocks sleep as s_lock.c does (the
         // native defaults depart from both for a machine with fewer cores than threads).
         engine.lwlock_spin_rounds.get_or_insert(0);
@@ -694,13 +694,13 @@ mod simulating {
             lockstack_xlog::WalSink::Files { .. } => WalFlush::Files,
         };
         *COSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner()) = Some(CostsInUse {
-            client_cpu: engine.sim_client_cpu,
-            client_rtt: engine.sim_client_rtt,
+            client_cpu: costs.client_cpu,
+            client_rtt: costs.client_rtt,
             wal,
-            postgres_ipc: engine.sim_postgres_ipc,
+            postgres_ipc: costs.postgres_ipc,
             overridden: [
-                engine.sim_client_cpu != Some(us(p.client_cpu_us)),
-                engine.sim_client_rtt != Some(us(p.client_rtt_us)),
+                costs.client_cpu != Some(us(p.client_cpu_us)),
+                costs.client_rtt != Some(us(p.client_rtt_us)),
                 !matches!(wal, WalFlush::Modelled(d) if d == us(p.wal_flush_us)),
             ],
         });
@@ -710,8 +710,8 @@ mod simulating {
     /// (`flush`) the profile's WAL flush in place of an in-memory or modelled sink (an
     /// experiment's own modelled figure is for native runs; the machine's storage is a property
     /// of its profile).
-    fn experiment_engine_defaults(engine: &mut lockstack_engine::engine::EngineConfig, flush: bool) {
-        profile_defaults(engine, |sink| {
+    fn experiment_engine_defaults(run: &mut lockstack_workloads::settings::RunConfig, flush: bool) {
+        profile_defaults(run, |sink| {
             flush
                 && matches!(sink, lockstack_xlog::WalSink::Memory | lockstack_xlog::WalSink::Modelled { .. })
         });

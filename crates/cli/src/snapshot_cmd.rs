@@ -11,6 +11,7 @@ use lockstack_workloads::report::MachineNote;
 use serde_json::json;
 
 use crate::Failure;
+use crate::knob_args::KnobArgs;
 
 /// Arguments of `lockstack snapshot`.
 #[derive(Args, Debug)]
@@ -42,17 +43,9 @@ pub(crate) struct SnapshotArgs {
     /// `valgrind --tool=cachegrind`; see docs/procarray.md).
     #[arg(long, value_name = "N")]
     fixed: Option<u64>,
-    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
-    /// other knobs do not apply here).
-    #[arg(long)]
-    preset: Option<String>,
-    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
-    /// help` lists every knob). A flag and a --set of the same knob are refused.
-    #[arg(long = "set", value_name = "KNOB=VALUE")]
-    set: Vec<String>,
-    /// Also write the results as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<std::path::PathBuf>,
+    /// --preset, --set and --json.
+    #[command(flatten)]
+    common: KnobArgs,
 }
 
 /// The workload's field names in validation errors, and the flags that set them.
@@ -96,26 +89,23 @@ const KNOBS: CommandKnobs = CommandKnobs {
 };
 
 pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
-    let knobs = KNOBS
-        .resolve(
-            args.preset.as_deref(),
-            &[
-                FlagAlias {
-                    flag: "--layout",
-                    key: "procarray.layout",
-                    given: args.layout.is_some(),
-                    value: None,
-                },
-                FlagAlias {
-                    flag: "--end-xact",
-                    key: "procarray.end_xact",
-                    given: args.end_xact.is_some(),
-                    value: args.end_xact.as_deref(),
-                },
-            ],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = args.common.resolve(
+        &KNOBS,
+        &[
+            FlagAlias {
+                flag: "--layout",
+                key: "procarray.layout",
+                given: args.layout.is_some(),
+                value: None,
+            },
+            FlagAlias {
+                flag: "--end-xact",
+                key: "procarray.end_xact",
+                given: args.end_xact.is_some(),
+                value: args.end_xact.as_deref(),
+            },
+        ],
+    )?;
     let knob_procarray = knobs.cfg.procarray;
     let layouts = match &args.layout {
         Some(list) => parse_layouts(list)?,
@@ -152,7 +142,7 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     for c in &configs {
         c.validate().map_err(|e| Failure::input(crate::name_flags(&e.to_string(), SNAPSHOT_FLAGS)))?;
     }
-    crate::prepare_json(args.json.as_deref())?;
+    crate::prepare_json(args.common.json.as_deref())?;
     let mut results = Vec::new();
     for c in &configs {
         results.push(run_snapshot_workload(c).map_err(|e| Failure::input(e.to_string()))?);
@@ -160,14 +150,14 @@ pub(crate) fn run(args: SnapshotArgs) -> Result<(), Failure> {
     let threads = if args.fixed.is_some() { 1 } else { args.threads + args.committers };
     let machine = crate::sim_cmd::machine_note(threads);
     print(&args, end_xact.name(), &results, &machine);
-    if args.json.is_some() {
+    if args.common.json.is_some() {
         let rows: Vec<_> = results.iter().map(row_json).collect();
         let doc = json!({
             "backends": args.backends, "running": args.running, "threads": args.threads,
             "committers": args.committers, "end_xact": end_xact.name(), "duration_s": args.duration,
             "fixed_snapshots": args.fixed, "machine": machine, "rows": rows,
         });
-        crate::write_json(args.json.as_deref(), &doc)?;
+        crate::write_json(args.common.json.as_deref(), &doc)?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 use lockstack_workloads::micro::wal::{self, TrancheCounters, WalBenchConfig, WalBenchReport};
 
 use crate::Failure;
+use crate::knob_args::KnobArgs;
 
 /// Arguments of `lockstack wal`.
 #[derive(Args, Debug)]
@@ -43,17 +44,9 @@ pub(crate) struct WalArgs {
     /// commit_siblings (0..=1000, default 5); knob wal.commit_siblings.
     #[arg(long)]
     commit_siblings: Option<usize>,
-    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
-    /// other knobs do not apply here).
-    #[arg(long)]
-    preset: Option<String>,
-    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
-    /// help` lists every knob). A flag and a --set of the same knob are refused.
-    #[arg(long = "set", value_name = "KNOB=VALUE")]
-    set: Vec<String>,
-    /// Also write the full report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<std::path::PathBuf>,
+    /// --preset, --set and --json.
+    #[command(flatten)]
+    common: KnobArgs,
 }
 
 /// The knobs `lockstack wal` reads, with its defaults (9.4's insertion locks, flushes that cost
@@ -83,50 +76,47 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
     let flush = args.flush_delay_us.map(|us| format!("modelled:{us}"));
     let commit_delay = args.commit_delay_us.map(|us| us.to_string());
     let siblings = args.commit_siblings.map(|n| n.to_string());
-    let knobs = KNOBS
-        .resolve(
-            args.preset.as_deref(),
-            &[
-                FlagAlias {
-                    flag: "--insert",
-                    key: "wal.insert",
-                    given: args.insert.is_some(),
-                    value: args.insert.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--wal-buffers",
-                    key: "wal.buffers",
-                    given: wal_buffers.is_some(),
-                    value: wal_buffers.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--flush-delay-us",
-                    key: "wal.flush",
-                    given: flush.is_some(),
-                    value: flush.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--async-commit",
-                    key: "wal.synchronous_commit",
-                    given: args.async_commit,
-                    value: Some("off"),
-                },
-                FlagAlias {
-                    flag: "--commit-delay-us",
-                    key: "wal.commit_delay",
-                    given: commit_delay.is_some(),
-                    value: commit_delay.as_deref(),
-                },
-                FlagAlias {
-                    flag: "--commit-siblings",
-                    key: "wal.commit_siblings",
-                    given: siblings.is_some(),
-                    value: siblings.as_deref(),
-                },
-            ],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = args.common.resolve(
+        &KNOBS,
+        &[
+            FlagAlias {
+                flag: "--insert",
+                key: "wal.insert",
+                given: args.insert.is_some(),
+                value: args.insert.as_deref(),
+            },
+            FlagAlias {
+                flag: "--wal-buffers",
+                key: "wal.buffers",
+                given: wal_buffers.is_some(),
+                value: wal_buffers.as_deref(),
+            },
+            FlagAlias {
+                flag: "--flush-delay-us",
+                key: "wal.flush",
+                given: flush.is_some(),
+                value: flush.as_deref(),
+            },
+            FlagAlias {
+                flag: "--async-commit",
+                key: "wal.synchronous_commit",
+                given: args.async_commit,
+                value: Some("off"),
+            },
+            FlagAlias {
+                flag: "--commit-delay-us",
+                key: "wal.commit_delay",
+                given: commit_delay.is_some(),
+                value: commit_delay.as_deref(),
+            },
+            FlagAlias {
+                flag: "--commit-siblings",
+                key: "wal.commit_siblings",
+                given: siblings.is_some(),
+                value: siblings.as_deref(),
+            },
+        ],
+    )?;
     let duration = crate::duration_arg(args.duration)?;
     let mut cfg = WalBenchConfig::new(knobs.cfg.wal.insert_mode, args.threads, args.record_size, duration);
     cfg.set_knobs(&knobs.cfg.wal);
@@ -141,10 +131,10 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
             ],
         ))
     })?;
-    crate::prepare_json(args.json.as_deref())?;
+    crate::prepare_json(args.common.json.as_deref())?;
     let report = wal::run(&cfg).map_err(|e| Failure { message: e, code: 2 })?;
     print_report(&report);
-    crate::write_json(args.json.as_deref(), &report)?;
+    crate::write_json(args.common.json.as_deref(), &report)?;
     if !report.invariant_ok {
         return Err(Failure { message: "WAL positions do not add up (see 'invariant')".into(), code: 2 });
     }

@@ -159,6 +159,27 @@ impl<R, C: 'static> KnobList<R> for Nested<R, C> {
     }
 }
 
+/// Another layer's whole [`Registry`] over a part `C` of the top-level config `R`: a program
+/// that owns knobs of its own composes the registry of the config it builds on (the workloads'
+/// run configuration holds the engine's, whose lists stay where the engine declares them).
+pub struct Part<R, C: 'static> {
+    /// The part's registry.
+    pub registry: &'static Registry<C>,
+    /// Where the part lives in `R`.
+    pub part: fn(&mut R) -> &mut C,
+}
+
+impl<R, C: 'static> KnobList<R> for Part<R, C> {
+    fn infos(&self) -> Vec<KnobInfo> {
+        self.registry.infos()
+    }
+
+    fn set(&self, root: &mut R, key: &str, value: &str) -> Option<Result<(), KnobError>> {
+        let part = (self.part)(root);
+        self.registry.lists.iter().find_map(|l| l.set(part, key, value))
+    }
+}
+
 /// Every knob of a top-level config `R`, composed from [`KnobList`]s in listing order.
 pub struct Registry<R: 'static> {
     /// The lists, in the order help and docs list them.
@@ -203,6 +224,17 @@ impl<R> Registry<R> {
         };
         self.set(root, key, value)
     }
+}
+
+/// The Markdown table of `knobs` (key, values, default, what it selects; `|` escaped), as the
+/// docs print a registry's [`Registry::infos`].
+pub fn markdown_table(knobs: &[KnobInfo]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut t = String::from("| knob | values | default | selects |\n|---|---|---|---|\n");
+    for k in knobs {
+        t += &format!("| `{}` | `{}` | `{}` | {} |\n", k.key, cell(k.values), k.default, cell(k.doc));
+    }
+    t
 }
 
 /// The key of a `key=value` assignment, trimmed (the whole text when there is no `=`).
@@ -280,6 +312,44 @@ mod tests {
     }];
     static NESTED: Nested<Root, Sub> = Nested { knobs: SUB, get: |r| r.sub.clone(), put: |r, s| r.sub = s };
     static REGISTRY: Registry<Root> = Registry { lists: &[&NESTED, &ROOT] };
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Top {
+        root: Root,
+        extra: u32,
+    }
+    const TOP: &[Knob<Top>] = &[Knob {
+        key: "top.extra",
+        values: "0..=5",
+        doc: "a | b",
+        default: "0",
+        apply: |c, v| {
+            c.extra = in_range(v, 0, 5)?;
+            Some(())
+        },
+    }];
+    static PART: Part<Top, Root> = Part { registry: &REGISTRY, part: |t| &mut t.root };
+    static COMPOSED: Registry<Top> = Registry { lists: &[&PART, &TOP] };
+
+    #[test]
+    fn a_composed_registry_reaches_its_parts_and_lists_them_first() {
+        let mut t = Top::default();
+        COMPOSED.assign(&mut t, "sub.n=3").unwrap();
+        COMPOSED.assign(&mut t, "top.extra=5").unwrap();
+        assert_eq!((t.root.sub.n, t.extra), (3, 5));
+        assert_eq!(COMPOSED.keys(), "sub.n, sub.on, root.name, top.extra");
+        let e = COMPOSED.assign(&mut t, "nosuch=1").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown --set key \"nosuch\" (valid: sub.n, sub.on, root.name, top.extra)"
+        );
+        let table = markdown_table(&COMPOSED.infos());
+        assert!(table.ends_with("| `top.extra` | `0..=5` | `0` | a \\| b |\n"), "{table}");
+        assert!(
+            table.starts_with(&markdown_table(&REGISTRY.infos())),
+            "a part's table is the composed table's head"
+        );
+    }
 
     #[test]
     fn assignments_reach_the_nested_config_and_errors_are_one_line() {

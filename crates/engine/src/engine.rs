@@ -1,83 +1,24 @@
 //! The engine: one [`Engine`], the model of PostgreSQL's shared memory (ProcArray, CLOG,
 //! pg_subtrans, the lock manager, the buffer pool, WAL, MultiXacts and the tables), built from
 //! an [`EngineConfig`]. Backends attach to it with `Engine::session` and run statements as a
-//! `crate::session::Session`; [`EngineError`] (`crate::error`) is re-exported here, the path
-//! callers have always used.
+//! `crate::session::Session`; [`EngineConfig`] with its presets (`crate::config`) and
+//! [`EngineError`] (`crate::error`) are re-exported here, the path callers have always used.
 
 use lockstack_common::sync::AtomicU32;
 use std::sync::Arc;
 
-use lockstack_bufmgr::{BufferPool, BufferPoolConfig, MemorySmgr, Smgr};
-use lockstack_clog::{
-    Clog, ClogConfig, SLRU_PAGES_PER_SEGMENT, SUBTRANS_XACTS_PER_PAGE, SubTrans, SubTransConfig,
-    TruncateOutcome,
-};
+use lockstack_bufmgr::{BufferPool, MemorySmgr, Smgr};
+use lockstack_clog::{Clog, SLRU_PAGES_PER_SEGMENT, SUBTRANS_XACTS_PER_PAGE, SubTrans, TruncateOutcome};
 use lockstack_common::{BackendStatusArray, TransactionId};
-use lockstack_lmgr::{Lmgr, LmgrConfig};
-use lockstack_procarray::{ProcArray, ProcArrayConfig};
-use lockstack_xlog::{Wal, WalConfig};
+use lockstack_lmgr::Lmgr;
+use lockstack_procarray::ProcArray;
+use lockstack_xlog::Wal;
 
 use crate::multixact::MultiXactStore;
 use crate::tables::{self, TableId, TableRel};
 
+pub use crate::config::{EngineConfig, PRESET_SETTINGS, PRESETS};
 pub use crate::error::EngineError;
-
-/// Everything a run configures: one config per subsystem.
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    /// Backends (clients) that may attach.
-    pub max_backends: usize,
-    /// ProcArray layout, end-of-transaction strategy, snapshot options.
-    pub procarray: ProcArrayConfig,
-    /// CLOG buffers, locking, group update.
-    pub clog: ClogConfig,
-    /// pg_subtrans.
-    pub subtrans: SubTransConfig,
-    /// Lock manager partitions, fast path, VXID locks.
-    pub lmgr: LmgrConfig,
-    /// Buffer pool size and variants.
-    pub bufmgr: BufferPoolConfig,
-    /// WAL insertion, buffers, flushes, synchronous_commit.
-    pub wal: WalConfig,
-    /// Which LWLock implementation the engine's own locks use (B-tree split locks). Set it
-    /// with [`EngineConfig::set_lwlock_kind`], which sets every subsystem's at once.
-    pub lwlock_kind: lockstack_lwlock::LwLockKind,
-    /// How B-tree pages are searched for a key (`--set engine.btree_search`); not part of any
-    /// preset, since it changes no lock traffic, only the probes within a locked page.
-    pub btree_search: crate::btree::Search,
-    /// How the buffer workloads (`lockstack buffers`, experiment `vm-pin`) test a heap page's
-    /// all-visible bit (`--set vm.check`; seed 004's three patches). The engine's own
-    /// transactions do not consult the visibility map, so it changes nothing in pgbench runs.
-    pub vm_check: lockstack_bufmgr::vm::VmCheck,
-    /// Under `--machine` only: a pgbench client's own work per statement (`--set
-    /// sim.client_cpu_us`; default: the machine profile's), charged on its simulated core.
-    pub sim_client_cpu: Option<std::time::Duration>,
-    /// Under `--machine` only: the client-server round trip per statement (`--set
-    /// sim.client_rtt_us`; default: the profile's), slept in virtual time.
-    pub sim_client_rtt: Option<std::time::Duration>,
-    /// Under `--machine` only: the server's work per statement that PostgreSQL does and this
-    /// engine does not (parse, plan, executor, protocol), charged on the backend's simulated
-    /// core (`--set sim.statement_cpu_us`; default 0). `lockstack experiment NAME --machine P
-    /// --calibrate` solves it from a published 1-client figure (the calibration's one unknown).
-    pub sim_statement_cpu: Option<std::time::Duration>,
-    /// Under `--machine --costs postgres` only: the instructions per cycle PostgreSQL's code
-    /// retires on the simulated core (`--set sim.postgres_ipc`; default: the profile's
-    /// `postgres_ipc`), which sets the rate PostgreSQL's counts are charged at. `lockstack
-    /// experiment NAME --machine P --calibrate` fits it to the baseline's published
-    /// low-concurrency figure.
-    pub sim_postgres_ipc: Option<f64>,
-    /// Under `--machine` only: whether the simulated caches have the profile's capacities
-    /// (`--set sim.caches=on`, the default) or none (`off`: nothing is ever evicted, the model
-    /// before capacities). A profile without a `[caches]` table has none either way.
-    pub sim_caches: bool,
-    /// LWLock pre-sleep spin rounds (`--set lwlock.spin_rounds`; [`lockstack_lwlock::set_spin_rounds`]);
-    /// `None`: the crate's default (10) natively, PostgreSQL's 0 under `--machine`.
-    pub lwlock_spin_rounds: Option<u32>,
-    /// How spin loops wait once their busy-waits are spent (`--set lwlock.spin_schedule`;
-    /// [`lockstack_lwlock::SpinSchedule`]); `None`: `lockstack` natively, `postgres` (s_lock.c's
-    /// 1 ms sleeps) under `--machine`.
-    pub lwlock_spin_schedule: Option<lockstack_lwlock::SpinSchedule>,
-}
 
 /// The shared state of a run.
 pub struct Engine {
@@ -136,58 +77,6 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-impl EngineConfig {
-    /// Defaults for `max_backends` backends and a pool of `nbuffers` 8 KiB buffers: each
-    /// subsystem's own default (PostgreSQL 14-era designs), memory storage, WAL in memory with
-    /// synchronous commit.
-    pub fn new(max_backends: usize, nbuffers: usize) -> EngineConfig {
-        let lwlock_kind = lockstack_lwlock::LwLockKind::Atomic;
-        EngineConfig {
-            max_backends,
-            procarray: ProcArrayConfig::new(max_backends),
-            clog: ClogConfig { max_backends, ..ClogConfig::default() },
-            subtrans: SubTransConfig::default(),
-            lmgr: LmgrConfig { max_backends, ..LmgrConfig::default() },
-            bufmgr: BufferPoolConfig::pg96(nbuffers),
-            wal: WalConfig::default(),
-            lwlock_kind,
-            btree_search: crate::btree::Search::default(),
-            vm_check: lockstack_bufmgr::vm::VmCheck::PageFlagFirst,
-            sim_client_cpu: None,
-            sim_client_rtt: None,
-            sim_statement_cpu: None,
-            sim_postgres_ipc: None,
-            sim_caches: true,
-            lwlock_spin_rounds: None,
-            lwlock_spin_schedule: None,
-        }
-    }
-
-    /// Sets the process-wide spin settings ([`lockstack_lwlock::set_spin_rounds`],
-    /// [`lockstack_lwlock::set_spin_schedule`]) from this config, defaults for `None`. Every
-    /// engine (and each experiment's buffer run) calls it before its run, so a setting never
-    /// leaks from one run into the next.
-    pub fn apply_spin_settings(&self) {
-        lockstack_lwlock::set_spin_rounds(
-            self.lwlock_spin_rounds.unwrap_or(lockstack_lwlock::DEFAULT_SPIN_ROUNDS),
-        );
-        lockstack_lwlock::set_spin_schedule(self.lwlock_spin_schedule.unwrap_or_default());
-    }
-
-    /// Sets the LWLock implementation of every subsystem and of the engine's own locks: the
-    /// one place `lwlock.kind` fans out to the ProcArray, lock manager, buffer pool, WAL, CLOG
-    /// and pg_subtrans configs.
-    pub fn set_lwlock_kind(&mut self, kind: lockstack_lwlock::LwLockKind) {
-        self.lwlock_kind = kind;
-        self.procarray.lwlock_kind = kind;
-        self.lmgr.lwlock_kind = kind;
-        self.bufmgr.lwlock_kind = kind;
-        self.wal.lwlock_kind = kind;
-        self.clog.lwlock_kind = kind;
-        self.subtrans.lwlock_kind = kind;
-    }
-}
-
 /// Most pages a table's free-page list remembers.
 pub(crate) const FREE_PAGES_MAX: usize = 64;
 
@@ -201,102 +90,6 @@ pub(crate) const SUBTRANS_XACTS_PER_SEGMENT: u32 = SUBTRANS_XACTS_PER_PAGE * SLR
 /// engine's host mutex standing in for PostgreSQL's free space map, whose pages are read under
 /// buffer content locks; it publishes no wait event natively).
 pub const FREE_PAGES_WAIT_CLASS: &str = "FreePageList";
-
-/// The release presets `--preset` accepts, oldest first.
-pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
-
-/// The knobs of PostgreSQL 9.6's designs, shared by the pg96, pg14 and pg17 presets.
-macro_rules! pg96_designs {
-    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal) => {
-        &[
-            ("lwlock.kind", "atomic"),
-            ("procarray.layout", $layout),
-            ("procarray.end_xact", "group-clear"),
-            ("procarray.global_xmin", $global_xmin),
-            ("lmgr.fast_path", "1"),
-            ("lmgr.vxid", "on-demand"),
-            ("bufmgr.header", "atomic"),
-            ("bufmgr.mapping", "partitions-128"),
-            ("bufmgr.victim", "atomic-clock"),
-            ("wal.insert", "locks:8"),
-            ("clog.locking", $clog_locking),
-            ("clog.group_update", $group_update),
-        ]
-    };
-}
-
-/// Each preset as the knob assignments ([`crate::settings::KNOBS`]) it applies, in order, to
-/// [`EngineConfig::new`]; a knob not named keeps its subsystem's default.
-pub const PRESET_SETTINGS: [(&str, &[(&str, &str)]); 5] = [
-    (
-        "pg91",
-        &[
-            ("lwlock.kind", "pg92"),
-            ("procarray.layout", "pgproc"),
-            ("procarray.end_xact", "exclusive"),
-            ("procarray.skip_subxids_without_xid", "off"),
-            ("procarray.fast_xid_compare", "off"),
-            ("lmgr.fast_path", "off"),
-            ("lmgr.vxid", "eager"),
-            ("bufmgr.header", "spinlock"),
-            ("bufmgr.mapping", "partitions-16"),
-            ("bufmgr.victim", "freelist-lock"),
-            ("wal.insert", "single"),
-            ("clog.locking", "control-lock"),
-            ("clog.group_update", "off"),
-        ],
-    ),
-    (
-        "pg92",
-        &[
-            ("lwlock.kind", "pg92"),
-            ("procarray.layout", "pgxact"),
-            ("procarray.end_xact", "exclusive"),
-            ("lmgr.fast_path", "1"),
-            ("lmgr.vxid", "on-demand"),
-            ("bufmgr.header", "spinlock"),
-            ("bufmgr.mapping", "partitions-16"),
-            ("bufmgr.victim", "freelist-lock"),
-            ("wal.insert", "single"),
-            ("clog.locking", "control-lock"),
-            ("clog.group_update", "off"),
-        ],
-    ),
-    ("pg96", pg96_designs!("pgxact", "every-snapshot", "off", "control-lock")),
-    ("pg14", pg96_designs!("dense", "lazy", "on", "control-lock")),
-    ("pg17", pg96_designs!("dense", "lazy", "on", "banks")),
-];
-
-impl EngineConfig {
-    /// The assignments of preset `name` ([`PRESET_SETTINGS`]), or `None` for an unknown name.
-    pub fn preset_settings(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
-        PRESET_SETTINGS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
-    }
-
-    /// The designs of one PostgreSQL release, for `max_backends` backends and `nbuffers`
-    /// buffers: [`EngineConfig::new`] with the preset's knob assignments ([`PRESET_SETTINGS`])
-    /// applied through the knob registry.
-    ///
-    /// | preset | LWLock | ProcArray | lock manager | buffers | WAL | CLOG |
-    /// |---|---|---|---|---|---|---|
-    /// | pg91 | 9.2 spinlock | hot fields in PGPROC, exclusive end | no fast path, eager VXID locks | header spinlock, 16 partitions, free-list lock | one WALInsertLock | control lock |
-    /// | pg92 | 9.2 spinlock | PGXACT, exclusive end | fast path (16 slots), on-demand VXID | as pg91 | one WALInsertLock | control lock |
-    /// | pg96 | atomic | PGXACT, group XID clear | as pg92 | atomic header, 128 partitions, atomic clock | 8 insertion locks | control lock |
-    /// | pg14 | atomic | dense arrays + snapshot reuse, group clear | as pg92 | as pg96 | 8 insertion locks | control lock + group update |
-    /// | pg17 | atomic | as pg14 | as pg92 | as pg96 | 8 insertion locks | banks + group update |
-    ///
-    /// # Errors
-    /// An unknown name, with the list of valid ones.
-    pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, String> {
-        let settings = EngineConfig::preset_settings(name)
-            .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
-        let mut c = EngineConfig::new(max_backends, nbuffers);
-        for (key, value) in settings {
-            crate::settings::KNOBS.set(&mut c, key, value).map_err(|e| format!("preset {name}: {e}"))?;
-        }
-        Ok(c)
-    }
-}
 
 impl Engine {
     /// Builds every subsystem in memory and loads pgbench's tables at `scale` with heap

@@ -1,7 +1,9 @@
 //! `--set crate.knob=value`: run-time overrides of one design choice on top of a preset, read
 //! from the knob registry [`KNOBS`] (each crate's `lockstack_common::knob::Knob` list plus the
-//! engine's own), which the presets ([`crate::engine::PRESET_SETTINGS`]), the experiments, the
-//! micro commands ([`CommandKnobs`]), `--set help` and docs/engine.md's table also read.
+//! engine's own), which the presets ([`PRESET_SETTINGS`], built by [`EngineConfig::preset`]),
+//! the micro commands ([`CommandKnobs`]) and docs/engine.md's table read. The layers above
+//! compose it with their own knobs (the workloads' `settings::KNOBS` adds the simulated
+//! machine's `sim.*`), and `--set`, `--set help` and the experiments read that composition.
 //!
 //! Every knob names the crate it belongs to and the field it sets, with PostgreSQL's GUC name
 //! where one exists (`clog.buffers` is `transaction_buffers` in 17, `bufmgr.nbuffers` is
@@ -22,7 +24,7 @@ use lockstack_lwlock::LwLockKind;
 use lockstack_procarray::ProcArrayConfig;
 use lockstack_xlog::{WalConfig, WalSink};
 
-use crate::engine::{EngineConfig, PRESET_SETTINGS};
+use crate::config::{EngineConfig, PRESET_SETTINGS, PRESETS};
 
 static LWLOCK: Nested<EngineConfig, LwLockKind> =
     Nested { knobs: lockstack_lwlock::KNOBS, get: |c| c.lwlock_kind, put: EngineConfig::set_lwlock_kind };
@@ -39,8 +41,8 @@ static BUFMGR: Nested<EngineConfig, BufferPoolConfig> =
 static WAL: Nested<EngineConfig, WalConfig> =
     Nested { knobs: lockstack_xlog::KNOBS, get: |c| c.wal.clone(), put: |c, x| c.wal = x };
 
-/// The engine's own knobs: the WAL's flush cost outside `--data-dir`, the B-tree page search
-/// and the buffer workloads' visibility check.
+/// The engine's own knobs: the WAL's flush cost outside `--data-dir`, the B-tree page search,
+/// the buffer workloads' visibility check and the process-wide LWLock spin settings.
 pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
     Knob {
         key: "wal.flush",
@@ -98,68 +100,6 @@ pub const ENGINE_KNOBS: &[Knob<EngineConfig>] = &[
             Some(())
         },
     },
-    Knob {
-        key: "sim.client_cpu_us",
-        values: "profile or 0..=1000000 (us)",
-        doc: "--machine only: a pgbench client's own work per statement, charged on its simulated core (default: the profile's [pgbench] figure)",
-        default: "profile",
-        apply: |c, v| {
-            c.sim_client_cpu = sim_us(v)?;
-            Some(())
-        },
-    },
-    Knob {
-        key: "sim.client_rtt_us",
-        values: "profile or 0..=1000000 (us)",
-        doc: "--machine only: the client-server round trip per statement, slept in virtual time (default: the profile's [pgbench] figure)",
-        default: "profile",
-        apply: |c, v| {
-            c.sim_client_rtt = sim_us(v)?;
-            Some(())
-        },
-    },
-    Knob {
-        key: "sim.statement_cpu_us",
-        values: "0..=1000000 (us, fractions allowed)",
-        doc: "--machine only: extra server work per statement, charged on the backend's simulated core on top of the statement's own cost (PostgreSQL's measured count under --costs postgres); nothing fits it",
-        default: "0",
-        apply: |c, v| {
-            let us: f64 = v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.0..=1e6).contains(x))?;
-            let d = std::time::Duration::from_nanos((us * 1000.0).round() as u64);
-            c.sim_statement_cpu = (!d.is_zero()).then_some(d);
-            Some(())
-        },
-    },
-    Knob {
-        key: "sim.postgres_ipc",
-        values: "profile or 0.01..=10 (instructions per cycle)",
-        doc: "--machine --costs postgres only: instructions per cycle of PostgreSQL's code on the simulated core, the rate its measured instruction counts are charged at (default: the profile's postgres_ipc); experiment --calibrate fits it to the baseline's published low-concurrency figure",
-        default: "profile",
-        apply: |c, v| {
-            if v.trim() == "profile" {
-                c.sim_postgres_ipc = None;
-                return Some(());
-            }
-            let ipc: f64 =
-                v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.01..=10.0).contains(x))?;
-            c.sim_postgres_ipc = Some(ipc);
-            Some(())
-        },
-    },
-    Knob {
-        key: "sim.caches",
-        values: "on|off",
-        doc: "--machine only: the simulated caches have the profile's capacities ([caches]: a private LRU cache per core, an inclusive LLC per group; evicted lines refill from the LLC or memory) or none (nothing is ever evicted)",
-        default: "on",
-        apply: |c, v| {
-            c.sim_caches = match v.trim() {
-                "on" => true,
-                "off" => false,
-                _ => return None,
-            };
-            Some(())
-        },
-    },
 ];
 
 /// Every knob `--set` accepts: each crate's list ([`lockstack_lwlock::KNOBS`],
@@ -185,27 +125,38 @@ pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String>
     KNOBS.assign(cfg, assignment).map_err(|e| e.to_string())
 }
 
-/// A `sim.*` microsecond value: `profile` (the machine profile's figure) or `0..=1000000`.
-fn sim_us(v: &str) -> Option<Option<std::time::Duration>> {
-    if v.eq_ignore_ascii_case("profile") {
-        return Some(None);
+impl EngineConfig {
+    /// The designs of one PostgreSQL release, for `max_backends` backends and `nbuffers`
+    /// buffers: [`EngineConfig::new`] with the preset's knob assignments ([`PRESET_SETTINGS`])
+    /// applied through the knob registry.
+    ///
+    /// | preset | LWLock | ProcArray | lock manager | buffers | WAL | CLOG |
+    /// |---|---|---|---|---|---|---|
+    /// | pg91 | 9.2 spinlock | hot fields in PGPROC, exclusive end | no fast path, eager VXID locks | header spinlock, 16 partitions, free-list lock | one WALInsertLock | control lock |
+    /// | pg92 | 9.2 spinlock | PGXACT, exclusive end | fast path (16 slots), on-demand VXID | as pg91 | one WALInsertLock | control lock |
+    /// | pg96 | atomic | PGXACT, group XID clear | as pg92 | atomic header, 128 partitions, atomic clock | 8 insertion locks | control lock |
+    /// | pg14 | atomic | dense arrays + snapshot reuse, group clear | as pg92 | as pg96 | 8 insertion locks | control lock + group update |
+    /// | pg17 | atomic | as pg14 | as pg92 | as pg96 | 8 insertion locks | banks + group update |
+    ///
+    /// # Errors
+    /// An unknown name, with the list of valid ones.
+    pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, String> {
+        let settings = EngineConfig::preset_settings(name)
+            .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
+        let mut c = EngineConfig::new(max_backends, nbuffers);
+        for (key, value) in settings {
+            KNOBS.set(&mut c, key, value).map_err(|e| format!("preset {name}: {e}"))?;
+        }
+        Ok(c)
     }
-    Some(Some(std::time::Duration::from_micros(lockstack_common::knob::in_range(v, 0u64, 1_000_000)?)))
 }
 
-/// Markdown-table cell text: `|` escaped.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// The knob table of docs/engine.md ("Presets and knobs"): key, values, default, what it
-/// selects; a test keeps the document equal to it.
+/// The engine's rows of docs/engine.md's knob table ("Presets and knobs"): key, values,
+/// default, what it selects. The document's table is the registry that `--set` reads, which
+/// composes this one first and adds the knobs of the layers above (a test in each crate keeps
+/// the document equal to its part).
 pub fn knob_table() -> String {
-    let mut t = String::from("| knob | values | default | selects |\n|---|---|---|---|\n");
-    for k in knobs() {
-        t += &format!("| `{}` | `{}` | `{}` | {} |\n", k.key, cell(k.values), k.default, cell(k.doc));
-    }
-    t
+    lockstack_common::knob::markdown_table(&knobs())
 }
 
 /// The preset table of docs/engine.md: each preset's assignments ([`PRESET_SETTINGS`]).
@@ -276,23 +227,41 @@ impl CommandKnobs {
         flags: &[FlagAlias<'_>],
         sets: &[String],
     ) -> Result<CommandConfig, String> {
-        let mut cfg = EngineConfig::new(1, 1024);
+        let (cfg, assigned) = self.resolve_in(&KNOBS, EngineConfig::new(1, 1024), preset, flags, sets)?;
+        Ok(CommandConfig { cfg, assigned })
+    }
+
+    /// [`CommandKnobs::resolve`] through `registry`, a composition of [`KNOBS`] with the knobs
+    /// of a layer above (whose keys `--set` must know, so that an unknown key lists them and a
+    /// command refuses them by name), starting from `base`; returns the configuration and the
+    /// knobs the preset, a flag or `--set` assigned.
+    ///
+    /// # Errors
+    /// As [`CommandKnobs::resolve`].
+    pub fn resolve_in<R>(
+        &self,
+        registry: &Registry<R>,
+        base: R,
+        preset: Option<&str>,
+        flags: &[FlagAlias<'_>],
+        sets: &[String],
+    ) -> Result<(R, Vec<&'static str>), String> {
+        let mut cfg = base;
         let mut assigned = Vec::new();
         for (k, v) in self.defaults {
-            KNOBS.set(&mut cfg, k, v).map_err(|e| format!("{}: {e}", self.command))?;
+            registry.set(&mut cfg, k, v).map_err(|e| format!("{}: {e}", self.command))?;
         }
         if let Some(name) = preset {
-            let settings = EngineConfig::preset_settings(name).ok_or_else(|| {
-                format!("unknown preset \"{name}\" (valid: {})", crate::engine::PRESETS.join(", "))
-            })?;
+            let settings = EngineConfig::preset_settings(name)
+                .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
             for (k, v) in settings.iter().filter(|(k, _)| self.reads.contains(k)) {
-                KNOBS.set(&mut cfg, k, v).map_err(|e| format!("--preset {name}: {e}"))?;
+                registry.set(&mut cfg, k, v).map_err(|e| format!("--preset {name}: {e}"))?;
                 assigned.push(*k);
             }
         }
         for f in flags.iter().filter(|f| f.given) {
             if let Some(v) = f.value {
-                KNOBS.set(&mut cfg, f.key, v).map_err(|e| match e {
+                registry.set(&mut cfg, f.key, v).map_err(|e| match e {
                     KnobError::BadValue { accepted, .. } => {
                         format!("{} must be {accepted}, got \"{v}\" (knob {})", f.flag, f.key)
                     }
@@ -303,7 +272,7 @@ impl CommandKnobs {
         }
         for a in sets {
             let key = lockstack_common::knob::key_of(a);
-            if KNOBS.info(key).is_some() && a.contains('=') && !self.reads.contains(&key) {
+            if registry.info(key).is_some() && a.contains('=') && !self.reads.contains(&key) {
                 return Err(format!(
                     "--set {key}: {} does not use this knob (it reads: {})",
                     self.command,
@@ -313,12 +282,12 @@ impl CommandKnobs {
             if let Some(f) = flags.iter().find(|f| f.given && f.key == key) {
                 return Err(format!("{} and --set {key} both set {key}: give one of them", f.flag));
             }
-            KNOBS.assign(&mut cfg, a).map_err(|e| e.to_string())?;
+            registry.assign(&mut cfg, a).map_err(|e| e.to_string())?;
             if let Some(k) = self.reads.iter().find(|k| **k == key) {
                 assigned.push(k);
             }
         }
-        Ok(CommandConfig { cfg, assigned })
+        Ok((cfg, assigned))
     }
 }
 
@@ -334,7 +303,7 @@ pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Re
     validate(cfg, assignments)
 }
 
-/// Checks `cfg` the way [`Engine::new`](crate::engine::Engine::new) will (each subsystem's own
+/// Checks `cfg` the way `Engine::new` will (each subsystem's own
 /// range checks, and the SLRU buffer rules of `SimpleLruInit`: at least 2 buffers, a multiple
 /// of 16 with banks), without building anything.
 ///
@@ -517,7 +486,7 @@ mod tests {
 
     #[test]
     fn each_preset_yields_exactly_the_release_config() {
-        for name in crate::engine::PRESETS {
+        for name in PRESETS {
             for (backends, nbuffers) in [(1, 16), (5, 1024), (101, 18_584)] {
                 let got = EngineConfig::preset(name, backends, nbuffers).unwrap();
                 let want = preset_oracle(name, backends, nbuffers);
@@ -539,22 +508,21 @@ mod tests {
             KNOBS.set(&mut c, k.key, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.key));
             assert_eq!(format!("{c:?}"), format!("{base:?}"), "{}={} is not the default", k.key, k.default);
         }
-        assert_eq!(keys.len(), 41, "the knob count quoted in docs/engine.md");
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine.md")).unwrap();
         for (what, table) in [("knob", knob_table()), ("preset", preset_table())] {
             assert!(
                 doc.contains(&table),
-                "docs/engine.md's {what} table differs from the registry; replace it with:\n{table}"
+                "docs/engine.md's {what} table differs from the registry; its head must be:\n{table}"
             );
         }
         for (name, settings) in PRESET_SETTINGS {
-            assert!(crate::engine::PRESETS.contains(&name));
+            assert!(PRESETS.contains(&name));
             for (k, _) in settings {
                 assert!(keys.contains(k), "preset {name}: {k}");
             }
         }
-        assert_eq!(PRESET_SETTINGS.len(), crate::engine::PRESETS.len());
+        assert_eq!(PRESET_SETTINGS.len(), PRESETS.len());
     }
 
     #[test]
@@ -685,7 +653,6 @@ mod tests {
             "engine.btree_search" => "binary",
             "vm.check" => "always-vm",
             "lwlock.spin_schedule" => "postgres",
-            "sim.postgres_ipc" => "0.5",
             k if k.ends_with("reuse") || k.ends_with("update") || k.ends_with("commit") => "off",
             k if k.contains("skip") || k.contains("compare") => "off",
             _ => "64",

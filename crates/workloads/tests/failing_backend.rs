@@ -153,6 +153,7 @@ fn a_full_disk_ends_a_two_client_run_with_one_line_naming_the_wal_file() {
             seed: 5,
             wait_sampling_hz: 0,
             engine: engine_cfg(2, preset),
+            sim: Default::default(),
             protocol: Default::default(),
         };
         let (tx, rx) = channel();

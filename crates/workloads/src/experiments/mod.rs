@@ -75,7 +75,7 @@ pub struct Variant {
     pub about: &'static str,
     /// `crate.knob=value` assignments applied after the preset, the experiment's common
     /// assignments and the caller's `--set` list, through the knob registry
-    /// [`lockstack_engine::settings::KNOBS`] (`vm-pin`'s variants set [`VM_CHECK_KEY`]).
+    /// [`crate::settings::KNOBS`] (`vm-pin`'s variants set [`VM_CHECK_KEY`]).
     pub set: &'static [&'static str],
 }
 

@@ -591,7 +591,7 @@ mod tests {
         }
         let summary = driver::summarise(&plan, &points);
         ExperimentResult {
-            usl: crate::experiments::usl::fit_summary(&plan, &summary),
+            usl: crate::experiments::driver::fit_usl(&plan, &summary),
             summary,
             counter_labels: vec![String::new(); e.counters.len()],
             variant_sets: Vec::new(),

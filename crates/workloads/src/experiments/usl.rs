@@ -15,12 +15,10 @@
 //! [`fit`] finds `lambda, alpha, beta >= 0` by nonlinear least squares on absolute throughput.
 //! For fixed `(alpha, beta)` the best `lambda` has a closed form (the model is linear in it), so
 //! the search runs over `(alpha, beta)` only: a coarse logarithmic grid, then a compass search
-//! (halving steps, bounded at 0) from the best grid point. [`fit_summary`] fits every
-//! (workload, variant) of an experiment's summary on its median throughput per client count.
+//! (halving steps, bounded at 0) from the best grid point. The experiment driver fits every
+//! (workload, variant) of an experiment's summary with it (its `fit_usl`), into [`UslRow`]s.
 
 use serde::{Deserialize, Serialize};
-
-use super::driver::{Plan, SummaryRow};
 
 /// Fewest distinct client counts [`fit`] accepts: three parameters need three points.
 pub const MIN_POINTS: usize = 3;
@@ -190,33 +188,6 @@ pub struct UslRow {
     pub fit: Option<UslFit>,
     /// Why there is no fit (`None` when there is one).
     pub no_fit: Option<String>,
-}
-
-/// Fits every (workload, variant) of `plan` on the median throughput per client count of
-/// `summary` ([`SummaryRow::median`]); workloads in plan order, variants in experiment order.
-pub fn fit_summary(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
-    let mut out = Vec::new();
-    for w in &plan.workloads {
-        for v in plan.experiment.variants {
-            let pts: Vec<(usize, f64)> = summary
-                .iter()
-                .filter(|r| r.workload == w.name && r.variant == v.name)
-                .map(|r| (r.clients, r.median))
-                .collect();
-            if pts.is_empty() {
-                continue;
-            }
-            let fitted = fit(&pts);
-            out.push(UslRow {
-                workload: w.name.into(),
-                variant: v.name.into(),
-                clients: pts.iter().map(|p| p.0).collect(),
-                no_fit: fitted.as_ref().err().map(NoFit::to_string),
-                fit: fitted.ok(),
-            });
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -23,9 +23,9 @@ use crate::micro::buffers::{self, BufferScenario, BuffersConfig, Check};
 use crate::pgbench::runner::{self, PgbenchConfig};
 use crate::pgbench::script::Builtin;
 use crate::report::MachineNote;
+use crate::settings::{self, RunConfig};
 use lockstack_common::Counters;
 use lockstack_engine::engine::EngineConfig;
-use lockstack_engine::settings;
 
 /// Largest client count accepted (pgbench's own limit on `-c` in our CLI).
 pub const MAX_CLIENTS: usize = 1000;
@@ -121,7 +121,7 @@ pub struct Simulation {
 }
 
 /// See [`Simulation::engine_defaults`].
-pub type EngineDefaults = fn(&mut EngineConfig, bool);
+pub type EngineDefaults = fn(&mut RunConfig, bool);
 
 /// Where the simulated backends (every task of a measured phase but its main task: clients,
 /// workers, the WAL flusher) spent their virtual time, summed over the tasks, ns. The parts add
@@ -383,25 +383,39 @@ impl Plan {
     }
 
     /// The engine configuration of `variant` at `clients` clients and, for `vm-pin`, the
-    /// visibility check it selects. The pool has [`BUFFERS_PER_SCALE`] x scale +
-    /// [`BUFFER_HEADROOM`] buffers (`--set bufmgr.nbuffers=N` overrides it).
+    /// visibility check it selects: [`Plan::run_config`] without the `sim.*` knobs.
+    ///
+    /// # Errors
+    /// As [`Plan::run_config`].
+    pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
+        self.run_config(variant, clients).map(|(run, check)| (run.engine, check))
+    }
+
+    /// The run configuration (the engine's and the `sim.*` knobs) of `variant` at `clients`
+    /// clients and, for `vm-pin`, the visibility check it selects. The pool has
+    /// [`BUFFERS_PER_SCALE`] x scale + [`BUFFER_HEADROOM`] buffers (`--set bufmgr.nbuffers=N`
+    /// overrides it).
     ///
     /// # Errors
     /// An unknown preset, a rejected assignment, or an unknown `vm.check` value.
-    pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
+    pub fn run_config(
+        &self,
+        variant: &Variant,
+        clients: usize,
+    ) -> Result<(RunConfig, Option<Check>), String> {
         let nbuffers = settings::pool_buffers(self.scale, BUFFER_HEADROOM)?;
-        let mut cfg = EngineConfig::preset(&self.preset, clients + 1, nbuffers)?;
+        let mut cfg = RunConfig::new(EngineConfig::preset(&self.preset, clients + 1, nbuffers)?);
         let applied = self.assignments(variant);
         for a in &applied {
             settings::apply_set(&mut cfg, a)?;
         }
         // What the engine would refuse when a point starts is bad input now.
-        settings::validate(&cfg, &applied)?;
+        settings::validate(&cfg.engine, &applied)?;
         let check = if is_vm_pin(self.experiment) {
             if !applied.iter().any(|a| key_of(a) == VM_CHECK_KEY) {
                 return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
             }
-            Some(cfg.vm_check)
+            Some(cfg.engine.vm_check)
         } else {
             None
         };
@@ -575,7 +589,7 @@ pub struct ExperimentResult {
     /// in experiment order.
     pub summary: Vec<SummaryRow>,
     /// The Universal Scalability Law fitted to each (workload, variant)'s medians
-    /// ([`usl::fit_summary`]).
+    /// ([`fit_usl`]).
     pub usl: Vec<UslRow>,
 }
 
@@ -611,6 +625,34 @@ pub struct Step<'a> {
     pub finished: Option<&'a Point>,
 }
 
+/// Fits every (workload, variant) of `plan` on the median throughput per client count of
+/// `summary` ([`SummaryRow::median`]) with [`usl::fit`]; workloads in plan order, variants in
+/// experiment order.
+pub fn fit_usl(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
+    let mut out = Vec::new();
+    for w in &plan.workloads {
+        for v in plan.experiment.variants {
+            let pts: Vec<(usize, f64)> = summary
+                .iter()
+                .filter(|r| r.workload == w.name && r.variant == v.name)
+                .map(|r| (r.clients, r.median))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let fitted = usl::fit(&pts);
+            out.push(UslRow {
+                workload: w.name.into(),
+                variant: v.name.into(),
+                clients: pts.iter().map(|p| p.0).collect(),
+                no_fit: fitted.as_ref().err().map(usl::NoFit::to_string),
+                fit: fitted.ok(),
+            });
+        }
+    }
+    out
+}
+
 /// The unit of a workload's operations in counter labels: `txn` for pgbench, `op` otherwise.
 pub fn op_name(w: &Workload) -> &'static str {
     match w.kind {
@@ -626,11 +668,11 @@ fn run_pgbench(
     clients: usize,
     run: usize,
 ) -> Result<Point, String> {
-    let (mut engine, _) = plan.config(variant, clients)?;
+    let (mut run_cfg, _) = plan.run_config(variant, clients)?;
     if let Some(s) = &plan.simulation {
         // The machine's storage flushes the WAL, unless the caller's own --set chose a sink.
         let own_flush = plan.set.iter().any(|a| key_of(a) == "wal.flush");
-        (s.engine_defaults)(&mut engine, !own_flush);
+        (s.engine_defaults)(&mut run_cfg, !own_flush);
     }
     let is_this = |c: &&crate::experiments::Calibrated| {
         plan.experiment
@@ -639,9 +681,10 @@ fn run_pgbench(
     };
     if let Some(c) = plan.calibrated.iter().find(is_this) {
         settings::KNOBS
-            .set(&mut engine, POSTGRES_IPC_KEY, &format!("{}", c.postgres_ipc))
+            .set(&mut run_cfg, POSTGRES_IPC_KEY, &format!("{}", c.postgres_ipc))
             .map_err(|e| e.to_string())?;
     }
+    let RunConfig { engine, sim } = run_cfg;
     let cfg = PgbenchConfig {
         scale: plan.scale,
         fillfactor: 100,
@@ -654,6 +697,7 @@ fn run_pgbench(
         seed: plan.seed.wrapping_add(run as u64),
         wait_sampling_hz: 0,
         engine,
+        sim,
         protocol: plan.experiment.protocol,
     };
     let r = runner::run(&cfg, &|_| {}).map_err(|e| e.to_string())?;
@@ -683,11 +727,11 @@ fn run_buffers(
     clients: usize,
     run: usize,
 ) -> Result<Point, String> {
-    let (mut engine, _) = plan.config(variant, clients)?;
+    let (mut run_cfg, _) = plan.run_config(variant, clients)?;
     if let Some(s) = &plan.simulation {
-        (s.engine_defaults)(&mut engine, false);
+        (s.engine_defaults)(&mut run_cfg, false);
     }
-    engine.apply_spin_settings();
+    run_cfg.engine.apply_spin_settings();
     let cfg = plan.buffers_config(scenario, variant, clients)?;
     let rep = buffers::run(&cfg)?;
     let row = rep.rows.into_iter().next().ok_or("the buffer experiment returned no row")?;
@@ -848,7 +892,7 @@ pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> Experi
     let calibrated_to = (!plan.calibrated.is_empty())
         .then(|| plan.calibrated.iter().map(|c| c.line()).collect::<Vec<_>>().join("; "));
     ExperimentResult {
-        usl: usl::fit_summary(plan, &summary),
+        usl: fit_usl(plan, &summary),
         summary,
         counter_labels,
         variant_sets: e.variants.iter().map(|v| (v.name.to_string(), plan.assignments(v))).collect(),

@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::expr::{self, Value};
 use super::script::{BUILTINS, Script, Table};
 use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
+use crate::sim_knobs::SimKnobs;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
 use lockstack_engine::session::Session;
 
@@ -55,6 +56,9 @@ pub struct PgbenchConfig {
     pub wait_sampling_hz: u32,
     /// The engine's configuration (preset and overrides).
     pub engine: EngineConfig,
+    /// Under `--machine` only: the simulated machine's costs per statement (`--set sim.*`),
+    /// charged in virtual time around each statement.
+    pub sim: SimKnobs,
     /// pgbench's `-M` (default prepared): under `--machine --costs postgres`, which of
     /// PostgreSQL's statement costs apply.
     pub protocol: QueryMode,
@@ -83,6 +87,7 @@ impl PgbenchConfig {
             seed: 0,
             wait_sampling_hz: 0,
             engine,
+            sim: SimKnobs::default(),
             protocol: QueryMode::Prepared,
         }
     }
@@ -278,16 +283,16 @@ struct ClientOut {
 /// engine does not, and the round trip to the backend for one statement (`--set
 /// sim.client_cpu_us`, `sim.statement_cpu_us`, `sim.client_rtt_us`), in virtual time.
 #[inline]
-fn sim_statement(c: &EngineConfig) {
+fn sim_statement(c: &SimKnobs) {
     if lockstack_common::sync::hook::simulated() {
-        if let Some(ipc) = c.sim_postgres_ipc {
+        if let Some(ipc) = c.postgres_ipc {
             lockstack_common::sync::hook::set_postgres_ipc(ipc);
         }
-        let cpu = c.sim_client_cpu.unwrap_or_default() + c.sim_statement_cpu.unwrap_or_default();
+        let cpu = c.client_cpu.unwrap_or_default() + c.statement_cpu.unwrap_or_default();
         if !cpu.is_zero() {
             lockstack_common::sync::hook::compute(cpu);
         }
-        if let Some(rtt) = c.sim_client_rtt.filter(|d| !d.is_zero()) {
+        if let Some(rtt) = c.client_rtt.filter(|d| !d.is_zero()) {
             lockstack_common::sync::sleep(rtt);
         }
     }
@@ -467,7 +472,7 @@ fn client_loop(
         let mut ok = true;
         for (ci, op) in prog.scripts[si].iter().enumerate() {
             if !matches!(op, Op::Set { .. } | Op::Sleep { .. }) {
-                sim_statement(&cfg.engine);
+                sim_statement(&cfg.sim);
             }
             // Under --costs postgres the statement's own work is PostgreSQL's count for it.
             let cost = statement_region(op, cfg.protocol).map(lockstack_common::sync::hook::pg_region);

@@ -1,0 +1,45 @@
+//! The arguments every command that runs one subsystem (`lockstack lwlock|locks|buffers|
+//! snapshot|wal`) takes, flattened into each command's own (`#[command(flatten)]`): the
+//! preset and `--set` knobs it reads, and `--json`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use lockstack_engine::settings::{CommandConfig, CommandKnobs, FlagAlias};
+
+use crate::Failure;
+
+/// `--preset`, `--set` and `--json` of a command that runs one subsystem.
+#[derive(Args, Debug)]
+pub(crate) struct KnobArgs {
+    /// Release preset to take this command's knobs from: pg91, pg92, pg96, pg14, pg17 (its
+    /// other knobs do not apply here).
+    #[arg(long)]
+    pub(crate) preset: Option<String>,
+    /// Set one knob this command reads: crate.knob=value (repeatable; `lockstack pgbench --set
+    /// help` lists every knob). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    pub(crate) set: Vec<String>,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+}
+
+impl KnobArgs {
+    /// The command's configuration: its defaults, then `--preset`'s assignments to the knobs
+    /// it reads, the `flags` given, then `--set`
+    /// (`lockstack_workloads::settings::resolve_command`).
+    ///
+    /// # Errors
+    /// Bad input, one line: an unknown preset, a flag's value its knob refuses, an unknown
+    /// `--set` key, a knob the command does not read, a bad value, a flag and a `--set` of the
+    /// same knob.
+    pub(crate) fn resolve(
+        &self,
+        knobs: &CommandKnobs,
+        flags: &[FlagAlias<'_>],
+    ) -> Result<CommandConfig, Failure> {
+        lockstack_workloads::settings::resolve_command(knobs, self.preset.as_deref(), flags, &self.set)
+            .map_err(Failure::input)
+    }
+}
