@@ -25,6 +25,7 @@
 //! model leaves out.
 
 pub mod calibrate;
+pub mod constants;
 mod exec;
 #[cfg(feature = "facade")]
 pub mod facade;

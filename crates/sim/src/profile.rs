@@ -29,6 +29,13 @@ pub struct MachineProfile {
     pub name: String,
     /// One line: which machine this models and where its figures come from.
     pub description: String,
+    /// The constants whose figures are assumed rather than cited, as `section.key`
+    /// (`costs.owner_grace_ns`, `pgbench.wal_flush_us`; see [`crate::constants`]): the ones
+    /// `lockstack experiment --sensitivity` perturbs. Each must be a constant of the profile;
+    /// the built-in profiles list exactly the figures whose comment opens with "assumed"
+    /// (a test checks it). Optional: empty by default.
+    #[serde(default)]
+    pub assumed: Vec<String>,
     /// Sockets, cores, SMT threads, last-level-cache groups and NUMA nodes.
     pub topology: Topology,
     /// Latencies and rates, in nanoseconds of the simulated machine.
@@ -406,6 +413,6 @@ impl MachineProfile {
                 return Err(format!("pgbench.{what} is {v}; it must be a finite number of us in 0..1e6"));
             }
         }
-        Ok(())
+        self.validate_assumed()
     }
 }
