@@ -902,6 +902,7 @@ fn print_sensitivity(s: &lockstack_workloads::experiments::sensitivity::Sensitiv
     }
     let header: Vec<String> = [
         "workload",
+        "series",
         "variant / baseline",
         "clients",
         "published",
@@ -920,6 +921,7 @@ fn print_sensitivity(s: &lockstack_workloads::experiments::sensitivity::Sensitiv
         .map(|e| {
             vec![
                 e.workload.clone(),
+                e.series.clone(),
                 format!("{} / {}", e.variant, e.baseline),
                 e.clients.to_string(),
                 format!("{:.3}", e.published),
