@@ -723,6 +723,9 @@ fn run_sweeps(
     Ok(())
 }
 
+/// Constants to perturb: (key, the profile's value).
+type Constants = Vec<(String, f64)>;
+
 /// The constants `--sensitivity LIST` names (empty: the profile's whole `assumed` list), as
 /// (key, value in `profile`), and the ones held with the reason. Only assumed constants are
 /// accepted.
@@ -734,7 +737,7 @@ fn sensitivity_constants(
     list: &str,
     plan: &Plan,
     sim: &SimArgs,
-) -> Result<(Vec<(String, f64)>, Vec<String>), Failure> {
+) -> Result<(Constants, Vec<String>), Failure> {
     let valid = || profile.assumed.join(", ");
     if profile.assumed.is_empty() {
         return Err(Failure::input(format!(
