@@ -29,9 +29,15 @@ fn pool(
     blocks: u32,
 ) -> Arc<BufferPool> {
     let lwlock = if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
-    let p =
-        BufferPool::in_memory(BufferPoolConfig { nbuffers, header, mapping, victim, lwlock_kind: lwlock })
-            .expect("pool");
+    let p = BufferPool::in_memory(BufferPoolConfig {
+        nbuffers,
+        header,
+        mapping,
+        victim,
+        lwlock_kind: lwlock,
+        ..BufferPoolConfig::default()
+    })
+    .expect("pool");
     let bb = p.attach_auxiliary();
     for _ in 0..blocks {
         let (b, _) = bb.extend(REL, ForkNumber::Main).expect("extend");

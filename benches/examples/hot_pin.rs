@@ -35,6 +35,7 @@ fn main() {
         mapping: MappingKind::PARTITIONS_128,
         victim: VictimKind::AtomicClock,
         lwlock_kind: lwlock,
+        ..BufferPoolConfig::default()
     };
     let pool = BufferPool::in_memory(cfg).expect("pool");
     {

@@ -94,6 +94,15 @@ pub(crate) struct ExperimentArgs {
     /// print it and the rows to store in crates/workloads/calibrations.toml, and exit.
     #[arg(long)]
     calibrate: bool,
+    /// With --machine: rerun the sweep with each assumed constant of the profile (its
+    /// `assumed` list, `lockstack machine show P`) at 0.5x and at 2x, one at a time, and report
+    /// each effect's band (lowest and highest variant/baseline ratio), the constant that moves
+    /// it most, each curve's peak band and each median's band (drawn in NAME.svg; also in
+    /// NAME.json and NAME-sensitivity.csv). Alone: every assumed constant; with a list
+    /// (`owner_grace_ns,futex_wake_latency_ns`): those. Runs 1 + 2 x constants sweeps in child
+    /// processes (--jobs N at once); restrict --clients to keep it short.
+    #[arg(long, value_name = "CONSTANT,...", num_args = 0..=1, default_missing_value = "", require_equals = false)]
+    sensitivity: Option<String>,
 }
 
 fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
@@ -326,12 +335,24 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     }
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
     if args.calibrate {
-        if args.list_points || args.point.is_some() || args.jobs.is_some() {
+        if args.list_points || args.point.is_some() || args.jobs.is_some() || args.sensitivity.is_some() {
             return Err(Failure::input(
-                "--calibrate runs its own points: not with --list-points, --point or --jobs",
+                "--calibrate runs its own points: not with --list-points, --point, --jobs or --sensitivity",
             ));
         }
         return calibrate(exp, &options(&args, machine)?, machine);
+    }
+    if args.sensitivity.is_some() {
+        if machine.is_none() {
+            return Err(Failure::input(
+                "--sensitivity perturbs the simulated machine's constants: it needs --machine PROFILE",
+            ));
+        }
+        if args.list_points || args.point.is_some() || args.smoke || sim.sim_save_segments.is_some() {
+            return Err(Failure::input(
+                "--sensitivity runs its own sweeps: not with --list-points, --point, --smoke or --sim-save-segments",
+            ));
+        }
     }
     let plan = Plan::new(exp, &options(&args, machine)?).map_err(Failure::input)?;
     // Every variant's resolved configuration (preset, --set, the variant's own assignments).
@@ -377,6 +398,9 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         )));
     }
     let out = args.out.clone().unwrap_or_else(|| Path::new("out/experiments").join(exp.name));
+    if let Some(list) = &args.sensitivity {
+        return sensitivity(&args, sim, &plan, list, jobs, &out);
+    }
     std::fs::create_dir_all(&out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     crate::prepare_json(args.json.as_deref())?;
 
@@ -431,6 +455,9 @@ fn finish_run(
 ) -> Result<(), Failure> {
     let exp = result.plan.experiment;
     print_report(result, wall);
+    if let Some(s) = &result.sensitivity {
+        print_sensitivity(s);
+    }
     let written = output::write_all(result, out).map_err(Failure::run)?;
     crate::write_json(args.json.as_deref(), result)?;
     outln!(
@@ -444,6 +471,9 @@ fn finish_run(
     match &written.time_svg {
         Some(p) => outln!("wrote {} (where the simulated backends' time went)", p.display()),
         None => outln!("not written: {}-time.svg (where the time went needs --machine)", exp.name),
+    }
+    if let Some(p) = &written.sensitivity_csv {
+        outln!("wrote {} (the bands over the assumed constants)", p.display());
     }
     if args.smoke {
         let names: Vec<&str> = exp.variants.iter().map(|v| v.name).collect();
@@ -489,6 +519,9 @@ fn context(sim: &SimArgs) -> BTreeMap<String, String> {
         c.insert("sim_clock".to_string(), clock.to_string());
         if let Some(p) = &sim.sim_segments {
             c.insert("sim_segments".to_string(), p.display().to_string());
+        }
+        if !sim.machine_set.is_empty() {
+            c.insert("machine_set".to_string(), sim.machine_set.join(","));
         }
     }
     c
@@ -610,11 +643,31 @@ fn run_children(
     out: &Path,
     progress: &mut Progress,
 ) -> Result<(ExperimentResult, Option<SimTally>), Failure> {
-    let exe =
-        std::env::current_exe().map_err(|e| Failure::run(format!("--jobs: this binary's path: {e}")))?;
     let tmp = out.join(format!(".points-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| Failure::input(format!("--out {}: {e}", tmp.display())))?;
+    run_sweeps(plan, &[(sim.clone(), tmp.clone())], jobs, progress)?;
+    let merged = points::merge(&tmp).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
+    let tally = merged_tally(&merged).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
+    std::fs::remove_dir_all(&tmp)
+        .map_err(|e| Failure::run(format!("--jobs: removing {}: {e}", tmp.display())))?;
+    Ok((merged.result, tally))
+}
+
+/// Runs every point of `plan` once per sweep of `sweeps` (the simulation flags it runs with,
+/// the directory its point files go to), each point in a child process of this binary, at
+/// most `jobs` at once, in sweep order. A child that fails ends the run: the others are killed
+/// and the child's last stderr line is the error (exit 2).
+fn run_sweeps(
+    plan: &Plan,
+    sweeps: &[(SimArgs, PathBuf)],
+    jobs: usize,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    let exe =
+        std::env::current_exe().map_err(|e| Failure::run(format!("--jobs: this binary's path: {e}")))?;
     let specs = plan.point_specs();
+    let tasks: Vec<(usize, usize)> =
+        (0..sweeps.len()).flat_map(|s| (0..specs.len()).map(move |k| (s, k))).collect();
     let mut running: Vec<(usize, Child, PathBuf)> = Vec::new();
     let mut next = 0;
     let mut done = 0;
@@ -625,13 +678,15 @@ fn run_children(
         }
         Failure::run(msg)
     };
-    while done < specs.len() {
-        while running.len() < jobs && next < specs.len() {
-            let err_path = tmp.join(format!("point-{next}.stderr"));
+    while done < tasks.len() {
+        while running.len() < jobs && next < tasks.len() {
+            let (s, k) = tasks[next];
+            let (sim, dir) = &sweeps[s];
+            let err_path = dir.join(format!("point-{k}.stderr"));
             let err = std::fs::File::create(&err_path)
                 .map_err(|e| fail(&mut running, format!("{}: {e}", err_path.display())))?;
             let child = Command::new(&exe)
-                .args(child_args(plan, sim, next, &tmp))
+                .args(child_args(plan, sim, k, dir))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(err)
@@ -647,21 +702,26 @@ fn run_children(
             match running[i].1.try_wait() {
                 Ok(None) => i += 1,
                 Ok(Some(status)) => {
-                    let (k, _, err_path) = running.swap_remove(i);
+                    let (t, _, err_path) = running.swap_remove(i);
                     finished = true;
                     if !status.success() {
                         let text = std::fs::read_to_string(&err_path).unwrap_or_default();
                         let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
                         let line = line.strip_prefix("lockstack: ").unwrap_or(line);
-                        let s = &specs[k];
+                        let (sw, k) = tasks[t];
+                        let sp = &specs[k];
                         let how = status
                             .code()
                             .map_or_else(|| "killed by a signal".to_string(), |c| format!("exit {c}"));
+                        let with = match sweeps[sw].0.machine_set.as_slice() {
+                            [] => String::new(),
+                            set => format!(" --machine-set {}", set.join(",")),
+                        };
                         return Err(fail(
                             &mut running,
                             format!(
-                                "--jobs: point {k} (run {} {} c={} {}) failed ({how}): {line}",
-                                s.run, s.workload.name, s.clients, s.variant.name
+                                "--jobs: point {k} (run {} {} c={} {}{with}) failed ({how}): {line}",
+                                sp.run, sp.workload.name, sp.clients, sp.variant.name
                             ),
                         ));
                     }
@@ -678,11 +738,249 @@ fn run_children(
             lockstack_common::sync::time::sleep(std::time::Duration::from_millis(20));
         }
     }
-    let merged = points::merge(&tmp).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
-    let tally = merged_tally(&merged).map_err(|e| Failure::run(format!("--jobs: {e}")))?;
+    Ok(())
+}
+
+/// Constants to perturb: (key, the profile's value).
+type Constants = Vec<(String, f64)>;
+
+/// The constants `--sensitivity LIST` names (empty: the profile's whole `assumed` list), as
+/// (key, value in `profile`), and the ones held with the reason. Only assumed constants are
+/// accepted.
+///
+/// # Errors
+/// One line naming an unknown or cited constant and listing the valid ones.
+fn sensitivity_constants(
+    profile: &lockstack_sim::MachineProfile,
+    list: &str,
+    plan: &Plan,
+    sim: &SimArgs,
+) -> Result<(Constants, Vec<String>), Failure> {
+    let valid = || profile.assumed.join(", ");
+    if profile.assumed.is_empty() {
+        return Err(Failure::input(format!(
+            "--sensitivity: machine profile {} lists no assumed constants (its `assumed` list is empty)",
+            profile.name
+        )));
+    }
+    let keys: Vec<String> = if list.trim().is_empty() {
+        profile.assumed.clone()
+    } else {
+        let mut keys = Vec::new();
+        for name in list.split(',').map(str::trim) {
+            let key = profile
+                .constant_key(name)
+                .ok()
+                .filter(|k| profile.assumed.contains(k))
+                .ok_or_else(|| {
+                    Failure::input(format!(
+                        "--sensitivity: {name:?} is not an assumed constant of machine profile {}; they are: {}",
+                        profile.name,
+                        valid()
+                    ))
+                })?;
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
+    };
+    let set_knob =
+        |knob: &str| plan.set.iter().any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == knob));
+    let own_costs = matches!(sim.costs, Some(crate::sim_cmd::SimCosts::Own));
+    let calibrated_all = !plan.calibrated.is_empty()
+        && plan.workloads.iter().all(|w| plan.calibrated.iter().any(|c| c.workload == w.name));
+    let mut constants = Vec::new();
+    let mut held = Vec::new();
+    for key in keys {
+        let why = match key.as_str() {
+            "costs.postgres_ipc" if own_costs => {
+                Some("--costs own does not charge PostgreSQL's instructions")
+            }
+            "costs.postgres_ipc" if set_knob("sim.postgres_ipc") => {
+                Some("--set sim.postgres_ipc replaces it")
+            }
+            "costs.postgres_ipc" if calibrated_all => {
+                Some("every workload's sim.postgres_ipc is a stored calibration, which replaces it")
+            }
+            "pgbench.client_cpu_us" if set_knob("sim.client_cpu_us") => {
+                Some("--set sim.client_cpu_us replaces it")
+            }
+            "pgbench.client_rtt_us" if set_knob("sim.client_rtt_us") => {
+                Some("--set sim.client_rtt_us replaces it")
+            }
+            _ => None,
+        };
+        match why {
+            Some(w) => held.push(format!("{key}: {w}")),
+            None => {
+                let v = profile.constant(&key).expect("constant_key found it");
+                constants.push((key, v));
+            }
+        }
+    }
+    Ok((constants, held))
+}
+
+/// `--sensitivity`: the base sweep and one sweep per perturbation, in child processes, then the
+/// base result with the bands, reported and written as a plain run's.
+fn sensitivity(
+    args: &ExperimentArgs,
+    sim: &SimArgs,
+    plan: &Plan,
+    list: &str,
+    jobs: usize,
+    out: &Path,
+) -> Result<(), Failure> {
+    use lockstack_workloads::experiments::sensitivity::{Perturbation, Sensitivity};
+    use lockstack_workloads::experiments::validation::Medians;
+    let profile = crate::sim_cmd::machine_profile(sim)?;
+    let (constants, held) = sensitivity_constants(&profile, list, plan, sim)?;
+    for h in &held {
+        outln!("sensitivity: held {h}");
+    }
+    if constants.is_empty() {
+        return Err(Failure::input("--sensitivity: no constant left to perturb (each one named is held)"));
+    }
+    std::fs::create_dir_all(out).map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
+    crate::prepare_json(args.json.as_deref())?;
+    let perturbations = Perturbation::all(&constants);
+    let tmp = out.join(format!(".sensitivity-{}", std::process::id()));
+    let mut sweeps: Vec<(SimArgs, PathBuf)> = vec![(sim.clone(), tmp.join("base"))];
+    for (i, p) in perturbations.iter().enumerate() {
+        let mut s = sim.clone();
+        s.machine_set.push(p.machine_set());
+        sweeps.push((s, tmp.join(format!("p{i}"))));
+    }
+    for (_, d) in &sweeps {
+        std::fs::create_dir_all(d).map_err(|e| Failure::input(format!("--out {}: {e}", d.display())))?;
+    }
+    let total = sweeps.len() * plan.points();
+    outln!(
+        "sensitivity: {} constants x {} factors + the base = {} sweeps of {} points = {total} points, {jobs} at once",
+        constants.len(),
+        lockstack_workloads::experiments::sensitivity::FACTORS.len(),
+        sweeps.len(),
+        plan.points()
+    );
+    let mut progress = Progress::new(format!("experiment {} --sensitivity", plan.experiment.name), total);
+    let t0 = Instant::now();
+    let r = run_sweeps(plan, &sweeps, jobs, &mut progress);
+    progress.finish();
+    r?;
+    let medians = |r: &ExperimentResult| -> Medians {
+        r.summary.iter().map(|s| ((s.workload.clone(), s.variant.clone(), s.clients), s.median)).collect()
+    };
+    let mut base: Option<(ExperimentResult, Option<SimTally>)> = None;
+    let mut runs: Vec<(Perturbation, Medians)> = Vec::new();
+    for (i, (_, dir)) in sweeps.iter().enumerate() {
+        let merged = points::merge(dir).map_err(|e| Failure::run(format!("--sensitivity: {e}")))?;
+        if i == 0 {
+            let tally = merged_tally(&merged).map_err(|e| Failure::run(format!("--sensitivity: {e}")))?;
+            base = Some((merged.result, tally));
+        } else {
+            if let Some(p) = merged.result.points.iter().find(|p| !p.ok) {
+                return Err(Failure::run(format!(
+                    "consistency check failed under --machine-set {}: {} {} c={} run {}: {}",
+                    perturbations[i - 1].machine_set(),
+                    p.workload,
+                    p.variant,
+                    p.clients,
+                    p.run + 1,
+                    p.error.as_deref().unwrap_or("?")
+                )));
+            }
+            runs.push((perturbations[i - 1].clone(), medians(&merged.result)));
+        }
+    }
     std::fs::remove_dir_all(&tmp)
-        .map_err(|e| Failure::run(format!("--jobs: removing {}: {e}", tmp.display())))?;
-    Ok((merged.result, tally))
+        .map_err(|e| Failure::run(format!("--sensitivity: removing {}: {e}", tmp.display())))?;
+    let (mut result, tally) = base.expect("the base sweep is the first");
+    #[cfg(feature = "sim")]
+    if let Some(t) = tally {
+        crate::sim_cmd::adopt(t);
+    }
+    #[cfg(not(feature = "sim"))]
+    let _ = tally;
+    let base_medians = medians(&result);
+    result.sensitivity =
+        Some(Sensitivity::analyse(plan.experiment, &profile.name, &base_medians, &runs, held));
+    finish_run(args, &result, out, t0.elapsed().as_secs_f64())
+}
+
+/// The sensitivity tables: each effect's band and the constant that moves it most, each
+/// curve's peak band.
+fn print_sensitivity(s: &lockstack_workloads::experiments::sensitivity::Sensitivity) {
+    outln!();
+    outln!(
+        "sensitivity on {}: {} perturbations ({}), each one assumed constant at 0.5x or 2x",
+        s.machine,
+        s.perturbations.len(),
+        s.perturbations.iter().map(|p| p.label()).collect::<Vec<_>>().join(", ")
+    );
+    for h in &s.held {
+        outln!("  held: {h}");
+    }
+    let header: Vec<String> = [
+        "workload",
+        "series",
+        "variant / baseline",
+        "clients",
+        "published",
+        "base",
+        "band [lo, hi]",
+        "lo by",
+        "hi by",
+        "moved most by",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = s
+        .effects
+        .iter()
+        .map(|e| {
+            vec![
+                e.workload.clone(),
+                e.series.clone(),
+                format!("{} / {}", e.variant, e.baseline),
+                e.clients.to_string(),
+                format!("{:.3}", e.published),
+                format!("{:.3}", e.base),
+                format!("[{:.3}, {:.3}]", e.lo, e.hi),
+                e.lo_by.clone(),
+                e.hi_by.clone(),
+                if e.most_sensitive == "-" {
+                    "-".to_string()
+                } else {
+                    format!("{} ({:+.3})", e.most_sensitive, e.most_sensitive_shift)
+                },
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        outln!("  no published effect at the client counts run");
+    } else {
+        print_table(&header, &rows);
+    }
+    let header: Vec<String> = ["workload", "variant", "peak (clients)", "band [lo, hi]", "moved by"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = s
+        .peaks
+        .iter()
+        .map(|p| {
+            vec![
+                p.workload.clone(),
+                p.variant.clone(),
+                p.base.to_string(),
+                format!("[{}, {}]", p.lo, p.hi),
+                if p.moved_by.is_empty() { "-".to_string() } else { p.moved_by.join(", ") },
+            ]
+        })
+        .collect();
+    print_table(&header, &rows);
 }
 
 /// `experiment merge DIR`: the files, report and (when the points ran under `--machine`) the
@@ -704,6 +1002,8 @@ fn merge(args: &ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         (args.point.is_some(), "--point"),
         (args.jobs.is_some(), "--jobs"),
         (sim.machine.is_some(), "--machine"),
+        (!sim.machine_set.is_empty(), "--machine-set"),
+        (args.sensitivity.is_some(), "--sensitivity"),
     ];
     if let Some((_, flag)) = plan_flags.iter().find(|(given, _)| *given) {
         return Err(Failure::input(format!(

@@ -25,6 +25,12 @@ pub(crate) struct SimArgs {
     /// list`) or a profile TOML file. Virtual time: -T and --duration are virtual seconds.
     #[arg(long, global = true, value_name = "PROFILE")]
     pub(crate) machine: Option<String>,
+    /// Under --machine: override constants of the profile for this run, KEY=VALUE
+    /// comma-separated or repeated (`costs.owner_grace_ns=40`, `pgbench.wal_flush_us=100`; a
+    /// key's last part alone is accepted when unambiguous). The keys: every number under the
+    /// profile's [costs] and [pgbench].
+    #[arg(long, global = true, value_name = "KEY=VALUE,...", value_delimiter = ',')]
+    pub(crate) machine_set: Vec<String>,
     /// How local work between two synchronization operations is costed under --machine:
     /// deterministic (a segment table, the same output every run) or measured (host time).
     #[arg(long, global = true, value_enum, default_value_t = SimClock::Deterministic)]
@@ -100,12 +106,16 @@ pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
             || a.sim_segments.is_some()
             || a.sim_save_segments.is_some()
             || a.costs.is_some()
+            || !a.machine_set.is_empty()
         {
             return Err(Failure::input(
-                "--sim-clock, --sim-segments, --sim-save-segments and --costs need --machine",
+                "--sim-clock, --sim-segments, --sim-save-segments, --costs and --machine-set need --machine",
             ));
         }
         return Ok(());
+    }
+    if !a.machine_set.is_empty() {
+        machine_profile(a)?;
     }
     if command == "machine" {
         return Err(Failure::input(
@@ -119,6 +129,42 @@ pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
         return Err(Failure::input("--sim-save-segments needs --sim-clock measured"));
     }
     Ok(())
+}
+
+/// The `--machine-set` list as (key, value) pairs, keys as given.
+///
+/// # Errors
+/// One line naming the entry that is not KEY=VALUE with a number.
+pub(crate) fn machine_set_pairs(a: &SimArgs) -> Result<Vec<(String, f64)>, Failure> {
+    a.machine_set
+        .iter()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                Failure::input(format!("--machine-set {kv:?}: expected KEY=VALUE (costs.owner_grace_ns=40)"))
+            })?;
+            let v: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| Failure::input(format!("--machine-set {kv:?}: {v:?} is not a number")))?;
+            Ok((k.trim().to_string(), v))
+        })
+        .collect()
+}
+
+/// The `--machine` profile with the `--machine-set` overrides applied.
+///
+/// # Errors
+/// One line: the profile cannot be resolved, an override names no constant of it (the valid
+/// ones listed) or makes it invalid.
+pub(crate) fn machine_profile(a: &SimArgs) -> Result<lockstack_sim::MachineProfile, Failure> {
+    let spec = a.machine.as_deref().ok_or_else(|| Failure::input("--machine-set needs --machine"))?;
+    let profile = lockstack_sim::MachineProfile::resolve(spec)
+        .map_err(|e| Failure::input(format!("--machine: {e}")))?;
+    let pairs = machine_set_pairs(a)?;
+    if pairs.is_empty() {
+        return Ok(profile);
+    }
+    profile.with_constants(&pairs).map_err(|e| Failure::input(format!("--machine-set: {e}")))
 }
 
 /// Where the simulating binary is: `LOCKSTACK_SIM_BIN` in the environment, else where build.rs
@@ -487,7 +533,7 @@ mod simulating {
     /// whose PostgreSQL counts apply.
     pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
         let spec = a.machine.as_deref().expect("setup is called with --machine");
-        let profile = MachineProfile::resolve(spec).map_err(|e| Failure::input(format!("--machine: {e}")))?;
+        let profile = super::machine_profile(a)?;
         if MachineProfile::builtin_source(spec).is_none() {
             // The file's comments say which figures are cited (read again for the report).
             let _ = PROFILE_FILE.set(std::path::PathBuf::from(spec));

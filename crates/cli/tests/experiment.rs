@@ -320,3 +320,115 @@ fn progress_is_plain_lines_on_stderr_when_it_is_not_a_terminal() {
     assert!(lines.last().unwrap().contains(&format!("point {total} of {total} done")), "{stderr}");
     assert!(!stdout.contains("point 1 of") && !stdout.contains(" elapsed"), "{stdout}");
 }
+
+/// `--sensitivity` on a tiny `vm-pin` sweep on its seed's machine (`xeon-12`, so that its
+/// effects are defined, as docs/sim-validation.md's are, on the seed's machine): one base sweep and
+/// one per perturbation (two constants at 0.5x and 2x: five sweeps of six points), announced
+/// before it starts; the base sweep's tables are a plain run's byte for byte; the bands of the
+/// four effects (two variants against the baseline at two client counts), of the three
+/// curves' peaks and of the six medians are in the JSON, the CSV and the plot (a pale area per
+/// variant); the temporary point files are gone.
+#[test]
+fn sensitivity_reruns_each_perturbation_and_writes_the_bands() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let base = [
+        "experiment",
+        "vm-pin",
+        "--machine",
+        "xeon-12",
+        "--duration",
+        "0.02",
+        "--runs",
+        "1",
+        "--clients",
+        "1,2",
+        "--workload",
+        "scan",
+        "--jobs",
+        "2",
+    ];
+    let run = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        let o = lockstack(&a);
+        assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let (plain, sens) = (d("plain"), d("sens"));
+    run(&["--out", &plain]);
+    let said = run(&["--sensitivity", "owner_grace_ns,costs.context_switch_ns", "--out", &sens]);
+    assert!(
+        said.starts_with(
+            "sensitivity: 2 constants x 2 factors + the base = 5 sweeps of 6 points = 30 points, 2 at once\n"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("sensitivity on xeon-12: 4 perturbations (owner_grace_ns x0.5, owner_grace_ns x2, context_switch_ns x0.5, context_switch_ns x2)"), "{said}");
+    for f in ["vm-pin.csv", "vm-pin-runs.csv", "vm-pin-usl.csv"] {
+        let a = std::fs::read(Path::new(&plain).join(f)).unwrap();
+        assert_eq!(
+            a,
+            std::fs::read(Path::new(&sens).join(f)).unwrap(),
+            "{f}: the base sweep differs from a plain run"
+        );
+    }
+    assert!(!Path::new(&plain).join("vm-pin-sensitivity.csv").exists());
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(&sens).join("vm-pin.json")).unwrap())
+            .unwrap();
+    let s = &json["sensitivity"];
+    let len = |k: &str| s[k].as_array().map_or(0, Vec::len);
+    assert_eq!((len("perturbations"), len("effects"), len("peaks"), len("tps")), (4, 4, 3, 6), "{s}");
+    assert_eq!(s["perturbations"][1]["key"], "costs.owner_grace_ns");
+    assert_eq!(s["perturbations"][1]["factor"], 2.0);
+    for e in s["effects"].as_array().unwrap() {
+        let f = |k: &str| e[k].as_f64().unwrap();
+        assert!(f("lo") <= f("base") && f("base") <= f("hi"), "{e}");
+    }
+    for t in s["tps"].as_array().unwrap() {
+        let f = |k: &str| t[k].as_f64().unwrap();
+        assert!(f("lo") <= f("base") && f("base") <= f("hi"), "{t}");
+    }
+    let csv = std::fs::read_to_string(Path::new(&sens).join("vm-pin-sensitivity.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let kinds: Vec<String> = rd.records().map(|r| r.unwrap()[0].to_string()).collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "effect").count(), 4, "{csv}");
+    assert_eq!(kinds.iter().filter(|k| *k == "peak").count(), 3, "{csv}");
+    let svg = std::fs::read_to_string(Path::new(&sens).join("vm-pin.svg")).unwrap();
+    assert_eq!(svg.matches("<polygon").count(), 3, "one band per variant");
+    assert!(svg.contains("band over 4 perturbations"));
+    let plain_svg = std::fs::read_to_string(Path::new(&plain).join("vm-pin.svg")).unwrap();
+    assert_eq!(plain_svg.matches("<polygon").count(), 0);
+    let left: Vec<_> = std::fs::read_dir(&sens).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), FILES.len() + 1, "{left:?}");
+}
+
+/// A `--sensitivity` or `--machine-set` that names no constant, a cited constant, or comes
+/// without `--machine` is one line (listing the valid names where there are some) and exit 1,
+/// before anything runs.
+#[test]
+fn sensitivity_and_machine_set_refuse_bad_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--machine", "host", "--sensitivity", "nosuch_ns"], "costs.owner_grace_ns"),
+        (&["--machine", "host", "--sensitivity", "same_llc_ns"], "costs.owner_grace_ns"),
+        (&["--sensitivity"], "--machine"),
+        (&["--machine", "host", "--machine-set", "nosuch_ns=1"], "costs.same_llc_ns"),
+        (&["--machine", "host", "--machine-set", "owner_grace_ns"], "KEY=VALUE"),
+        (&["--machine-set", "owner_grace_ns=1"], "--machine"),
+    ];
+    for (extra, names) in cases {
+        let mut a = vec!["experiment", "vm-pin", "--clients", "1", "--out", out];
+        a.extend(extra);
+        let o = lockstack(&a);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{a:?}: {stderr}");
+        assert!(stderr.contains(names), "{a:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{a:?} printed a report");
+    }
+    assert_eq!(std::fs::read_dir(Path::new(out)).unwrap().count(), 0);
+}

@@ -123,10 +123,14 @@ fn crates_use_only_the_sync_facade() {
         if shown.starts_with("common/src/sync/") || shown.starts_with("sim/src/") {
             continue;
         }
-        // A test module in a file of its own, declared `#[cfg(test)] mod tests;` by its parent.
+        // A test module in a file of its own, declared `#[cfg(test)] mod tests;` by its parent
+        // (`dir/mod.rs`, or `dir.rs` beside the directory).
+        let declared_by = |parent: std::path::PathBuf| {
+            std::fs::read_to_string(parent).is_ok_and(|m| m.contains("#[cfg(test)]\nmod tests;"))
+        };
         if f.file_name().is_some_and(|n| n == "tests.rs")
-            && std::fs::read_to_string(f.with_file_name("mod.rs"))
-                .is_ok_and(|m| m.contains("#[cfg(test)]\nmod tests;"))
+            && (declared_by(f.with_file_name("mod.rs"))
+                || f.parent().is_some_and(|d| declared_by(d.with_extension("rs"))))
         {
             continue;
         }

@@ -445,7 +445,7 @@ pub fn host_profile_toml(c: &HostCosts) -> String {
         Some(l) => format!("# Load average {l:.1} when measured.\n"),
         None => String::new(),
     };
-    format!(
+    let text = format!(
         r#"# The machine `lockstack machine calibrate` ran on, measured with real threads.
 # CPU: {cpu}; {hw} hardware threads seen (std::thread::available_parallelism), modelled as one
 # socket of {hw} cores sharing one last-level cache and one NUMA node (assumed: the topology
@@ -504,7 +504,34 @@ postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
         sys = r(c.syscall.ns),
         wake = r(c.futex_wake.ns),
         lat = r(c.wake_latency.ns),
-    )
+    );
+    with_assumed_list(&text)
+}
+
+/// `text` with its `assumed = [...]` list inserted after the description line: the constants
+/// whose comment opens with "assumed", and the `[pgbench]` ones it leaves at their defaults
+/// ([`crate::constants::assumed_by_comment`]). `text` as it is when it is no valid profile.
+fn with_assumed_list(text: &str) -> String {
+    let Ok(p) = crate::MachineProfile::from_toml(text, "host") else {
+        return text.to_string();
+    };
+    let keys = crate::constants::assumed_by_comment(&p, text);
+    let mut list = String::from(
+        "# The constants whose comment below opens with \"assumed\" (or, for [pgbench], that are absent:\n# the defaults are assumed); `lockstack experiment --sensitivity` perturbs these.\nassumed = [\n",
+    );
+    for k in keys {
+        list.push_str(&format!("    \"{k}\",\n"));
+    }
+    list.push_str("]\n");
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with("description = ") {
+            out.push_str(&list);
+        }
+    }
+    out
 }
 
 /// Renders a repeated calibration as a `host` profile: each figure the median over the repeats
@@ -589,5 +616,16 @@ mod tests {
         }
         let p = crate::MachineProfile::from_toml(&text, "test").expect("the profile parses");
         assert_eq!(p.costs.futex_wake_ns, 1100.0);
+        // Its assumed list is its "assumed" comments and the defaulted client costs.
+        let mut listed = p.assumed.clone();
+        listed.sort();
+        let mut commented = crate::constants::assumed_by_comment(&p, &text);
+        commented.sort();
+        assert_eq!(listed, commented);
+        assert!(
+            listed.contains(&"costs.owner_grace_ns".to_string())
+                && listed.contains(&"pgbench.wal_flush_us".to_string())
+        );
+        assert!(!listed.contains(&"costs.fence_ns".to_string()), "measured, not assumed: {listed:?}");
     }
 }

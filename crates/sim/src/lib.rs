@@ -26,6 +26,7 @@
 
 mod cache;
 pub mod calibrate;
+pub mod constants;
 mod exec;
 #[cfg(feature = "facade")]
 pub mod facade;

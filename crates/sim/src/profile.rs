@@ -29,6 +29,13 @@ pub struct MachineProfile {
     pub name: String,
     /// One line: which machine this models and where its figures come from.
     pub description: String,
+    /// The constants whose figures are assumed rather than cited, as `section.key`
+    /// (`costs.owner_grace_ns`, `pgbench.wal_flush_us`; see [`crate::constants`]): the ones
+    /// `lockstack experiment --sensitivity` perturbs. Each must be a constant of the profile;
+    /// the built-in profiles list exactly the figures whose comment opens with "assumed"
+    /// (a test checks it). Optional: empty by default.
+    #[serde(default)]
+    pub assumed: Vec<String>,
     /// Sockets, cores, SMT threads, last-level-cache groups and NUMA nodes.
     pub topology: Topology,
     /// Latencies and rates, in nanoseconds of the simulated machine.
@@ -485,6 +492,6 @@ impl MachineProfile {
         if let Some(c) = &self.caches {
             c.validate(cores, t.cores_per_llc)?;
         }
-        Ok(())
+        self.validate_assumed()
     }
 }

@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod driver;
 pub mod output;
 pub mod points;
+pub mod sensitivity;
 pub mod usl;
 pub mod validation;
 

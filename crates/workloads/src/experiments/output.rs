@@ -40,6 +40,10 @@ pub struct Written {
     /// `NAME-time.svg` (where the time went); `None` from [`write_all`] when it was not written
     /// (no point has a time split: a native run).
     pub time_svg: Option<PathBuf>,
+    /// `NAME-sensitivity.csv` (the bands of a `--sensitivity` run, see
+    /// [`crate::experiments::sensitivity::Sensitivity::csv`]); `None` from [`write_all`] when
+    /// the result has no sensitivity analysis (a stale file of that name is removed).
+    pub sensitivity_csv: Option<PathBuf>,
 }
 
 impl Written {
@@ -52,6 +56,7 @@ impl Written {
             usl_csv: dir.join(format!("{name}-usl.csv")),
             svg: dir.join(format!("{name}.svg")),
             time_svg: Some(dir.join(format!("{name}-time.svg"))),
+            sensitivity_csv: Some(dir.join(format!("{name}-sensitivity.csv"))),
         }
     }
 }
@@ -326,6 +331,18 @@ pub fn write_all(r: &ExperimentResult, dir: &Path) -> Result<Written, String> {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&time_path, e)),
+        },
+    }
+    let sens_path = paths.sensitivity_csv.take().expect("paths names the sensitivity table");
+    match &r.sensitivity {
+        Some(s) => {
+            s.write_csv(&sens_path)?;
+            paths.sensitivity_csv = Some(sens_path);
+        }
+        None => match std::fs::remove_file(&sens_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&sens_path, e)),
         },
     }
     Ok(paths)
@@ -604,6 +621,7 @@ mod tests {
             calibrated_to: simulated.then(|| "a test figure".to_string()),
             plan,
             points,
+            sensitivity: None,
         }
     }
 

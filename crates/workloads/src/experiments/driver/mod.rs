@@ -591,6 +591,11 @@ pub struct ExperimentResult {
     /// The Universal Scalability Law fitted to each (workload, variant)'s medians
     /// ([`fit_usl`]).
     pub usl: Vec<UslRow>,
+    /// Under `--sensitivity`: the bands of the effects, peaks and medians over the perturbed
+    /// sweeps ([`crate::experiments::sensitivity`]); `None` (and absent from the JSON)
+    /// otherwise. Filled by the sensitivity flow, not by [`run`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<crate::experiments::sensitivity::Sensitivity>,
 }
 
 impl ExperimentResult {
@@ -901,6 +906,7 @@ pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> Experi
         calibrated_to,
         plan: plan.clone(),
         points,
+        sensitivity: None,
     }
 }
 

@@ -105,6 +105,8 @@ enum Mark {
     Cross(RGBColor),
     /// A filled box (a stacked share).
     Box(RGBColor),
+    /// A pale box with a bar (a sensitivity band).
+    Band(RGBColor),
 }
 
 /// Draws legend entries in columns of `per_column` rows, each column `col_w` pixels wide.
@@ -133,6 +135,15 @@ fn legend(area: &Area<'_>, entries: &[(Mark, String)], per_column: usize, col_w:
                 area.draw(&TriangleMarker::new((x + 12, mid), 6, c.filled())).map_err(err)?
             }
             Mark::Cross(c) => area.draw(&Cross::new((x + 12, mid), 5, c.stroke_width(2))).map_err(err)?,
+            Mark::Band(c) => {
+                area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], c.mix(0.18).filled()))
+                    .map_err(err)?;
+                area.draw(&PathElement::new(
+                    vec![(x + 12, mid - 6), (x + 12, mid + 6)],
+                    c.mix(0.6).stroke_width(2),
+                ))
+                .map_err(err)?;
+            }
             Mark::Box(c) => {
                 area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], c.filled())).map_err(err)?;
                 area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], BLACK.stroke_width(1)))
@@ -152,6 +163,9 @@ fn legend(area: &Area<'_>, entries: &[(Mark, String)], per_column: usize, col_w:
 /// colour (one marker shape per published series, with the thread's low-high range when it
 /// gave one). Clients are on a base-2 logarithmic axis, so that a few measured counts and the
 /// seed's counts up to 80 both stay readable. Below each panel, a legend saying which is which.
+/// A `--sensitivity` result also draws, per variant, the band of its median over the perturbed
+/// sweeps: a pale area between the lowest and highest median (over two or more client counts)
+/// and a wide pale whisker at each count.
 ///
 /// # Errors
 /// A drawing error from plotters, as text.
@@ -169,8 +183,14 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
         }
         v
     };
-    let legend_rows =
-        r.plan.workloads.iter().map(|w| e.variants.len() + series_of(w.name).len() + 1).max().unwrap_or(1);
+    let band_row = usize::from(r.sensitivity.is_some());
+    let legend_rows = r
+        .plan
+        .workloads
+        .iter()
+        .map(|w| e.variants.len() + series_of(w.name).len() + 1 + band_row)
+        .max()
+        .unwrap_or(1);
     let height = HEADER + PANEL.1 + legend_rows as u32 * LEGEND_ROW + 16;
     let mut text = String::new();
     {
@@ -188,6 +208,11 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
                 .iter()
                 .map(|s| s.max)
                 .chain(published.iter().map(|p| p.high.unwrap_or(p.tps).max(p.tps)))
+                .chain(
+                    r.sensitivity
+                        .iter()
+                        .flat_map(|s| s.tps.iter().filter(|t| t.workload == w.name).map(|t| t.hi)),
+                )
                 .fold(0.0f64, f64::max)
                 .max(1.0)
                 * 1.1;
@@ -226,6 +251,31 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
                     .iter()
                     .filter_map(|&c| r.row(w.name, v.name, c).map(|s| (c as f64, s.min, s.median, s.max)))
                     .collect();
+                if let Some(sens) = &r.sensitivity {
+                    let band: Vec<(f64, f64, f64, f64)> = r
+                        .plan
+                        .clients
+                        .iter()
+                        .filter_map(|&c| {
+                            sens.tps_band(w.name, v.name, c).map(|t| (c as f64, t.lo, t.base, t.hi))
+                        })
+                        .collect();
+                    if band.len() > 1 {
+                        let outline: Vec<(f64, f64)> = band
+                            .iter()
+                            .map(|b| (b.0, b.3))
+                            .chain(band.iter().rev().map(|b| (b.0, b.1)))
+                            .collect();
+                        chart
+                            .draw_series(std::iter::once(Polygon::new(outline, color.mix(0.15).filled())))
+                            .map_err(err)?;
+                    }
+                    chart
+                        .draw_series(band.iter().map(|b| {
+                            ErrorBar::new_vertical(b.0, b.1, b.2, b.3, color.mix(0.6).stroke_width(3), 14)
+                        }))
+                        .map_err(err)?;
+                }
                 if !pts.is_empty() {
                     chart
                         .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), color.stroke_width(2)))
@@ -296,6 +346,15 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
                 Mark::Dashed(BLACK),
                 format!("USL fit to the {kind} medians (measured range), in each variant's colour"),
             ));
+            if let Some(sens) = &r.sensitivity {
+                entries.push((
+                    Mark::Band(BLACK),
+                    format!(
+                        "median's band over {} perturbations (each assumed constant x0.5, x2), in each variant's colour",
+                        sens.perturbations.len()
+                    ),
+                ));
+            }
             legend(&legend_area, &entries, legend_rows, PANEL.0 as i32)?;
         }
         root.present().map_err(err)?;
