@@ -569,8 +569,9 @@ fn run_point(args: &ExperimentArgs, sim: &SimArgs, plan: &Plan, k: i64) -> Resul
 fn simulated_tally() -> Result<Option<serde_json::Value>, Failure> {
     #[cfg(feature = "sim")]
     {
-        serde_json::to_value(crate::sim_cmd::tally())
-            .map(Some)
+        crate::sim_cmd::tally_if_simulating()
+            .map(|t| serde_json::to_value(t))
+            .transpose()
             .map_err(|e| Failure::run(format!("encoding the simulated machine's tally: {e}")))
     }
     #[cfg(not(feature = "sim"))]

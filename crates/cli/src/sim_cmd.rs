@@ -206,7 +206,7 @@ pub(crate) fn reexec() -> Failure {
 
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{
-    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing, tally,
+    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing, tally_if_simulating,
 };
 
 /// Without the simulator there is no section to note a calibration in.
@@ -408,6 +408,12 @@ mod simulating {
     /// point file).
     pub(crate) fn tally() -> SimTally {
         tally_of(&REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// [`tally`] when this process set up a simulated machine (`--machine`); `None` for a
+    /// native run of the simulating binary.
+    pub(crate) fn tally_if_simulating() -> Option<SimTally> {
+        SIM.get().map(|_| tally())
     }
 
     /// Makes [`finish`] print `tally` (other processes' phases) instead of this process's.

@@ -153,6 +153,7 @@ fn sweep(e: &'static Experiment, machine: &str, medians: &Medians) -> Sweep {
         experiment: e,
         machine: machine.to_string(),
         medians: medians.clone(),
+        ranges: validation::Ranges::new(),
         calibrated_to: None,
         costs: String::new(),
         command: String::new(),
