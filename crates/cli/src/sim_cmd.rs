@@ -206,7 +206,8 @@ pub(crate) fn reexec() -> Failure {
 
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{
-    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing, tally_if_simulating,
+    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing,
+    tally_if_simulating,
 };
 
 /// Without the simulator there is no section to note a calibration in.

@@ -123,10 +123,16 @@ fn crates_use_only_the_sync_facade() {
         if shown.starts_with("common/src/sync/") || shown.starts_with("sim/src/") {
             continue;
         }
-        // A test module in a file of its own, declared `#[cfg(test)] mod tests;` by its parent
+        // A test module in a file of its own, declared `#[cfg(test)] mod tests;` (or a `cfg` naming
+        // `test` with more) by its parent
         // (`dir/mod.rs`, or `dir.rs` beside the directory).
         let declared_by = |parent: std::path::PathBuf| {
-            std::fs::read_to_string(parent).is_ok_and(|m| m.contains("#[cfg(test)]\nmod tests;"))
+            std::fs::read_to_string(parent).is_ok_and(|m| {
+                let lines: Vec<&str> = m.lines().map(str::trim).collect();
+                lines
+                    .windows(2)
+                    .any(|w| w[0].starts_with("#[cfg(") && w[0].contains("test") && w[1] == "mod tests;")
+            })
         };
         if f.file_name().is_some_and(|n| n == "tests.rs")
             && (declared_by(f.with_file_name("mod.rs"))
