@@ -202,7 +202,7 @@ pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
 
 /// The knobs of PostgreSQL 9.6's designs, shared by the pg96, pg14 and pg17 presets.
 macro_rules! pg96_designs {
-    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal) => {
+    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal $(, $more:expr)*) => {
         &[
             ("lwlock.kind", "atomic"),
             ("procarray.layout", $layout),
@@ -216,6 +216,7 @@ macro_rules! pg96_designs {
             ("wal.insert", "locks:8"),
             ("clog.locking", $clog_locking),
             ("clog.group_update", $group_update),
+            $($more,)*
         ]
     };
 }
@@ -259,7 +260,7 @@ pub const PRESET_SETTINGS: [(&str, &[(&str, &str)]); 5] = [
     ),
     ("pg96", pg96_designs!("pgxact", "every-snapshot", "off", "control-lock")),
     ("pg14", pg96_designs!("dense", "lazy", "on", "control-lock")),
-    ("pg17", pg96_designs!("dense", "lazy", "on", "banks")),
+    ("pg17", pg96_designs!("dense", "lazy", "on", "banks", ("lmgr.nowait_queue_jump", "on"))),
 ];
 
 impl EngineConfig {
@@ -278,7 +279,7 @@ impl EngineConfig {
     /// | pg92 | 9.2 spinlock | PGXACT, exclusive end | fast path (16 slots), on-demand VXID | as pg91 | one WALInsertLock | control lock |
     /// | pg96 | atomic | PGXACT, group XID clear | as pg92 | atomic header, 128 partitions, atomic clock | 8 insertion locks | control lock |
     /// | pg14 | atomic | dense arrays + snapshot reuse, group clear | as pg92 | as pg96 | 8 insertion locks | control lock + group update |
-    /// | pg17 | atomic | as pg14 | as pg92 | as pg96 | 8 insertion locks | banks + group update |
+    /// | pg17 | atomic | as pg14 | as pg92, NOWAIT may jump the queue | as pg96 | 8 insertion locks | banks + group update |
     ///
     /// # Errors
     /// An unknown name, with the list of valid ones.
