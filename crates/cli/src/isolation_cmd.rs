@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_workloads::isolation::{self, Comparison, FastPath, IsolationConfig, LmgrConfig, VxidLocks};
+use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_workloads::isolation::{self, Comparison, IsolationConfig};
 
 use crate::Failure;
 
@@ -15,16 +16,26 @@ pub(crate) struct IsolationArgs {
     /// Spec files to run (PostgreSQL isolation tester syntax; the SQL docs/workloads.md lists).
     #[arg(required = true, value_name = "FILE.spec")]
     specs: Vec<PathBuf>,
-    /// Expected output: a file (one spec) or a directory holding NAME.out (and NAME_1.out ...).
+    /// Expected output: a file (one spec) or a directory holding NAME.out (what the newest
+    /// release prints), NAME_<preset>.out where an older release prints something else
+    /// (nowait_pg14.out), and alternatives _1 .. _9 of either.
     /// Without it the output is printed.
     #[arg(long, value_name = "FILE|DIR")]
     expected: Option<PathBuf>,
-    /// Fast-path relation locks: on or off.
-    #[arg(long, default_value = "on")]
-    fast_path: String,
-    /// VXID locks: eager or on-demand.
-    #[arg(long, default_value = "on-demand")]
-    vxid: String,
+    /// Release whose lock manager to run as: pg91, pg92, pg96, pg14, pg17 (the default; its
+    /// lmgr.* knobs: fast path, VXID locks, NOWAIT queue jump).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Set one knob this command reads: lmgr.fast_path, lmgr.vxid or lmgr.nowait_queue_jump
+    /// (crate.knob=value, repeatable). A flag and a --set of the same knob are refused.
+    #[arg(long = "set", value_name = "KNOB=VALUE")]
+    set: Vec<String>,
+    /// Fast-path relation locks: on or off (default: the preset's); knob lmgr.fast_path.
+    #[arg(long)]
+    fast_path: Option<String>,
+    /// VXID locks: eager or on-demand (default: the preset's); knob lmgr.vxid.
+    #[arg(long)]
+    vxid: Option<String>,
     /// Seconds a step may run before the spec fails.
     #[arg(long, default_value_t = 60.0)]
     step_timeout: f64,
@@ -33,13 +44,44 @@ pub(crate) struct IsolationArgs {
     dry_run: bool,
 }
 
+/// The knobs `lockstack isolation` reads; the preset (pg17 unless given) sets them all.
+const KNOBS: CommandKnobs = CommandKnobs {
+    command: "lockstack isolation",
+    reads: &["lmgr.fast_path", "lmgr.vxid", "lmgr.nowait_queue_jump"],
+    defaults: &[],
+};
+
 pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
-    let fast_path = match args.fast_path.as_str() {
-        "on" => FastPath::PG92,
-        "off" => FastPath::Off,
-        other => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
+    let fast_path_value = match args.fast_path.as_deref() {
+        None | Some("on") => "1",
+        Some("off") => "off",
+        Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
     };
-    let vxid: VxidLocks = args.vxid.parse().map_err(|e| Failure::input(format!("--vxid: {e}")))?;
+    let preset = args.preset.as_deref().unwrap_or(isolation::DEFAULT_PRESET);
+    let knobs = KNOBS
+        .resolve(
+            Some(preset),
+            &[
+                FlagAlias {
+                    flag: "--fast-path",
+                    key: "lmgr.fast_path",
+                    given: args.fast_path.is_some(),
+                    value: Some(fast_path_value),
+                },
+                FlagAlias {
+                    flag: "--vxid",
+                    key: "lmgr.vxid",
+                    given: args.vxid.is_some(),
+                    value: args.vxid.as_deref(),
+                },
+            ],
+            &args.set,
+        )
+        .map_err(Failure::input)?;
+    let mut lmgr = IsolationConfig::default().lmgr;
+    let chosen = &knobs.cfg.lmgr;
+    (lmgr.fast_path, lmgr.vxid, lmgr.nowait_queue_jump) =
+        (chosen.fast_path, chosen.vxid, chosen.nowait_queue_jump);
     if !args.step_timeout.is_finite() || args.step_timeout <= 0.0 || args.step_timeout > 86_400.0 {
         return Err(Failure::input(format!(
             "--step-timeout must be above 0 and at most 86400, got {}",
@@ -56,7 +98,7 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         )));
     }
     let cfg = IsolationConfig {
-        lmgr: LmgrConfig { fast_path, vxid, ..LmgrConfig::default() },
+        lmgr,
         step_timeout: Duration::from_secs_f64(args.step_timeout),
         dry_run: args.dry_run,
     };
@@ -74,7 +116,7 @@ pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
         let expected = match &args.expected {
             None => None,
             Some(exp) => Some(
-                isolation::read_expected(&isolation::expected_candidates(path, exp))
+                isolation::read_expected(&isolation::expected_candidates_for(path, exp, preset))
                     .map_err(|e| Failure::input(e.0))?,
             ),
         };

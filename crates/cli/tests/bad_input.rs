@@ -574,6 +574,15 @@ fn parser_defects_are_one_line_errors() {
     bad(&["isolation", "/dev/zero"], "/dev/zero: larger than 4194304 bytes");
     std::fs::write(p("ok.spec"), "session s\nstep a { SELECT pg_advisory_lock(1); }\n").unwrap();
     bad(&["isolation", "--fast-path", "on\nx", &p("ok.spec")], "got 'on\\nx'");
+    bad(
+        &["isolation", "--preset", "pg10", &p("ok.spec")],
+        "unknown preset \"pg10\" (valid: pg91, pg92, pg96, pg14, pg17)",
+    );
+    bad(&["isolation", "--set", "lmgr.nowait_queue_jump=maybe", &p("ok.spec")], "lmgr.nowait_queue_jump");
+    bad(
+        &["isolation", "--set", "lmgr.partitions=4", &p("ok.spec")],
+        "lockstack isolation does not use this knob",
+    );
     bad(&["pgbench", "-f", &p("no\nsuch.sql"), "-t", "1"], "no\\nsuch.sql");
     std::fs::write(p("rr.sql"), "\\set aid 1\nBEGIN ISOLATION LEVEL REPEATABLE READ;\nEND;\n").unwrap();
     bad(

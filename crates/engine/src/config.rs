@@ -97,7 +97,7 @@ pub const PRESETS: [&str; 5] = ["pg91", "pg92", "pg96", "pg14", "pg17"];
 
 /// The knobs of PostgreSQL 9.6's designs, shared by the pg96, pg14 and pg17 presets.
 macro_rules! pg96_designs {
-    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal) => {
+    ($layout:literal, $global_xmin:literal, $group_update:literal, $clog_locking:literal $(, $more:expr)*) => {
         &[
             ("lwlock.kind", "atomic"),
             ("procarray.layout", $layout),
@@ -111,6 +111,7 @@ macro_rules! pg96_designs {
             ("wal.insert", "locks:8"),
             ("clog.locking", $clog_locking),
             ("clog.group_update", $group_update),
+            $($more,)*
         ]
     };
 }
@@ -154,7 +155,7 @@ pub const PRESET_SETTINGS: [(&str, &[(&str, &str)]); 5] = [
     ),
     ("pg96", pg96_designs!("pgxact", "every-snapshot", "off", "control-lock")),
     ("pg14", pg96_designs!("dense", "lazy", "on", "control-lock")),
-    ("pg17", pg96_designs!("dense", "lazy", "on", "banks")),
+    ("pg17", pg96_designs!("dense", "lazy", "on", "banks", ("lmgr.nowait_queue_jump", "on"))),
 ];
 
 impl EngineConfig {

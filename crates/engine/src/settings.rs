@@ -136,7 +136,7 @@ impl EngineConfig {
     /// | pg92 | 9.2 spinlock | PGXACT, exclusive end | fast path (16 slots), on-demand VXID | as pg91 | one WALInsertLock | control lock |
     /// | pg96 | atomic | PGXACT, group XID clear | as pg92 | atomic header, 128 partitions, atomic clock | 8 insertion locks | control lock |
     /// | pg14 | atomic | dense arrays + snapshot reuse, group clear | as pg92 | as pg96 | 8 insertion locks | control lock + group update |
-    /// | pg17 | atomic | as pg14 | as pg92 | as pg96 | 8 insertion locks | banks + group update |
+    /// | pg17 | atomic | as pg14 | as pg92, NOWAIT may jump the queue | as pg96 | 8 insertion locks | banks + group update |
     ///
     /// # Errors
     /// An unknown name, with the list of valid ones.
@@ -474,6 +474,7 @@ mod tests {
         c.lmgr.fast_path = fast;
         c.lmgr.vxid = vxid;
         c.lmgr.lwlock_kind = kind;
+        c.lmgr.nowait_queue_jump = name == "pg17";
         c.bufmgr = B { lwlock_kind: kind, ..buf };
         c.wal.insert_mode = ins;
         c.wal.lwlock_kind = kind;
@@ -643,6 +644,7 @@ mod tests {
             "clog.locking" | "subtrans.locking" => "banks",
             "lmgr.fast_path" => "off",
             "lmgr.vxid" => "eager",
+            "lmgr.nowait_queue_jump" => "on",
             "bufmgr.header" => "spinlock",
             "bufmgr.mapping" => "dashmap",
             "bufmgr.victim" => "freelist-lock",

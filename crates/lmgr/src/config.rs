@@ -117,11 +117,19 @@ pub struct LmgrConfig {
     /// `lock_timeout` of every new backend (9.3+; `None`, PostgreSQL's 0, waits forever);
     /// `Backend::set_lock_timeout` changes a backend's own.
     pub lock_timeout: Option<Duration>,
+    /// Whether a NOWAIT request (`LockOptions::dont_wait`) that conflicts may still be granted
+    /// by going ahead of queued waiters that wait for a lock the requester already holds
+    /// (PostgreSQL 17+, `ProcSleep` decides the queue jump before it honours `dontWait`:
+    /// "Allow a no-wait lock acquisition to succeed in more cases", March 2024). Off is
+    /// 9.x-16: `LockAcquireExtended` fails a conflicting NOWAIT request before `ProcSleep`
+    /// is reached, so it never jumps the queue. A request that does not wait is unaffected.
+    pub nowait_queue_jump: bool,
 }
 
 impl Default for LmgrConfig {
-    /// PostgreSQL 9.2-17: 16 partitions, 16 fast-path slots, on-demand VXID locks, 64 backends,
-    /// database 5, `deadlock_timeout` 1 s, no `lock_timeout`.
+    /// PostgreSQL 9.2-16: 16 partitions, 16 fast-path slots, on-demand VXID locks, 64 backends,
+    /// database 5, `deadlock_timeout` 1 s, no `lock_timeout`, no NOWAIT queue jump (17 differs
+    /// only in that: the `pg17` preset sets `lmgr.nowait_queue_jump`).
     fn default() -> Self {
         LmgrConfig {
             max_backends: 64,
@@ -132,6 +140,7 @@ impl Default for LmgrConfig {
             database: Oid(5),
             deadlock_timeout: Duration::from_secs(1),
             lock_timeout: None,
+            nowait_queue_jump: false,
         }
     }
 }
@@ -167,7 +176,7 @@ impl LmgrConfig {
 /// [`LmgrConfig::default`]'s.
 pub const KNOBS: &[lockstack_common::Knob<LmgrConfig>] = {
     use lockstack_common::Knob;
-    use lockstack_common::knob::{in_range, parsed};
+    use lockstack_common::knob::{in_range, on_off, parsed};
     &[
         Knob {
             key: "lmgr.partitions",
@@ -222,6 +231,16 @@ pub const KNOBS: &[lockstack_common::Knob<LmgrConfig>] = {
             apply: |c, v| {
                 let ms = in_range(v, 0u64, 3_600_000)?;
                 c.lock_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+                Some(())
+            },
+        },
+        Knob {
+            key: "lmgr.nowait_queue_jump",
+            values: "on|off",
+            doc: "a NOWAIT request may be granted by going ahead of waiters that wait for a lock it holds (17+: on; 9.x-16: off)",
+            default: "off",
+            apply: |c, v| {
+                c.nowait_queue_jump = on_off(v)?;
                 Some(())
             },
         },

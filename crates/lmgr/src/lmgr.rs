@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
-use lockstack_common::sync::{AtomicBool, AtomicU32, Condvar, Mutex, Ordering};
+use lockstack_common::sync::{AtomicBool, AtomicU32, AtomicU64, Condvar, Instant, Mutex, Ordering};
 use lockstack_common::{
     AttachError, BackendId, LocalTransactionId, Oid, StatsRegistry, TrancheId, VirtualTransactionId,
 };
@@ -63,6 +63,11 @@ struct Proc {
     /// Local xid of the running transaction (`PGPROC.vxid.lxid`), 0 between transactions.
     lxid: AtomicU32,
     attached: AtomicBool,
+    /// The next timed event of this backend's lock wait, as nanoseconds after [`Lmgr::epoch`]
+    /// plus one (0: none): its deadlock check until that has run, then its `lock_timeout`.
+    /// Written by the waiter (and cleared by whoever grants it); read without a lock by
+    /// [`Lmgr::earliest_lock_timer`], which only an observer (the isolation runner) calls.
+    timer: AtomicU64,
 }
 
 /// How a lock was obtained.
@@ -122,6 +127,8 @@ pub struct Lmgr {
     procs: Box<[CachePadded<Proc>]>,
     fp: FastPathArea,
     counters: StatsRegistry<BackendCounters>,
+    /// When the lock manager was created: the origin of the waits' published timers.
+    epoch: Instant,
 }
 
 impl std::fmt::Debug for Lmgr {
@@ -159,6 +166,7 @@ impl Lmgr {
                     cv: Condvar::new(),
                     lxid: AtomicU32::new(0),
                     attached: AtomicBool::new(false),
+                    timer: AtomicU64::new(0),
                 })
             })
             .collect();
@@ -167,7 +175,14 @@ impl Lmgr {
         }
         let groups = cfg.fast_path.groups().max(1);
         let fp = FastPathArea::new(cfg.max_backends, groups, STRONG_LOCK_PARTITIONS, cfg.lwlock_kind);
-        Ok(Arc::new(Lmgr { cfg, partitions, procs, fp, counters: StatsRegistry::new() }))
+        Ok(Arc::new(Lmgr {
+            cfg,
+            partitions,
+            procs,
+            fp,
+            counters: StatsRegistry::new(),
+            epoch: Instant::now(),
+        }))
     }
 
     /// The configuration.
@@ -265,7 +280,17 @@ impl Lmgr {
         let mut st = p.wait.lock();
         st.status = WaitStatus::Granted;
         st.tag = None;
+        p.timer.store(0, Ordering::Release);
         p.cv.notify_one();
+    }
+
+    /// Publishes backend `b`'s next timed wait event (`None`: none left), for
+    /// [`Lmgr::earliest_lock_timer`].
+    fn set_timer(&self, b: BackendId, at: Option<Instant>) {
+        let v = at.map_or(0, |t| {
+            u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX - 1) + 1
+        });
+        self.procs[b.index()].timer.store(v, Ordering::Release);
     }
 
     fn vxid_of(&self, b: BackendId) -> Option<VirtualTransactionId> {

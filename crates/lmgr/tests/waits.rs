@@ -55,9 +55,16 @@ fn waiter_is_woken_by_release_and_conflicting_requests_queue_in_order() {
     assert_eq!(lmgr.stats().waits, 2);
 }
 
-#[test]
-fn holder_of_a_conflicting_lock_jumps_the_queue() {
-    let lmgr = lmgr_with(3, |c| c.fast_path = FastPath::Off);
+/// A holds AccessShare and B waits for AccessExclusive. A's Share request conflicts with that
+/// waiter, which waits for A: waiting, it goes ahead of it and, conflicting with nothing
+/// granted, is granted at once in every release. With NOWAIT it is granted so only with
+/// `nowait_queue_jump` (17+); 9.x-16 fail it as "could not obtain lock" before looking at the
+/// queue.
+fn holder_of_a_conflicting_lock_jumps_the_queue(nowait_queue_jump: bool, nowait: bool) {
+    let lmgr = lmgr_with(3, |c| {
+        c.fast_path = FastPath::Off;
+        c.nowait_queue_jump = nowait_queue_jump;
+    });
     let r = rel(&lmgr, 2);
     let mut a = lmgr.attach(BackendId(0)).unwrap();
     a.start_transaction();
@@ -71,12 +78,24 @@ fn holder_of_a_conflicting_lock_jumps_the_queue() {
         b.end_transaction();
     });
     wait_queued(&lmgr, 1);
-    // A holds AccessShare, which the queued AccessExclusive waits for: A's Share request goes
-    // ahead of it and, conflicting with nothing granted, is granted without waiting.
     let waits_before = lmgr.stats().waits;
-    a.lock(r, Share, NOWAIT).unwrap();
-    assert_eq!(lmgr.stats().waits, waits_before);
-    // Someone without a lock there queues behind the waiter instead.
+    let got = a.lock(r, Share, if nowait { NOWAIT } else { LockOptions::XACT });
+    if nowait && !nowait_queue_jump {
+        let e = got.unwrap_err();
+        assert!(matches!(e, LockError::NotAvailable { .. }), "{e:?}");
+        assert!(e.message().starts_with("could not obtain lock on relation"), "{}", e.message());
+        assert!(lmgr.lock_status().iter().all(|row| !(row.backend == BackendId(0) && row.mode == Share)));
+    } else {
+        got.unwrap();
+        assert!(
+            lmgr.lock_status()
+                .iter()
+                .any(|row| row.backend == BackendId(0) && row.mode == Share && row.granted)
+        );
+    }
+    assert_eq!(lmgr.stats().waits, waits_before, "A never waited");
+    assert!(lmgr.waiting_for(BackendId(1)).is_some(), "B still waits");
+    // Someone without a lock there cannot jump: NOWAIT fails in every release.
     let mut c = lmgr.attach(BackendId(2)).unwrap();
     c.start_transaction();
     assert!(matches!(c.lock(r, AccessShare, NOWAIT), Err(LockError::NotAvailable { .. })));
@@ -85,6 +104,57 @@ fn holder_of_a_conflicting_lock_jumps_the_queue() {
     t.join().unwrap();
     c.end_transaction();
     drop((a, c));
+    assert_empty(&lmgr);
+}
+
+#[test]
+fn nowait_jumps_the_queue_with_nowait_queue_jump() {
+    holder_of_a_conflicting_lock_jumps_the_queue(true, true);
+}
+
+#[test]
+fn nowait_does_not_jump_the_queue_without_nowait_queue_jump() {
+    holder_of_a_conflicting_lock_jumps_the_queue(false, true);
+}
+
+#[test]
+fn a_waiting_request_jumps_the_queue_in_every_release() {
+    holder_of_a_conflicting_lock_jumps_the_queue(false, false);
+    holder_of_a_conflicting_lock_jumps_the_queue(true, false);
+}
+
+/// A waiter publishes its deadlock check as its next timer, then its lock_timeout once the
+/// check has run; a grant withdraws it.
+#[test]
+fn a_waiters_timers_are_published_until_handled() {
+    let lmgr = lmgr_with(2, |_| {});
+    let r = rel(&lmgr, 9);
+    let mut a = lmgr.attach(BackendId(0)).unwrap();
+    a.start_transaction();
+    a.lock(r, AccessExclusive, LockOptions::XACT).unwrap();
+    assert_eq!(lmgr.earliest_lock_timer(), None);
+    let before = lockstack_common::sync::Instant::now();
+    let l2 = lmgr.clone();
+    let t = thread::spawn(move || {
+        let mut b = l2.attach(BackendId(1)).unwrap();
+        b.set_deadlock_timeout(Duration::from_millis(20));
+        b.set_lock_timeout(Some(NEVER));
+        b.start_transaction();
+        b.lock(r, AccessShare, LockOptions::XACT).unwrap();
+        b.end_transaction();
+    });
+    wait_queued(&lmgr, 1);
+    let first = lmgr.earliest_lock_timer().expect("the deadlock check is due");
+    assert!(first >= before && first.duration_since(before) < Duration::from_secs(60), "{first:?}");
+    // After the check (no deadlock), the lock_timeout is what is left.
+    common::wait_until("the deadlock check ran", || lmgr.earliest_lock_timer() != Some(first));
+    let next = lmgr.earliest_lock_timer().expect("the lock timeout is due");
+    assert!(next.duration_since(before) > Duration::from_secs(600), "{next:?}");
+    assert_eq!(lmgr.stats().deadlock_checks, 1);
+    a.end_transaction();
+    t.join().unwrap();
+    assert_eq!(lmgr.earliest_lock_timer(), None, "the grant withdrew it");
+    drop(a);
     assert_empty(&lmgr);
 }
 

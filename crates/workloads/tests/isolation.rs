@@ -11,16 +11,23 @@ fn dir() -> PathBuf {
 }
 
 fn run_one(name: &str) {
+    run_one_as(name, isolation::DEFAULT_PRESET);
+}
+
+/// Runs spec `name` as release `preset` and compares its output with that release's expected
+/// file (`NAME.out`, or `NAME_<preset>.out` where the release prints something else).
+fn run_one_as(name: &str, preset: &str) {
     let spec_path = dir().join("specs").join(format!("{name}.spec"));
     let spec = isolation::load_spec(&spec_path).unwrap();
-    let run = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+    let run = isolation::run(&spec, &IsolationConfig::for_preset(preset).unwrap()).unwrap();
     assert!(run.warnings.is_empty(), "{:?}", run.warnings);
     let expected = dir().join("expected");
+    let candidates = isolation::expected_candidates_for(&spec_path, &expected, preset);
     if std::env::var_os("LOCKSTACK_BLESS").is_some() {
-        std::fs::write(expected.join(format!("{name}.out")), &run.output).unwrap();
+        std::fs::write(&candidates[0], &run.output).unwrap();
         return;
     }
-    match isolation::compare(&run.output, &isolation::expected_candidates(&spec_path, &expected)).unwrap() {
+    match isolation::compare(&run.output, &candidates).unwrap() {
         Comparison::Same(_) => {}
         Comparison::Different { expected, diff } => {
             panic!(
@@ -47,9 +54,68 @@ fn soft_deadlock() {
     run_one("soft-deadlock");
 }
 
+/// PostgreSQL 17+: the holder's NOWAIT request goes ahead of the waiter that waits for it and
+/// is granted (nowait.out).
 #[test]
 fn nowait() {
     run_one("nowait");
+}
+
+/// PostgreSQL 14-16: the same request fails with "could not obtain lock" (nowait_pg14.out),
+/// and so it does under every older preset.
+#[test]
+fn nowait_pg14() {
+    for preset in ["pg14", "pg96", "pg91"] {
+        run_one_as("nowait", preset);
+    }
+    let text = std::fs::read_to_string(dir().join("expected/nowait_pg14.out")).unwrap();
+    assert!(text.contains(
+        "step h_more: LOCK TABLE stock IN SHARE ROW EXCLUSIVE MODE NOWAIT;\nERROR:  could not obtain lock on relation \"stock\"\n"
+    ));
+    let text = std::fs::read_to_string(dir().join("expected/nowait.out")).unwrap();
+    assert!(
+        text.contains("step h_more: LOCK TABLE stock IN SHARE ROW EXCLUSIVE MODE NOWAIT;\nstep h_commit")
+    );
+}
+
+/// Each release's expected file: `NAME_<preset>.out` for that preset and older ones until an
+/// older file exists, `NAME.out` for the newest.
+#[test]
+fn expected_files_are_chosen_by_release() {
+    let spec = dir().join("specs/nowait.spec");
+    let exp = dir().join("expected");
+    let name = |p: &str| {
+        isolation::expected_candidates_for(&spec, &exp, p)[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    assert_eq!(name("pg17"), "nowait.out");
+    for p in ["pg14", "pg96", "pg92", "pg91"] {
+        assert_eq!(name(p), "nowait_pg14.out", "{p}");
+    }
+    assert_eq!(name("pg10"), "nowait.out", "an unknown preset is the default's");
+    let spec = dir().join("specs/advisory.spec");
+    assert_eq!(
+        isolation::expected_candidates_for(&spec, &exp, "pg14")[0].file_name().unwrap(),
+        "advisory.out",
+        "no release file: the newest's"
+    );
+}
+
+/// The order of completions is the tester's: the victim's 10 ms deadlock check fires while
+/// the tester polls the first waiter, so `two_next` (unblocked by the victim's abort) is
+/// reported before the victim's own error, as PostgreSQL 15 prints it.
+#[test]
+fn hard_deadlock_reports_the_unblocked_step_before_the_victims_error() {
+    let spec = isolation::load_spec(&dir().join("specs/hard-deadlock.spec")).unwrap();
+    for _ in 0..3 {
+        let run = isolation::run(&spec, &IsolationConfig::default()).unwrap();
+        let two = run.output.find("step two_next: <... completed>").expect("two_next completes");
+        let three = run.output.find("step three_next: <... completed>\nERROR:  deadlock detected").unwrap();
+        assert!(two < three, "{}", run.output);
+    }
 }
 
 /// The sixteen pairs of row-lock strengths, alone and with the holder's lock in a MultiXact
@@ -208,7 +274,7 @@ fn a_thousand_sessions_queued_on_one_lock_complete() {
     );
     for i in 0..n {
         text.push_str(&format!(
-            "session s{i}\nsetup {{ SET deadlock_timeout = '1000s'; }}\nstep st{i} {{ SELECT pg_advisory_xact_lock(1); }}\n"
+            "session s{i}\nsetup {{ SET deadlock_timeout = '24h'; }}\nstep st{i} {{ SELECT pg_advisory_xact_lock(1); }}\n"
         ));
     }
     text.push_str(&format!(

@@ -6,6 +6,7 @@
 //! a backend's own `fpInfoLock` through the fast path; the strong-lock counters' mutex.
 
 use lockstack_common::Oid;
+use lockstack_common::sync::Instant;
 
 use super::{Backend, LockAcquireResult, LockOptions, Requester, WaitStatus};
 use crate::deadlock;
@@ -171,7 +172,14 @@ impl Requester<'_> {
                 e.grant(pl, mode);
                 return Join::Granted;
             }
-            let j = t.join_wait_queue(tag, me, mode, dont_wait);
+            // PostgreSQL 9.x-16 (`LockAcquireExtended`): a conflicting NOWAIT request fails
+            // here, before `ProcSleep` could grant it by jumping the queue; 17+ asks the queue
+            // first (`nowait_queue_jump`).
+            let j = if dont_wait && !lmgr.cfg.nowait_queue_jump {
+                Join::NotAvailable
+            } else {
+                t.join_wait_queue(tag, me, mode, dont_wait)
+            };
             match j {
                 Join::Granted => {}
                 Join::Queued => {
@@ -179,6 +187,9 @@ impl Requester<'_> {
                     st.status = WaitStatus::Waiting;
                     st.tag = Some(tag);
                     st.mode = mode;
+                    let first =
+                        self.lock_timeout.map_or(self.deadlock_timeout, |l| l.min(self.deadlock_timeout));
+                    lmgr.set_timer(me, Instant::now().checked_add(first));
                 }
                 Join::NotAvailable | Join::EarlyDeadlock(_) => t.abandon_request(tag, me, mode),
             }

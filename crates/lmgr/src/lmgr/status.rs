@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use lockstack_common::sync::Ordering;
+use lockstack_common::sync::{Duration, Instant, Ordering};
 use lockstack_common::{BackendId, InvariantViolation, Oid, VirtualTransactionId};
 
 use super::{Backend, Lmgr, LockStatusRow, WaitStatus};
@@ -56,6 +56,20 @@ impl Lmgr {
         }
         out
     }
+    /// The earliest instant at which a backend queued on a heavyweight lock will run its
+    /// deadlock check (`deadlock_timeout` after it began to wait, once per wait) or give up
+    /// on its `lock_timeout`; `None` when no queued backend has either left. The instant is
+    /// published when the request is queued (so it may be a few microseconds before the
+    /// waiter's own timer) and withdrawn once the event has been handled: after the check,
+    /// the timeout, or the grant. An observer that waits until no timer is due before some
+    /// instant has therefore seen every such event before it happen (the isolation runner,
+    /// which lets PostgreSQL's tester's 10 ms polls pass this way). Reads one atomic per
+    /// backend, no lock.
+    pub fn earliest_lock_timer(&self) -> Option<Instant> {
+        let min = self.procs.iter().map(|p| p.timer.load(Ordering::Acquire)).filter(|&v| v != 0).min()?;
+        self.epoch.checked_add(Duration::from_nanos(min - 1))
+    }
+
     /// What backend `b` is waiting for, if it is queued on a heavyweight lock.
     pub fn waiting_for(&self, b: BackendId) -> Option<(LockTag, LockMode)> {
         let st = self.procs.get(b.index())?.wait.lock();

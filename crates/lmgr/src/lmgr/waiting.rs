@@ -33,6 +33,7 @@ impl Requester<'_> {
                 loop {
                     if st.status == WaitStatus::Granted {
                         st.status = WaitStatus::Idle;
+                        lmgr.set_timer(me, None);
                         return Ok(());
                     }
                     let next = match (checked, timeout_at) {
@@ -60,6 +61,7 @@ impl Requester<'_> {
                 // Give up unless the grant raced with the timer (`LockErrorCleanup`).
                 let granted = lmgr.with_partition(p, Some(self.counters), |t| {
                     let mut st = proc_.wait.lock();
+                    lmgr.set_timer(me, None);
                     if st.status == WaitStatus::Granted {
                         st.status = WaitStatus::Idle;
                         return true;
@@ -83,6 +85,13 @@ impl Requester<'_> {
                 if let Some(err) = lmgr.check_dead_lock(me, self.counters) {
                     return Err(err);
                 }
+                // The check has run: what is left to time is the lock_timeout, if any (unless
+                // a grant already withdrew the timer).
+                let st = proc_.wait.lock();
+                if st.status == WaitStatus::Waiting {
+                    lmgr.set_timer(me, timeout_at);
+                }
+                drop(st);
             }
         }
     }
@@ -139,6 +148,7 @@ impl Lmgr {
                     let mut st = self.procs[me.index()].wait.lock();
                     st.status = WaitStatus::Idle;
                     st.tag = None;
+                    self.set_timer(me, None);
                     let _ = mode;
                     Some(LockError::Deadlock { detail: deadlock::describe(&details) })
                 }

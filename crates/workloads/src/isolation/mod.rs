@@ -54,8 +54,26 @@ pub struct IsolationConfig {
 }
 
 impl Default for IsolationConfig {
+    /// [`DEFAULT_PRESET`]'s lock manager, a 60 s step timeout.
     fn default() -> Self {
-        IsolationConfig { lmgr: LmgrConfig::default(), step_timeout: Duration::from_secs(60), dry_run: false }
+        IsolationConfig::for_preset(DEFAULT_PRESET).expect("the default preset exists")
+    }
+}
+
+/// The release the runner behaves as unless told otherwise, and the one a spec's `NAME.out`
+/// is for (see [`expected_candidates_for`]).
+pub const DEFAULT_PRESET: &str = "pg17";
+
+impl IsolationConfig {
+    /// The lock manager of release preset `name` (`lockstack_engine::engine::PRESETS`: its
+    /// `lmgr.*` knobs, such as 17's NOWAIT queue jump; the runner's other subsystems keep
+    /// their defaults), a 60 s step timeout.
+    ///
+    /// # Errors
+    /// An unknown preset, one line listing the valid ones.
+    pub fn for_preset(name: &str) -> Result<IsolationConfig, String> {
+        let engine = lockstack_engine::engine::EngineConfig::preset(name, 2, 16)?;
+        Ok(IsolationConfig { lmgr: engine.lmgr, step_timeout: Duration::from_secs(60), dry_run: false })
     }
 }
 
@@ -298,15 +316,35 @@ impl OutputKeeper {
     }
 }
 
-/// The expected files to compare a spec's output with: `expected` itself if it is a file;
-/// if it is a directory, `NAME.out` and `NAME_1.out` .. `NAME_9.out` that exist in it.
+/// The expected files to compare a spec's output with under [`DEFAULT_PRESET`]
+/// ([`expected_candidates_for`]).
 pub fn expected_candidates(spec_path: &Path, expected: &Path) -> Vec<PathBuf> {
+    expected_candidates_for(spec_path, expected, DEFAULT_PRESET)
+}
+
+/// The expected files to compare a spec's output with when it runs as release `preset`:
+/// `expected` itself if it is a file. In a directory, `NAME.out` is what [`DEFAULT_PRESET`]
+/// (the newest release) prints, and `NAME_<preset>.out` (`nowait_pg14.out`) what that preset
+/// and the older ones print where they differ: the first of `NAME_<preset>.out`,
+/// `NAME_<next newer preset>.out`, ..., `NAME.out` that exists is the base file, and the
+/// base name's alternatives `_1` .. `_9` (`nowait_pg14_1.out`, as PostgreSQL's
+/// `pg_isolation_regress` accepts `NAME_1.out`) that exist follow it. An unknown preset is
+/// looked up as [`DEFAULT_PRESET`].
+pub fn expected_candidates_for(spec_path: &Path, expected: &Path, preset: &str) -> Vec<PathBuf> {
     if !expected.is_dir() {
         return vec![expected.to_path_buf()];
     }
     let stem = spec_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut v = vec![expected.join(format!("{stem}.out"))];
-    v.extend((1..10).map(|i| expected.join(format!("{stem}_{i}.out"))).filter(|p| p.exists()));
+    let presets = lockstack_engine::engine::PRESETS;
+    let from = presets.iter().position(|p| *p == preset).unwrap_or(presets.len());
+    let base = presets[from.min(presets.len())..]
+        .iter()
+        .filter(|p| **p != DEFAULT_PRESET)
+        .map(|p| format!("{stem}_{p}"))
+        .find(|b| expected.join(format!("{b}.out")).exists())
+        .unwrap_or(stem);
+    let mut v = vec![expected.join(format!("{base}.out"))];
+    v.extend((1..10).map(|i| expected.join(format!("{base}_{i}.out"))).filter(|p| p.exists()));
     v
 }
 

@@ -4,6 +4,18 @@
 //! by the step timeout) and the lock manager's own waiting state instead of the `pg_locks`
 //! query. Output goes to the caller as it is produced (before every wait), as the tester
 //! prints it, so a run that hangs has shown what led to the hang.
+//!
+//! Time as the tester spends it. PostgreSQL's tester decides that a busy step waits only after
+//! a 10 ms `select` on its connection has timed out ([`POLL`]): every "still waiting" verdict
+//! costs 10 ms, during which the server goes on, and a deadlock check or `lock_timeout` that
+//! falls due in that time has acted before the verdict (in hard-deadlock.spec, the victim's
+//! 10 ms check fires while the tester polls the first waiter, so the step it unblocks is
+//! reported completed before the victim's error). The runner does not sleep those 10 ms: it
+//! keeps the instant the tester's polls would have reached ([`Runner::poll_clock`], 10 ms
+//! further per verdict) and, before each verdict, lets every lock-manager timer due by then
+//! fire and its consequences settle ([`Runner::settle`]). The same events come before the
+//! same verdicts, without the tester's 10 ms per poll (a thousand queued sessions would take
+//! it 5,000 s).
 
 use lockstack_common::sync::thread::JoinHandle;
 use std::sync::Arc;
@@ -148,6 +160,11 @@ impl Drop for SessionThread {
 const NONBLOCK: u8 = 1;
 const RETRY: u8 = 2;
 
+/// How long PostgreSQL's tester waits on a busy step's connection before it asks whether the
+/// step waits for a lock (`try_complete_step`'s `select` timeout, 10 ms in 9.1-18): the time
+/// one "still waiting" verdict costs it.
+pub(super) const POLL: Duration = Duration::from_millis(10);
+
 struct PStep {
     name: String,
     session: usize,
@@ -171,6 +188,9 @@ pub(super) struct Runner<'a> {
     pub(super) warnings: Vec<String>,
     /// Warnings past [`MAX_WARNINGS`], counted only.
     pub(super) more_warnings: u64,
+    /// The instant PostgreSQL's tester would have reached by its verdicts so far: each
+    /// "still waiting" verdict moves it [`POLL`] past the later of itself and now.
+    poll_clock: Instant,
 }
 
 /// Buffers of the engine a run builds (8 KiB pages): the specs' tables are a few pages each.
@@ -223,6 +243,7 @@ impl<'a> Runner<'a> {
             emit,
             warnings: Vec::new(),
             more_warnings: 0,
+            poll_clock: Instant::now(),
         })
     }
 
@@ -347,6 +368,11 @@ impl<'a> Runner<'a> {
             self.sessions[sess].launch(steps[i].stmts.clone());
             self.active[sess] = Some(i);
             let mustwait = self.try_complete_step(&steps, i, NONBLOCK)?;
+            if steps[i].blockers.contains(&Blocker::Once) {
+                // Reported waiting without a look; by the tester's next verdict (10 ms on) it
+                // has reached its wait or finished, and its timers run from there.
+                self.settle_session(sess, &steps[i].name)?;
+            }
             self.try_complete_steps(&steps, &mut waiting, NONBLOCK | RETRY)?;
             if mustwait {
                 waiting.push(i);
@@ -405,6 +431,63 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Waits until session `sess` has finished its query or is queued on a lock (never
+    /// longer than the step timeout; `step` names it in the error).
+    fn settle_session(&mut self, sess: usize, step: &str) -> Result<(), IsolationError> {
+        let start = Instant::now();
+        loop {
+            let s = &self.sessions[sess];
+            if s.done() || self.lmgr.waiting_for(s.backend).is_some() {
+                return Ok(());
+            }
+            if start.elapsed() > self.cfg.step_timeout {
+                return Err(self.timed_out(step));
+            }
+            s.wait(Duration::from_micros(100));
+        }
+    }
+
+    fn timed_out(&self, step: &str) -> IsolationError {
+        IsolationError(format!(
+            "{}: step {step} timed out after {:.3} s",
+            self.spec.spec.file,
+            self.cfg.step_timeout.as_secs_f64()
+        ))
+    }
+
+    /// Lets every lock-manager timer due by `horizon` (a deadlock check, a `lock_timeout`)
+    /// fire, and what it set off settle: the victim's error, the wake-ups of those it
+    /// released, each active session finished or queued again. Returns once no timer is due by
+    /// `horizon` and, if one fired, every active session is finished or queued on a lock; an
+    /// error after the step timeout (`step` names the step being decided).
+    fn settle(&mut self, horizon: Instant, step: &str) -> Result<(), IsolationError> {
+        let start = Instant::now();
+        let mut fired = false;
+        loop {
+            if start.elapsed() > self.cfg.step_timeout {
+                return Err(self.timed_out(step));
+            }
+            if self.lmgr.earliest_lock_timer().is_some_and(|t| t <= horizon) {
+                fired = true;
+                lockstack_common::sync::sleep(Duration::from_micros(100));
+                continue;
+            }
+            if !fired {
+                return Ok(());
+            }
+            let busy = self.active.iter().enumerate().find(|(i, a)| {
+                let s = &self.sessions[*i];
+                a.is_some() && !s.done() && self.lmgr.waiting_for(s.backend).is_none()
+            });
+            match busy {
+                Some((i, _)) => {
+                    self.sessions[i].wait(Duration::from_micros(100));
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
     fn step_has_blocker(&self, steps: &[PStep], i: usize) -> bool {
         steps[i].blockers.iter().any(|b| match b {
             Blocker::Once => false,
@@ -418,7 +501,6 @@ impl<'a> Runner<'a> {
     /// True if the step is (still) waiting; false once its completion has been printed.
     fn try_complete_step(&mut self, steps: &[PStep], i: usize, flags: u8) -> Result<bool, IsolationError> {
         let st = &steps[i];
-        let s = &self.sessions[st.session];
         if flags & RETRY == 0 && st.blockers.contains(&Blocker::Once) {
             self.out.push_str(&format!("step {}: {} <waiting ...>\n", st.name, st.sql));
             return Ok(true);
@@ -426,6 +508,7 @@ impl<'a> Runner<'a> {
         let start = Instant::now();
         let mut flushed = false;
         loop {
+            let s = &self.sessions[st.session];
             if s.done() {
                 break;
             }
@@ -435,8 +518,13 @@ impl<'a> Runner<'a> {
             // (`blocking_backends`) costs a walk of the queue, and with thousands of sessions
             // queued on one lock the runner asks for every waiting step at every launch.
             if flags & NONBLOCK != 0 && self.lmgr.waiting_for(s.backend).is_some() {
-                if s.done() {
-                    break;
+                // The tester's verdict comes after its 10 ms poll: what the lock manager's
+                // timers do by then comes first (module docs).
+                self.poll_clock = self.poll_clock.max(Instant::now()) + POLL;
+                self.settle(self.poll_clock, &st.name)?;
+                let s = &self.sessions[st.session];
+                if s.done() || self.lmgr.waiting_for(s.backend).is_none() {
+                    continue;
                 }
                 if flags & RETRY == 0 {
                     self.out.push_str(&format!("step {}: {} <waiting ...>\n", st.name, st.sql));
@@ -467,6 +555,7 @@ impl<'a> Runner<'a> {
             }
             return Ok(true);
         }
+        let s = &self.sessions[st.session];
         let r = s.take();
         for n in &r.notices {
             self.out.push_str(&format!("{}: {n}\n", s.name));
