@@ -1115,6 +1115,25 @@ mod tests {
     }
 
     #[test]
+    fn parses_savepoint_statements() {
+        assert_eq!(
+            parse_block("SAVEPOINT Sp1; ROLLBACK TO sp1; ROLLBACK WORK TO SAVEPOINT \"Sp1\"; RELEASE sp1; RELEASE SAVEPOINT sp1")
+                .unwrap(),
+            vec![
+                Statement::Savepoint("sp1".into()),
+                Statement::RollbackTo("sp1".into()),
+                Statement::RollbackTo("Sp1".into()),
+                Statement::Release("sp1".into()),
+                Statement::Release("sp1".into()),
+            ]
+        );
+        assert_eq!(parse_statement("ROLLBACK").unwrap(), Statement::Rollback);
+        for bad in ["SAVEPOINT", "RELEASE", "ROLLBACK TO", "ABORT TO sp", "SAVEPOINT a b"] {
+            assert!(parse_statement(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn rejects_the_rest() {
         assert!(parse_statement("MERGE INTO t USING u ON true").unwrap_err().contains("unsupported SQL"));
         assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
