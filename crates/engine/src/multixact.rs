@@ -82,12 +82,16 @@ pub enum MultiXactStatus {
     /// while others held it `FOR KEY SHARE` (user tables only). A multi has at most one
     /// updater member, and its xmax is then not lock-only.
     NoKeyUpdate,
+    /// `MultiXactStatusUpdate`: the member deleted the row or changed its key while other
+    /// members of its own transaction (an enclosing or earlier subtransaction) held a lock on
+    /// it (user tables with savepoints only). Its xmax is not lock-only.
+    Update,
 }
 
 impl MultiXactStatus {
     /// Whether the member updated the row rather than locked it (`ISUPDATE_from_mxstatus`).
     pub fn is_update(self) -> bool {
-        matches!(self, MultiXactStatus::NoKeyUpdate)
+        matches!(self, MultiXactStatus::NoKeyUpdate | MultiXactStatus::Update)
     }
 }
 

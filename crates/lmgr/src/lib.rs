@@ -53,7 +53,7 @@ pub use config::{
 };
 pub use error::LockError;
 pub use fastpath::{FastPathArea, FastPathGrant};
-pub use lmgr::{Backend, Lmgr, LockAcquireResult, LockOptions, LockStatusRow};
+pub use lmgr::{Backend, Lmgr, LockAcquireResult, LockOptions, LockStatusRow, XactLockMark};
 pub use lockstack_common::{
     AttachError, BackendId, InvariantViolation, LocalTransactionId, Oid, TransactionId, VirtualTransactionId,
 };

@@ -30,6 +30,8 @@ use crate::tag::LockTag;
 
 mod acquire;
 mod fast_path;
+mod owners;
+pub use owners::XactLockMark;
 mod release;
 mod status;
 mod waiting;

@@ -85,6 +85,12 @@ pub trait VisibilityContext {
     fn wal_flushed(&self, lsn: u64) -> bool;
     /// The current top-level transaction id (invalid if it has none yet).
     fn my_xid(&self) -> TransactionId;
+    /// `TransactionIdIsCurrentTransactionId`: `xid` is this transaction's top-level xid or one
+    /// of its subxids not rolled back. The default knows only the top-level xid.
+    fn is_current_xid(&self, xid: TransactionId) -> bool {
+        let me = self.my_xid();
+        me.is_valid() && xid == me
+    }
     /// The current command id (statements so far in this transaction).
     fn my_cid(&self) -> u32;
 }
@@ -105,8 +111,7 @@ fn hint_for_commit(ctx: &dyn VisibilityContext, lsn: u64, bit: u16) -> u16 {
 /// `HeapTupleSatisfiesMVCC`: is this tuple version visible?
 pub fn satisfies_mvcc(t: &TupleXactInfo, ctx: &dyn VisibilityContext) -> Visibility {
     let mut hints = 0u16;
-    let me = ctx.my_xid();
-    let mine = |x: TransactionId| me.is_valid() && x == me;
+    let mine = |x: TransactionId| ctx.is_current_xid(x);
     let invisible = |hints| Visibility { visible: false, set_hints: hints };
     let visible = |hints| Visibility { visible: true, set_hints: hints };
 

@@ -62,6 +62,7 @@ use crate::tables::{self, TableId};
 use crate::engine::{Engine, FREE_PAGES_MAX, FREE_PAGES_TRIES};
 use crate::error::EngineError;
 
+mod subxact;
 mod update;
 mod user;
 
@@ -93,12 +94,18 @@ pub struct Session {
     snapshot: Snapshot,
     tids: Vec<Tid>,
     vmbuf: VmBuffer,
+    /// Open subtransactions, outermost first (`SAVEPOINT`; `subxact.rs`).
+    subxacts: Vec<subxact::SubXact>,
+    /// This transaction's subxids that have not been rolled back, in assignment order.
+    live_subxids: Vec<TransactionId>,
 }
 
 struct VisCtx<'a> {
     snap: &'a Snapshot,
     engine: &'a Engine,
     xid: TransactionId,
+    /// The transaction's live subxids (empty outside savepoints).
+    subxids: &'a [TransactionId],
     cid: u32,
 }
 
@@ -120,6 +127,9 @@ impl VisibilityContext for VisCtx<'_> {
     }
     fn my_xid(&self) -> TransactionId {
         self.xid
+    }
+    fn is_current_xid(&self, xid: TransactionId) -> bool {
+        xid.is_valid() && (xid == self.xid || self.subxids.contains(&xid))
     }
     fn my_cid(&self) -> u32 {
         self.cid
@@ -197,6 +207,8 @@ impl Engine {
             snapshot: Snapshot::default(),
             tids: Vec::new(),
             vmbuf: VmBuffer::new(),
+            subxacts: Vec::new(),
+            live_subxids: Vec::new(),
         })
     }
 }
@@ -300,6 +312,10 @@ impl Session {
             self.lm.xact_lock_table_insert(xid)?;
             self.xid = xid;
         }
+        if !self.subxacts.is_empty() {
+            self.assign_subxids()?;
+            return Ok(self.cur_xid());
+        }
         Ok(self.xid)
     }
 
@@ -312,7 +328,7 @@ impl Session {
     }
 
     fn vis<'a>(&'a self, snap: &'a Snapshot) -> VisCtx<'a> {
-        VisCtx { snap, engine: &self.engine, xid: self.xid, cid: self.cid }
+        VisCtx { snap, engine: &self.engine, xid: self.xid, subxids: &self.live_subxids, cid: self.cid }
     }
 
     /// Finds the version of `key` visible to the statement's snapshot: (TID, columns, whether
@@ -403,6 +419,7 @@ impl Session {
         key: i64,
         lock: LockClauseStrength,
     ) -> Result<Option<Row>, EngineError> {
+        self.top_level_only("a statement on pgbench's tables")?;
         self.statement(|s| {
             let mode =
                 if lock == LockClauseStrength::None { LockMode::AccessShare } else { LockMode::RowShare };
@@ -462,7 +479,7 @@ impl Session {
             let clog = self.engine.clog.set_tree_status_as(
                 Some(self.id),
                 self.xid,
-                &[],
+                &self.live_subxids,
                 XidStatus::Committed,
                 lsn.0,
             );
@@ -500,9 +517,13 @@ impl Session {
                     0
                 }
             };
-            if let Err(e) =
-                self.engine.clog.set_tree_status_as(Some(self.id), self.xid, &[], XidStatus::Aborted, lsn)
-            {
+            if let Err(e) = self.engine.clog.set_tree_status_as(
+                Some(self.id),
+                self.xid,
+                &self.live_subxids,
+                XidStatus::Aborted,
+                lsn,
+            ) {
                 first.get_or_insert(e.into());
             }
         }
@@ -530,6 +551,8 @@ impl Session {
         self.in_xact = false;
         self.xid = TransactionId::INVALID;
         self.cid = 0;
+        self.subxacts.clear();
+        self.live_subxids.clear();
     }
 
     /// Sums a table's rows visible to a fresh snapshot (for the consistency checks).

@@ -61,6 +61,7 @@ impl Session {
     /// [`EngineError::Usage`] "integer out of range" for such a sum; lock errors while waiting
     /// for the row; buffer, WAL and CLOG errors.
     pub fn update_add(&mut self, t: TableId, key: i64, col: usize, delta: i64) -> Result<bool, EngineError> {
+        self.top_level_only("a statement on pgbench's tables")?;
         self.statement(|s| {
             s.lock_table(t, LockMode::RowExclusive)?;
             let r = s.modify_row(
@@ -162,7 +163,8 @@ impl Session {
             // tuples, so that later readers (who only share-lock) need not ask CLOG again.
             {
                 let snap = std::mem::take(&mut self.snapshot);
-                let ctx = VisCtx { snap: &snap, engine: &self.engine, xid: self.xid, cid: self.cid };
+                let ctx =
+                    VisCtx { snap: &snap, engine: &self.engine, xid: self.xid, subxids: &[], cid: self.cid };
                 let hinted = set_page_hints(g.page_mut(), &ctx);
                 self.snapshot = snap;
                 if hinted {
@@ -508,6 +510,7 @@ impl Session {
     /// # Errors
     /// Buffer, WAL and CLOG errors.
     pub fn insert_history(&mut self, values: [i64; 5]) -> Result<(), EngineError> {
+        self.top_level_only("a statement on pgbench's tables")?;
         self.statement(|s| {
             s.lock_table(TableId::History, LockMode::RowExclusive)?;
             let xid = s.ensure_xid()?;

@@ -86,7 +86,7 @@ impl RowLockStrength {
             MultiXactStatus::ForKeyShare => RowLockStrength::KeyShare,
             MultiXactStatus::ForShare => RowLockStrength::Share,
             MultiXactStatus::ForNoKeyUpdate | MultiXactStatus::NoKeyUpdate => RowLockStrength::NoKeyUpdate,
-            MultiXactStatus::ForUpdate => RowLockStrength::Update,
+            MultiXactStatus::ForUpdate | MultiXactStatus::Update => RowLockStrength::Update,
         }
     }
 
@@ -367,14 +367,14 @@ impl Session {
             drop(g);
             self.bb.release(buf);
             let Some(h) = h else { continue };
-            let xmin_dead = h.xmin != self.xid
+            let xmin_dead = !self.is_current_xid(h.xmin)
                 && h.infomask & visibility::XMIN_COMMITTED == 0
                 && matches!(self.engine.clog.get_status(h.xmin), Ok((XidStatus::Aborted, _)));
             let lock_only = h.infomask & visibility::XMAX_LOCK_ONLY != 0;
             let xmax_done = h.xmax.is_valid()
                 && h.infomask & visibility::XMAX_INVALID == 0
                 && !lock_only
-                && (h.xmax == self.xid
+                && (self.is_current_xid(h.xmax)
                     || matches!(self.engine.clog.get_status(h.xmax), Ok((XidStatus::Committed, _))));
             if !xmin_dead && !xmax_done {
                 return Ok(true);
@@ -609,7 +609,7 @@ impl Session {
         change: &RowChange<'_>,
         tuplock: &mut Option<(LockTag, LockMode)>,
     ) -> Result<Changed, EngineError> {
-        let xid = self.xid;
+        let xid = self.cur_xid();
         let mut key_checked = None;
         let mut computed: Option<Option<Vec<Value>>> = None;
         loop {
@@ -657,7 +657,7 @@ impl Session {
                 (Some(_), None) => false,
             };
             let strength = if key_changed { RowLockStrength::Update } else { RowLockStrength::NoKeyUpdate };
-            if h.xact.xmax == xid
+            if self.is_current_xid(h.xact.xmax)
                 && h.xact.infomask
                     & (visibility::XMAX_LOCK_ONLY | visibility::XMAX_INVALID | visibility::XMAX_IS_MULTI)
                     == 0
@@ -668,8 +668,11 @@ impl Session {
                 return Ok(Changed::Gone);
             }
             let check = match self.row_lock_check(&h, strength) {
-                // Our own lock of any strength, alone on the row: the change replaces it.
-                Ok(RowCheck::Held) => RowCheck::Free(None),
+                // Our own lock strong enough for the change: the change replaces the locks of
+                // this subtransaction (or of the transaction, outside savepoints) and keeps
+                // those of enclosing or earlier ones, which a ROLLBACK TO must not lose
+                // (`compute_new_xmax_infomask` makes a multi of them).
+                Ok(RowCheck::Held) => RowCheck::Free(self.own_other_lockers(&h, xid)),
                 Ok(RowCheck::Free(Some(members))) if members.iter().all(|m| m.xid == xid) => {
                     RowCheck::Free(None)
                 }
@@ -697,7 +700,7 @@ impl Session {
                         *tuplock = Some((tag, strength.hwlock()));
                     }
                     for other in holders {
-                        self.lm.xact_lock_table_wait(other)?;
+                        self.xact_lock_table_wait(other)?;
                     }
                 }
                 RowCheck::Free(lockers) => {
@@ -731,7 +734,9 @@ impl Session {
                         tuple::set_keys_updated(item, key_changed);
                     } else {
                         let mut members = others.clone();
-                        members.push(MultiXactMember { xid, status: MultiXactStatus::NoKeyUpdate });
+                        let status =
+                            if key_changed { MultiXactStatus::Update } else { MultiXactStatus::NoKeyUpdate };
+                        members.push(MultiXactMember { xid, status });
                         let multi = self.engine.multixact.create(&members);
                         stamp_multi(item, multi, &members, self.cid);
                     }
@@ -830,7 +835,7 @@ impl Session {
         wait: WaitPolicy,
         tuplock: &mut Option<LockTag>,
     ) -> Result<Locked, EngineError> {
-        let xid = self.xid;
+        let xid = self.cur_xid();
         let no_row = || sql_err(format!("could not obtain lock on row in relation \"{}\"", t.def.name));
         loop {
             let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
@@ -908,8 +913,8 @@ impl Session {
                     }
                     for other in holders {
                         match wait {
-                            WaitPolicy::Block => self.lm.xact_lock_table_wait(other)?,
-                            _ if self.lm.conditional_xact_lock_table_wait(other) => {}
+                            WaitPolicy::Block => self.xact_lock_table_wait(other)?,
+                            _ if self.conditional_xact_lock_table_wait(other)? => {}
                             WaitPolicy::Skip => return Ok(Locked::Skipped),
                             WaitPolicy::Error => return Err(no_row()),
                         }
@@ -917,6 +922,37 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// For a change by `xid` of a version this transaction already holds strongly enough: the
+    /// lockers the change must keep in the version's xmax, that is running lockers other than
+    /// `xid` itself (an enclosing or earlier subtransaction's lock, or another transaction's
+    /// compatible one); `None` when there are none.
+    fn own_other_lockers(&self, h: &tuple::TupleHeader, xid: TransactionId) -> Option<Vec<MultiXactMember>> {
+        let x = &h.xact;
+        if !x.xmax.is_valid() || x.infomask & visibility::XMAX_INVALID != 0 || x.xmax == xid {
+            return None;
+        }
+        let keep: Vec<MultiXactMember> = if x.infomask & visibility::XMAX_IS_MULTI != 0 {
+            self.engine
+                .multixact
+                .members(MultiXactId(x.xmax.0))
+                .into_iter()
+                .filter(|m| {
+                    m.xid != xid
+                        && !m.status.is_update()
+                        && (self.is_current_xid(m.xid) || self.xid_running(m.xid))
+                })
+                .collect()
+        } else if x.infomask & visibility::XMAX_LOCK_ONLY != 0 && self.is_current_xid(x.xmax) {
+            vec![MultiXactMember {
+                xid: x.xmax,
+                status: RowLockStrength::of_xmax(x.infomask, h.infomask2).status(),
+            }]
+        } else {
+            Vec::new()
+        };
+        (!keep.is_empty()).then_some(keep)
     }
 
     /// `heap_lock_tuple`'s reading of a version's xmax for a lock of `want` (with
@@ -927,7 +963,7 @@ impl Session {
     /// None today (the result type leaves room for MultiXact look-up errors).
     fn row_lock_check(&self, h: &tuple::TupleHeader, want: RowLockStrength) -> Result<RowCheck, EngineError> {
         let x = &h.xact;
-        let me = self.xid;
+        let me = self.cur_xid();
         if !x.xmax.is_valid() || x.infomask & visibility::XMAX_INVALID != 0 {
             return Ok(RowCheck::Free(None));
         }
@@ -936,7 +972,7 @@ impl Session {
             // A committed updater member: this version is replaced (TM_Updated), whatever
             // the lockers (its member list may be gone; the updater is kept).
             if let Some(u) = self.engine.multixact.update_xid(multi)
-                && u != me
+                && !self.is_current_xid(u)
                 && matches!(self.engine.clog.get_status(u), Ok((XidStatus::Committed, _)))
             {
                 return Ok(RowCheck::Updated(h.ctid));
@@ -947,7 +983,10 @@ impl Session {
             let mut mine: Option<RowLockStrength> = None;
             for m in members {
                 let ms = RowLockStrength::of_status(m.status);
-                if m.xid == me {
+                // Members of this transaction (its top level or a live subxid) never conflict
+                // with it (`TransactionIdIsCurrentTransactionId`); an aborted subxid's lock no
+                // longer counts, as for any aborted member.
+                if self.is_current_xid(m.xid) {
                     mine = mine.max(Some(ms));
                     keep.push(m);
                 } else if self.xid_running(m.xid) {
@@ -975,6 +1014,19 @@ impl Session {
         let lock_only = x.infomask & visibility::XMAX_LOCK_ONLY != 0;
         if x.xmax == me {
             return Ok(if !lock_only || held >= want { RowCheck::Held } else { RowCheck::Free(None) });
+        }
+        if self.is_current_xid(x.xmax) {
+            // Held by an enclosing or earlier subtransaction of ours (or by the top level
+            // while we are in one): enough already, or a multi of its lock and ours, so
+            // that a ROLLBACK TO of ours leaves its lock in place (`compute_new_xmax_infomask`).
+            return Ok(if !lock_only || held >= want {
+                RowCheck::Held
+            } else {
+                RowCheck::Free(Some(vec![
+                    MultiXactMember { xid: x.xmax, status: held.status() },
+                    MultiXactMember { xid: me, status: want.status() },
+                ]))
+            });
         }
         let status = if x.infomask & visibility::XMAX_COMMITTED != 0 {
             XidStatus::Committed
@@ -1006,7 +1058,7 @@ fn stamp_multi(t: &mut [u8], multi: MultiXactId, members: &[MultiXactMember], cm
     if members.iter().any(|m| m.status.is_update()) {
         tuple::set_xmax(t, TransactionId(multi.0), cmax, None);
         tuple::set_hint_bits(t, visibility::XMAX_IS_MULTI);
-        tuple::set_keys_updated(t, false);
+        tuple::set_keys_updated(t, members.iter().any(|m| m.status == MultiXactStatus::Update));
         return;
     }
     let top = members
@@ -1157,5 +1209,98 @@ mod tests {
         assert!(a.drop_table("slot", false).is_ok());
         assert_eq!(a.drop_table("slot", false).unwrap_err().to_string(), "table \"slot\" does not exist");
         assert!(a.drop_table("slot", true).is_ok());
+    }
+
+    /// A row lock taken inside a savepoint carries the subxid; `ROLLBACK TO` aborts it, so
+    /// another session's NOWAIT request for the row then succeeds, while the lock taken before
+    /// the savepoint stays.
+    #[test]
+    fn rollback_to_releases_a_subtransactions_row_lock() {
+        let e = Engine::without_tables(EngineConfig::new(2, 256)).unwrap();
+        let mut a = table(&e);
+        let mut b = e.session(BackendId(1)).unwrap();
+        a.begin();
+        a.select_rows(&query(Some((KeyShare, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
+        let top = a.xid;
+        a.savepoint("sp").unwrap();
+        a.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
+        let sub = a.cur_xid();
+        assert!(sub.is_valid() && sub != top, "the row lock assigned a subxid");
+        assert_eq!(e.subtrans.get_parent(sub).unwrap(), top, "its parent is in pg_subtrans");
+        b.begin();
+        let err =
+            b.select_rows(&query(Some((NoKeyUpdate, WaitPolicy::Error)), Some(1)), &mut all).unwrap_err();
+        assert!(err.to_string().starts_with("could not obtain lock on row"), "{err}");
+        b.rollback().unwrap();
+        a.rollback_to_savepoint("sp").unwrap();
+        assert!(matches!(e.clog.get_status(sub), Ok((XidStatus::Aborted, _))), "the subxid aborted");
+        assert_eq!(e.lmgr.waiting_for(BackendId(1)), None);
+        b.begin();
+        let got = b.select_rows(&query(Some((NoKeyUpdate, WaitPolicy::Error)), Some(1)), &mut all).unwrap();
+        assert_eq!(got[0][0], Value::Int(1), "the subtransaction's FOR UPDATE is gone");
+        b.rollback().unwrap();
+        b.begin();
+        let err = b.select_rows(&query(Some((Update, WaitPolicy::Error)), Some(1)), &mut all).unwrap_err();
+        assert!(err.to_string().starts_with("could not obtain lock on row"), "KEY SHARE kept: {err}");
+        b.rollback().unwrap();
+        assert!(a.rollback_to_savepoint("nope").unwrap_err().to_string().contains("does not exist"));
+        a.commit().unwrap();
+        assert!(matches!(e.clog.get_status(top), Ok((XidStatus::Committed, _))));
+        assert!(matches!(e.clog.get_status(sub), Ok((XidStatus::Aborted, _))), "stays aborted");
+    }
+
+    /// A released savepoint's row lock and subxid stay until the transaction ends, and the
+    /// subxid commits with the top level.
+    #[test]
+    fn a_released_subtransactions_lock_is_kept_until_commit() {
+        let e = Engine::without_tables(EngineConfig::new(2, 256)).unwrap();
+        let mut a = table(&e);
+        let mut b = e.session(BackendId(1)).unwrap();
+        a.begin();
+        a.savepoint("outer").unwrap();
+        a.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
+        let sub = a.cur_xid();
+        a.release_savepoint("outer").unwrap();
+        assert_eq!(a.subxact_depth(), 0);
+        assert!(a.release_savepoint("outer").unwrap_err().to_string().contains("does not exist"));
+        b.begin();
+        let err = b.select_rows(&query(Some((KeyShare, WaitPolicy::Error)), Some(1)), &mut all).unwrap_err();
+        assert!(err.to_string().starts_with("could not obtain lock on row"), "{err}");
+        b.rollback().unwrap();
+        a.commit().unwrap();
+        assert!(matches!(e.clog.get_status(sub), Ok((XidStatus::Committed, _))), "committed with the top");
+        b.begin();
+        let got = b.select_rows(&query(Some((Update, WaitPolicy::Error)), Some(1)), &mut all).unwrap();
+        assert_eq!(got[0][0], Value::Int(1));
+        b.commit().unwrap();
+    }
+
+    /// A session blocked on a row a subtransaction locked sleeps on the subxid's lock and is
+    /// woken by `ROLLBACK TO`, before the locker's transaction ends.
+    #[test]
+    fn a_waiter_on_a_subxid_wakes_at_rollback_to() {
+        let e = Engine::without_tables(EngineConfig::new(2, 256)).unwrap();
+        let mut a = table(&e);
+        a.begin();
+        a.savepoint("sp").unwrap();
+        a.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
+        let sub = a.cur_xid();
+        let e2 = Arc::clone(&e);
+        let waiter = std::thread::spawn(move || {
+            let mut b = e2.session(BackendId(1)).unwrap();
+            b.begin();
+            let got = b.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all);
+            b.commit().unwrap();
+            got.map(|rows| rows[0][0].clone())
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while e.lmgr.waiting_for(BackendId(1)).map(|w| w.0) != Some(LockTag::transaction(sub)) {
+            assert!(std::time::Instant::now() < deadline, "the waiter never slept on the subxid's lock");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        a.rollback_to_savepoint("sp").unwrap();
+        assert_eq!(waiter.join().unwrap().unwrap(), Value::Int(1), "woken while a's transaction runs");
+        assert!(a.in_transaction());
+        a.commit().unwrap();
     }
 }

@@ -73,6 +73,9 @@ enum Tx {
     Implicit,
     Block,
     Aborted,
+    /// An error inside a subtransaction: the innermost one was aborted; the block waits for
+    /// `ROLLBACK TO` (or ends with `COMMIT` / `ROLLBACK`, which roll back).
+    SubAborted,
 }
 
 /// A connection: one engine session and its transaction state.
@@ -162,6 +165,13 @@ impl Conn {
     /// `AbortTransaction` after an error: locks go at once; an explicit block stays open in
     /// the aborted state until COMMIT or ROLLBACK.
     fn abort(&mut self) {
+        if matches!(self.tx, Tx::Block | Tx::SubAborted) && self.session.subxact_depth() > 0 {
+            // AbortSubTransaction: only the innermost subtransaction ends (its subxids
+            // aborted, its locks released); the transaction and its savepoints stay.
+            let _ = self.session.abort_innermost_subxact();
+            self.tx = Tx::SubAborted;
+            return;
+        }
         // The transaction has ended whatever the rollback reports (rule: `rollback` always
         // ends it); the statement's own error is the one the client sees.
         let _ = self.session.rollback();
@@ -174,7 +184,8 @@ impl Conn {
         let multi = stmts.len() > 1;
         let mut res = QueryResult::default();
         for st in stmts {
-            if self.tx == Tx::Aborted && !matches!(st, Statement::Commit | Statement::Rollback) {
+            let ends = matches!(st, Statement::Commit | Statement::Rollback | Statement::RollbackTo(_));
+            if matches!(self.tx, Tx::Aborted | Tx::SubAborted) && !ends {
                 res.error = Some(ABORTED.to_string());
                 break;
             }
@@ -216,7 +227,7 @@ impl Conn {
                     self.ensure_xact();
                     self.tx = Tx::Block;
                 }
-                Tx::Aborted => unreachable!("checked by exec"),
+                Tx::Aborted | Tx::SubAborted => unreachable!("checked by exec"),
             },
             Statement::Commit | Statement::Rollback => match self.tx {
                 Tx::Block => {
@@ -232,6 +243,12 @@ impl Conn {
                 Tx::Aborted => {
                     self.saved = None;
                     self.tx = Tx::Idle;
+                }
+                Tx::SubAborted => {
+                    // COMMIT of a block in the aborted state rolls it back.
+                    self.saved_end(true);
+                    self.tx = Tx::Idle;
+                    self.session.rollback().map_err(message)?;
                 }
                 Tx::Idle | Tx::Implicit => {
                     notices.push("WARNING:  there is no transaction in progress".into());
@@ -253,6 +270,32 @@ impl Conn {
                         Err(e) => return Err(e.message()),
                     }
                 }
+            }
+            Statement::Savepoint(name) => {
+                if self.tx != Tx::Block {
+                    return Err("SAVEPOINT can only be used in transaction blocks".into());
+                }
+                self.session.savepoint(name).map_err(message)?;
+            }
+            Statement::RollbackTo(name) => match self.tx {
+                Tx::Block | Tx::SubAborted => {
+                    self.session.rollback_to_savepoint(name).map_err(message)?;
+                    self.tx = Tx::Block;
+                }
+                // The whole transaction was rolled back by the error: no savepoint is left.
+                Tx::Aborted => return Err(format!("savepoint \"{name}\" does not exist")),
+                Tx::Idle | Tx::Implicit => {
+                    return Err("ROLLBACK TO SAVEPOINT can only be used in transaction blocks".into());
+                }
+            },
+            Statement::Release(name) => {
+                if self.tx != Tx::Block {
+                    return Err("RELEASE SAVEPOINT can only be used in transaction blocks".into());
+                }
+                self.session.release_savepoint(name).map_err(message)?;
+            }
+            Statement::Set { .. } if self.session.subxact_depth() > 0 => {
+                return Err("unsupported: SET inside a subtransaction (ROLLBACK TO would not undo it)".into());
             }
             Statement::Set { guc, value } => {
                 let v = match value {
@@ -281,6 +324,12 @@ impl Conn {
                     columns: calls.iter().map(|(c, _)| c.clone()).collect(),
                     rows: vec![row],
                 }));
+            }
+            Statement::CreateTable(_) | Statement::DropTable { .. } if self.session.subxact_depth() > 0 => {
+                return Err(
+                    "unsupported: CREATE or DROP TABLE inside a subtransaction (ROLLBACK TO would not undo it)"
+                        .into(),
+                );
             }
             Statement::CreateTable(def) => {
                 self.ensure_xact();

@@ -85,6 +85,12 @@ pub enum Statement {
     Commit,
     /// `ROLLBACK` / `ABORT`.
     Rollback,
+    /// `SAVEPOINT name`: starts a subtransaction (the name folded to lower case unless quoted).
+    Savepoint(String),
+    /// `ROLLBACK [TRANSACTION | WORK] TO [SAVEPOINT] name`.
+    RollbackTo(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    Release(String),
     /// `LOCK [TABLE] names [IN mode MODE] [NOWAIT]` (default AccessExclusive).
     Lock {
         /// Relation names, folded to lower case unless quoted.
@@ -791,7 +797,19 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         }
         "rollback" | "abort" => {
             let _ = p.eat("transaction") || p.eat("work");
-            Statement::Rollback
+            if first == "rollback" && p.eat("to") {
+                p.eat("savepoint");
+                Statement::RollbackTo(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
+            } else {
+                Statement::Rollback
+            }
+        }
+        "savepoint" => {
+            Statement::Savepoint(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
+        }
+        "release" => {
+            p.eat("savepoint");
+            Statement::Release(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
         }
         "lock" => {
             p.eat("table");
@@ -1094,6 +1112,25 @@ mod tests {
         }
         let e = parse_block("BEGIN\n  ISOLATION LEVEL\n  SERIALIZABLE;").unwrap_err();
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn parses_savepoint_statements() {
+        assert_eq!(
+            parse_block("SAVEPOINT Sp1; ROLLBACK TO sp1; ROLLBACK WORK TO SAVEPOINT \"Sp1\"; RELEASE sp1; RELEASE SAVEPOINT sp1")
+                .unwrap(),
+            vec![
+                Statement::Savepoint("sp1".into()),
+                Statement::RollbackTo("sp1".into()),
+                Statement::RollbackTo("Sp1".into()),
+                Statement::Release("sp1".into()),
+                Statement::Release("sp1".into()),
+            ]
+        );
+        assert_eq!(parse_statement("ROLLBACK").unwrap(), Statement::Rollback);
+        for bad in ["SAVEPOINT", "RELEASE", "ROLLBACK TO", "ABORT TO sp", "SAVEPOINT a b"] {
+            assert!(parse_statement(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
