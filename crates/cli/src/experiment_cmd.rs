@@ -570,7 +570,7 @@ fn simulated_tally() -> Result<Option<serde_json::Value>, Failure> {
     #[cfg(feature = "sim")]
     {
         crate::sim_cmd::tally_if_simulating()
-            .map(|t| serde_json::to_value(t))
+            .map(serde_json::to_value)
             .transpose()
             .map_err(|e| Failure::run(format!("encoding the simulated machine's tally: {e}")))
     }

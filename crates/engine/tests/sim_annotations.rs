@@ -23,7 +23,7 @@ fn logged<R>(f: impl FnOnce() -> R) -> (R, Vec<Touched>) {
 /// it names a directory (ends with `/`).
 fn from<'a>(t: &'a [Touched], file: &'a str, access: Access) -> impl Iterator<Item = &'a Touched> + 'a {
     let placed = move |f: &str| if file.ends_with('/') { f.contains(file) } else { f.ends_with(file) };
-    t.iter().filter(move |x| placed(&x.file) && x.access == access)
+    t.iter().filter(move |x| placed(x.file) && x.access == access)
 }
 
 #[test]
