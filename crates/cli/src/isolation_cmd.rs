@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use lockstack_engine::settings::{CommandKnobs, FlagAlias};
+use lockstack_engine::settings::CommandKnobs;
 use lockstack_workloads::isolation::{self, Comparison, IsolationConfig};
 
 use crate::Failure;
@@ -52,32 +52,9 @@ const KNOBS: CommandKnobs = CommandKnobs {
 };
 
 pub(crate) fn run(args: IsolationArgs) -> Result<(), Failure> {
-    let fast_path_value = match args.fast_path.as_deref() {
-        None | Some("on") => "1",
-        Some("off") => "off",
-        Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
-    };
+    let aliases = crate::knob_args::lmgr_flag_aliases(args.fast_path.as_deref(), args.vxid.as_deref())?;
     let preset = args.preset.as_deref().unwrap_or(isolation::DEFAULT_PRESET);
-    let knobs = KNOBS
-        .resolve(
-            Some(preset),
-            &[
-                FlagAlias {
-                    flag: "--fast-path",
-                    key: "lmgr.fast_path",
-                    given: args.fast_path.is_some(),
-                    value: Some(fast_path_value),
-                },
-                FlagAlias {
-                    flag: "--vxid",
-                    key: "lmgr.vxid",
-                    given: args.vxid.is_some(),
-                    value: args.vxid.as_deref(),
-                },
-            ],
-            &args.set,
-        )
-        .map_err(Failure::input)?;
+    let knobs = KNOBS.resolve(Some(preset), &aliases, &args.set).map_err(Failure::input)?;
     let mut lmgr = IsolationConfig::default().lmgr;
     let chosen = &knobs.cfg.lmgr;
     (lmgr.fast_path, lmgr.vxid, lmgr.nowait_queue_jump) =

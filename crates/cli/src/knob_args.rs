@@ -43,3 +43,29 @@ impl KnobArgs {
             .map_err(Failure::input)
     }
 }
+
+/// `--fast-path on|off` and `--vxid MODE` as the `lmgr.fast_path` and `lmgr.vxid` knobs they
+/// stand for (`on` is 9.2's one group of 16 slots), for the commands that take both
+/// (`lockstack locks`, `lockstack isolation`).
+///
+/// # Errors
+/// A `--fast-path` value other than `on` or `off`, in one line.
+pub(crate) fn lmgr_flag_aliases<'a>(
+    fast_path: Option<&'a str>,
+    vxid: Option<&'a str>,
+) -> Result<[FlagAlias<'a>; 2], Failure> {
+    let fast_path_value = match fast_path {
+        None | Some("on") => "1",
+        Some("off") => "off",
+        Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
+    };
+    Ok([
+        FlagAlias {
+            flag: "--fast-path",
+            key: "lmgr.fast_path",
+            given: fast_path.is_some(),
+            value: Some(fast_path_value),
+        },
+        FlagAlias { flag: "--vxid", key: "lmgr.vxid", given: vxid.is_some(), value: vxid },
+    ])
+}

@@ -44,27 +44,14 @@ const KNOBS: CommandKnobs = CommandKnobs {
 };
 
 pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
-    let fast_path_value = match args.fast_path.as_deref() {
-        None | Some("on") => "1",
-        Some("off") => "off",
-        Some(other) => return Err(Failure::input(format!("--fast-path must be on or off, got '{other}'"))),
-    };
+    let [fast_path_alias, vxid_alias] =
+        crate::knob_args::lmgr_flag_aliases(args.fast_path.as_deref(), args.vxid.as_deref())?;
     let partitions = args.partitions.map(|n| n.to_string());
     let knobs = args.common.resolve(
         &KNOBS,
         &[
-            FlagAlias {
-                flag: "--fast-path",
-                key: "lmgr.fast_path",
-                given: args.fast_path.is_some(),
-                value: Some(fast_path_value),
-            },
-            FlagAlias {
-                flag: "--vxid",
-                key: "lmgr.vxid",
-                given: args.vxid.is_some(),
-                value: args.vxid.as_deref(),
-            },
+            fast_path_alias,
+            vxid_alias,
             FlagAlias {
                 flag: "--partitions",
                 key: "lmgr.partitions",
