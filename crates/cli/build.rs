@@ -1,12 +1,15 @@
 //! Builds the simulating `lockstack` next to the ordinary one (for `--machine`).
 //!
-//! The simulated machine needs the sync facade's hook compiled in (`lockstack-common/sim-hook`),
+//! The simulated machine needs the sync facade's hook compiled in (`lockstack-common/sim`),
 //! which costs the production build a quarter of an uncontended LWLock acquisition, so the
 //! ordinary binary is built without it and this script builds a second one with it: a nested
 //! `cargo build -p lockstack-cli --features sim --bin lockstack` (the outer build's profile)
 //! into `<outer target dir>/sim`, its own target dir, so it never waits on the outer build's
 //! lock. The ordinary binary re-runs that one (`LOCKSTACK_SIM_BIN`, set here) when given
-//! `--machine`; the user never rebuilds with a flag.
+//! `--machine`; the user never rebuilds with a flag. A second binary target or package with
+//! the `sim` feature would not do: Cargo unifies a package's features over everything one
+//! invocation builds, so it would compile the hook into the ordinary binary too (see
+//! docs/ARCHITECTURE.md, "Where the std, loom and simulation backends are chosen").
 //!
 //! Skipped (no simulating binary; `--machine` then says how to build one): inside the nested
 //! build itself (`LOCKSTACK_SIM_NESTED`), under clippy (`RUSTC_WORKSPACE_WRAPPER`), under

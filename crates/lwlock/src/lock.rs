@@ -126,7 +126,7 @@ impl LwLock {
     /// `"<tranche> <instance>"` (`"LockManager 3"`, `"BufferMapping 17"`), and a read-biased
     /// lock's bias word as `"<tranche> <instance> bias"`, through
     /// [`hook::name_line`](lockstack_common::sync::hook::name_line) (nothing without the
-    /// `sim-hook` feature). Call it once the lock is at its final address (in its table).
+    /// `sim` feature). Call it once the lock is at its final address (in its table).
     pub fn name_line(&self) {
         let (t, i) = (self.tranche(), self.instance());
         self.name_line_as(|| format!("{} {i}", t.name()));

@@ -2,7 +2,7 @@
 //! parking, mutexes and threads run on the simulated machine, finish, repeat byte for byte,
 //! book their waits under the wait event's class, and a facade deadlock is an error, not a
 //! hang.
-#![cfg(feature = "facade")]
+#![cfg(feature = "sim")]
 
 use std::sync::Arc;
 

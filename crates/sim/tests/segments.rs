@@ -2,7 +2,7 @@
 //! simulation does and counts every one of them, on every thread; a deterministic run charges
 //! a table's segments and counts the ones the table lacks; the measured clock charges a
 //! segment the host interrupted its key's mean; cold misses can be left to the host.
-#![cfg(feature = "facade")]
+#![cfg(feature = "sim")]
 
 use lockstack_common::sync::{self, AtomicU64, Ordering, hook};
 use lockstack_sim::{

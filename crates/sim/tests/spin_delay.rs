@@ -2,7 +2,7 @@
 //! machine: a waiter that runs out of `spins_per_delay` sleeps, and its sleeps are booked as
 //! the wait event `Timeout:SpinDelay`, never as plain sleeping. A test binary of its own: the
 //! spin schedule it sets is process-wide.
-#![cfg(feature = "facade")]
+#![cfg(feature = "sim")]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! data through [`touch`], spin hints, yields, parks, clock reads, sleeps, spawns and joins,
 //! and the facade's thread-locals become per task.
 //!
-//! Cost: nothing unless the `sim-hook` cargo feature of `lockstack-common` is on (the test
+//! Cost: nothing unless the `sim` cargo feature of `lockstack-common` is on (the test
 //! builds turn it on through dev-dependencies; a simulating binary turns it on in its own
 //! build): without it every check is a constant `false` and the facade compiles to exactly the
 //! std operations. With it, each operation loads one process-global `AtomicBool` ("a
@@ -239,9 +239,9 @@ impl std::fmt::Debug for Simulation {
     }
 }
 
-/// Whether the dispatch is compiled in (the `sim-hook` feature). Without it every check below
+/// Whether the dispatch is compiled in (the `sim` feature). Without it every check below
 /// is a constant `false` and the facade compiles to exactly the std operations.
-const ENABLED: bool = cfg!(feature = "sim-hook");
+const ENABLED: bool = cfg!(feature = "sim");
 
 /// Set once, when the first simulation is installed, and never cleared.
 static EVER_INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -257,13 +257,13 @@ std::thread_local! {
 pub struct InstallGuard {
     prev: *const Simulation,
     /// Keeps the simulation alive while CURRENT points to it.
-    #[cfg_attr(not(feature = "sim-hook"), allow(dead_code))]
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
     sim: Arc<Simulation>,
 }
 
 /// Installs `sim` on the calling host thread until the guard drops; nests (the previous one
-/// comes back). Exists only with the `sim-hook` feature, which compiles the dispatch in.
-#[cfg(feature = "sim-hook")]
+/// comes back). Exists only with the `sim` feature, which compiles the dispatch in.
+#[cfg(feature = "sim")]
 pub fn install(sim: Arc<Simulation>) -> InstallGuard {
     install_inner(sim)
 }
@@ -275,7 +275,7 @@ pub(crate) fn install_inner(sim: Arc<Simulation>) -> InstallGuard {
     InstallGuard { prev, sim }
 }
 
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 impl InstallGuard {
     /// The installed simulation.
     pub fn simulation(&self) -> &Arc<Simulation> {
@@ -417,7 +417,7 @@ pub const LINE_NAMES_MAX: usize = 1 << 18;
 /// The process-global registry of line names: line index (`addr >> 6`) to name, the lines in
 /// the order they were first named (for eviction at the bound), and the count of names
 /// evicted. A host lock: taken briefly, with no facade operation inside.
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 struct LineNames {
     names: HashMap<usize, String>,
     order: VecDeque<usize>,
@@ -427,10 +427,10 @@ struct LineNames {
 }
 
 /// A range [`name_range`] named: first byte, length, namer of a line's offset.
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 type NamedRange = (usize, usize, fn(usize) -> String);
 
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
     static NAMES: std::sync::OnceLock<crate::sync::host::Mutex<LineNames>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
@@ -446,7 +446,7 @@ fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
 /// Names the 64-byte cache line holding `addr` for a simulation's statistics (its
 /// hottest-lines table: `"LockManager 3"`, `"buffer 17 state"`).
 ///
-/// With the `sim-hook` feature the name is recorded in a process-global registry whether or
+/// With the `sim` feature the name is recorded in a process-global registry whether or
 /// not a simulation is installed (the lock stack's shared structures are made before the
 /// simulated clients run), where [`line_name`] finds it, and it is also forwarded to the
 /// simulation installed on this thread, if any. A later name for the same line replaces the
@@ -454,15 +454,15 @@ fn line_names() -> &'static crate::sync::host::Mutex<LineNames> {
 /// feature this compiles to nothing and `name` is never called.
 #[inline(always)]
 pub fn name_line<F: FnOnce() -> String>(addr: *const u8, name: F) {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     name_line_slow(addr as usize, name());
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         let _ = (addr, name);
     }
 }
 
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 #[cold]
 #[inline(never)]
 fn name_line_slow(addr: usize, name: String) {
@@ -487,10 +487,10 @@ fn name_line_slow(addr: usize, name: String) {
 /// Names the lines a structure's fields sit on: each line holding one or more of `fields`
 /// (a field's name and address) is named `"<what> <field> + <field>"`, in the order given,
 /// through [`name_line`] (for structures whose fields are neither padded nor an array: the
-/// line layout is the compiler's, so the names follow it). Nothing without the `sim-hook`
+/// line layout is the compiler's, so the names follow it). Nothing without the `sim`
 /// feature.
 pub fn name_fields(what: &str, fields: &[(&str, *const u8)]) {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     {
         let mut lines: Vec<(usize, Vec<&str>)> = Vec::new();
         for &(name, addr) in fields {
@@ -508,7 +508,7 @@ pub fn name_fields(what: &str, fields: &[(&str, *const u8)]) {
             name_line((line * LINE_BYTES) as *const u8, || format!("{what} {}", names.join(" + ")));
         }
     }
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         let _ = (what, fields);
     }
@@ -516,9 +516,9 @@ pub fn name_fields(what: &str, fields: &[(&str, *const u8)]) {
 
 /// Names the lines of an array's elements as `"<what> <i>"`, or `"<what> <i>-<j>"` for a line
 /// that holds elements `i..=j` (twelve-byte `PgXact`s share lines, padded ones do not), through
-/// [`name_line`]. Nothing without the `sim-hook` feature.
+/// [`name_line`]. Nothing without the `sim` feature.
 pub fn name_elements<T>(s: &[T], what: &str) {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     {
         let addr = |k: usize| s.as_ptr() as usize + k * size_of::<T>();
         let mut i = 0;
@@ -534,17 +534,17 @@ pub fn name_elements<T>(s: &[T], what: &str) {
             i = j + 1;
         }
     }
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         let _ = (s, what);
     }
 }
 
 /// The name [`name_line`] last gave the 64-byte line holding `addr` (any address in the line),
-/// or `None` (never named, evicted at the bound, or the `sim-hook` feature is off). For a
+/// or `None` (never named, evicted at the bound, or the `sim` feature is off). For a
 /// simulation backend's or a report's hottest-lines table.
 pub fn line_name(addr: usize) -> Option<String> {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     {
         let reg = line_names().lock();
         if let Some(n) = reg.names.get(&(addr / LINE_BYTES)) {
@@ -554,7 +554,7 @@ pub fn line_name(addr: usize) -> Option<String> {
         let line = addr / LINE_BYTES * LINE_BYTES;
         reg.ranges.iter().rev().find(|(a, len, _)| line >= *a && line < a + len).map(|(a, _, f)| f(line - a))
     }
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         let _ = addr;
         None
@@ -565,31 +565,31 @@ pub fn line_name(addr: usize) -> Option<String> {
 /// gets the line's offset from `addr` and returns its name (`"buffer 17 page +0"` for a page
 /// header). For large arrays of structures nobody names one by one (the buffer pool's pages):
 /// one registration, no per-line string. A later range wins where two overlap. Without the
-/// `sim-hook` feature it does nothing.
+/// `sim` feature it does nothing.
 pub fn name_range(addr: *const u8, len: usize, namer: fn(usize) -> String) {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     line_names().lock().ranges.push((addr as usize, len, namer));
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         let _ = (addr, len, namer);
     }
 }
 
 /// How many names [`name_line`] evicted because the registry held [`LINE_NAMES_MAX`] lines
-/// (zero without the `sim-hook` feature).
+/// (zero without the `sim` feature).
 pub fn line_names_dropped() -> u64 {
-    #[cfg(feature = "sim-hook")]
+    #[cfg(feature = "sim")]
     {
         line_names().lock().dropped
     }
-    #[cfg(not(feature = "sim-hook"))]
+    #[cfg(not(feature = "sim"))]
     {
         0
     }
 }
 
 /// True while a simulation is installed on this host thread (the running code is a simulated
-/// task). Constant `false` without the `sim-hook` feature.
+/// task). Constant `false` without the `sim` feature.
 #[inline]
 pub fn simulated() -> bool {
     installed_here()
@@ -674,7 +674,7 @@ impl Drop for WaitClassScope {
 /// LWLock's absorbed wake-up, the harness's gates), so that a simulated machine's report names
 /// them rather than leaving them unclassified. Nothing is published to the backend's wait-event
 /// slot (the native wait-event profile is unchanged), and nothing at all happens outside a
-/// simulation (one predicted branch with the `sim-hook` feature, nothing without it).
+/// simulation (one predicted branch with the `sim` feature, nothing without it).
 #[inline]
 pub fn wait_class(class: &'static str) -> WaitClassScope {
     let prev = if ENABLED && EVER_INSTALLED.load(Ordering::Relaxed) {
@@ -733,7 +733,7 @@ impl Drop for PgRegionScope {
 /// length rather than this crate's. Regions nest (a statement's region holds the lock
 /// manager's); each charges its own count, which excludes its inner regions'. Put a region
 /// that stands for work under a lock inside that lock's hold, so that its cost is serial.
-/// Nothing happens outside a simulation (one predicted branch with the `sim-hook` feature,
+/// Nothing happens outside a simulation (one predicted branch with the `sim` feature,
 /// nothing without it).
 #[inline]
 #[track_caller]
@@ -781,11 +781,11 @@ static PHASE_RUNNER: std::sync::OnceLock<PhaseRunner> = std::sync::OnceLock::new
 
 /// Registers the runner that [`measured_phase`] hands workloads' measured phases to (for
 /// `--machine`: the phase runs on the simulated machine while set-up ran natively). Exists
-/// only with the `sim-hook` feature.
+/// only with the `sim` feature.
 ///
 /// # Errors
 /// A runner was registered before (the one that is kept).
-#[cfg(feature = "sim-hook")]
+#[cfg(feature = "sim")]
 pub fn set_phase_runner(runner: PhaseRunner) -> Result<(), PhaseRunner> {
     PHASE_RUNNER.set(runner)
 }
@@ -793,7 +793,7 @@ pub fn set_phase_runner(runner: PhaseRunner) -> Result<(), PhaseRunner> {
 /// Runs `f`, a workload's measured phase (its clients, workers or sessions, its timer and
 /// progress reports): on the simulated machine when a simulating binary registered a runner
 /// ([`set_phase_runner`]) and no simulation runs on this thread yet, else directly. Without
-/// the `sim-hook` feature it is `f()`.
+/// the `sim` feature it is `f()`.
 pub fn measured_phase<R>(f: impl FnOnce() -> R) -> R {
     if !ENABLED || installed_here() {
         return f();
