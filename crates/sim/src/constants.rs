@@ -152,8 +152,9 @@ mod tests {
         assert!(keys.contains(&"costs.owner_grace_ns".to_string()));
         assert!(keys.contains(&"pgbench.wal_flush_us".to_string()));
         assert!(!keys.iter().any(|k| k.contains("remote")), "{keys:?}");
-        // 19 scalar costs (remote excluded) and the 3 client costs.
-        assert_eq!(keys.len(), 22, "{keys:?}");
+        // 20 scalar costs (remote and the arbitration's name excluded) and the 3 client costs.
+        assert_eq!(keys.len(), 23, "{keys:?}");
+        assert!(!keys.contains(&"costs.arbitration".to_string()), "{keys:?}");
         assert_eq!(p.constant("costs.owner_grace_ns"), Some(20.0));
         assert_eq!(p.constant("topology.sockets"), None);
     }

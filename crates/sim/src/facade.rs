@@ -1,8 +1,8 @@
 //! The sync facade's simulation backend: [`FacadeBackend`] implements
 //! `lockstack_common::sync::hook::SimBackend` on top of [`crate::task`], so that the lock
 //! stack's own code (every atomic, park, clock read, spawn of `lockstack_common::sync`) runs on
-//! the simulated machine. Behind the crate feature `facade`, which turns on
-//! `lockstack-common/sim-hook` (the production binary is built without it: see docs/sim.md).
+//! the simulated machine. Behind the crate feature `sim`, which turns on
+//! `lockstack-common/sim` (the production binary is built without it: see docs/sim.md).
 //!
 //! [`run`] is the entry point: it installs the backend on the host thread for the length of a
 //! [`Simulation::run`], so the closure and every task it spawns through the facade are

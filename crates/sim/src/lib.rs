@@ -24,30 +24,35 @@
 //! See docs/sim.md for the model, the built-in profiles with their citations, and what the
 //! model leaves out.
 
+mod account;
 mod cache;
 pub mod calibrate;
+mod coherence;
 pub mod constants;
 mod exec;
-#[cfg(feature = "facade")]
+#[cfg(feature = "sim")]
 pub mod facade;
 mod hostclock;
 pub mod machine;
 pub mod pgcosts;
 pub mod profile;
+mod sched;
+mod segments;
+mod state;
 pub mod stats;
 pub mod task;
-#[cfg(feature = "facade")]
+#[cfg(feature = "sim")]
 pub mod timer;
 
-pub use exec::{
-    BlockedTask, ClockMode, MAX_SEGMENT_TABLE_BYTES, SegmentCost, SegmentTable, SimConfig, SimError,
-    Simulation, TaskId,
-};
+pub use exec::{BlockedTask, SimError, Simulation};
 pub use machine::Access;
 pub use pgcosts::{PgCostFile, PgCostRates};
 pub use profile::{
-    CacheSizes, ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost, Topology,
+    Arbitration, CacheSizes, ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost,
+    Topology,
 };
+pub use segments::{MAX_SEGMENT_TABLE_BYTES, SegmentCost, SegmentTable};
+pub use state::{ClockMode, SimConfig, TaskId};
 pub use stats::{
     CacheStats, HostStats, LineStats, RegionStats, SimReport, SimStats, StructureMisses, TaskStats,
     TimeSources, structure_of,

@@ -62,6 +62,9 @@ pub(crate) struct Machine {
     /// How long a core keeps a line it received by a read miss before a queued request from
     /// another core takes it (`costs.owner_grace_ns`).
     pub(crate) grace: u64,
+    /// `Some(bound)` under nearest-first arbitration (`costs.arbitration_bound` hand-offs),
+    /// `None` under FIFO.
+    pub(crate) arbitration_bound: Option<u32>,
     pub(crate) fence: u64,
     pub(crate) pause: u64,
     pub(crate) clock_read: u64,
@@ -122,6 +125,10 @@ impl Machine {
             same_node: ps(c.same_node_ns),
             rmw: ps(c.atomic_rmw_ns),
             grace: ps(c.owner_grace_ns),
+            arbitration_bound: match c.arbitration {
+                crate::profile::Arbitration::Fifo => None,
+                crate::profile::Arbitration::NearestFirst => Some(c.arbitration_bound.floor() as u32),
+            },
             fence: ps(c.fence_ns),
             pause: ps(c.pause_ns),
             clock_read: ps(c.clock_read_ns),
@@ -237,6 +244,9 @@ pub(crate) struct Line {
     /// Tasks whose miss waits for the line, in arrival order: the head has a resume event at
     /// the time the line is free for it, the others wait for it to be served.
     pub(crate) waiters: VecDeque<u32>,
+    /// Hand-offs in a row that went to a nearer waiter while the oldest one waited (reset
+    /// when the oldest is served): the bound of nearest-first arbitration.
+    bypassed: u32,
     /// The NUMA node whose memory holds it (the node of the first core to touch it).
     home: u32,
     /// Order of first touch in this run (names unnamed lines deterministically).
@@ -396,6 +406,39 @@ impl Lines {
         Some((task, l.busy_until))
     }
 
+    /// Nearest-first arbitration (a no-op under FIFO): before the next head of `line`'s queue
+    /// is resumed, moves the waiter nearest to core `from` (the core just served; distance is
+    /// the profile's transfer cost, 0 for the same core, ties to the earlier arrival) to the
+    /// head, unless the oldest waiter was passed over `arbitration_bound` times in a row
+    /// already: then the oldest is served. `core_of` gives a waiter's core (`None`: treated
+    /// as farthest). Called when no waiter has a resume event (the head has just left).
+    pub(crate) fn arbitrate(
+        &mut self,
+        m: &Machine,
+        line: u64,
+        from: u32,
+        core_of: impl Fn(u32) -> Option<u32>,
+    ) {
+        let Some(bound) = m.arbitration_bound else { return };
+        let Some(l) = self.map.get_mut(&line) else { return };
+        if l.waiters.len() < 2 || l.bypassed >= bound {
+            l.bypassed = 0;
+            return;
+        }
+        let dist = |w: u32| match core_of(w) {
+            Some(c) if c == from => 0,
+            Some(c) => m.transfer(from, c),
+            None => u64::MAX,
+        };
+        let best = l.waiters.iter().enumerate().min_by_key(|&(i, &w)| (dist(w), i)).map_or(0, |(i, _)| i);
+        if best == 0 {
+            l.bypassed = 0;
+        } else if let Some(w) = l.waiters.remove(best) {
+            l.waiters.push_front(w);
+            l.bypassed += 1;
+        }
+    }
+
     /// Charges an access of `access` kind by hardware thread `hw` to line `line`, issued at
     /// time `t` (ps); returns the time the access completes. Updates the coherence state.
     ///
@@ -437,6 +480,7 @@ impl Lines {
             grace_core: NO_CORE,
             grace_until: 0,
             waiters: VecDeque::new(),
+            bypassed: 0,
             home: m.core_node[core as usize],
             first_touch: next,
             transfers: 0,

@@ -207,6 +207,16 @@ pub struct Costs {
     /// fill have used it). Without it every CAS loop under contention fails until the queue
     /// drains. Assumed in every built-in profile; see docs/sim.md.
     pub owner_grace_ns: f64,
+    /// Which waiter a contended line is handed to next when several cores queue for it
+    /// (default `fifo`, arrival order). See [`Arbitration`].
+    #[serde(default)]
+    pub arbitration: Arbitration,
+    /// Under `arbitration = "nearest-first"`: how many hand-offs in a row the oldest waiter of
+    /// a line may be passed over for nearer ones before it is served (its wait is bounded:
+    /// a waiter k-th in arrival order is served within k x (bound + 1) hand-offs). Read as a
+    /// whole number (the fraction is dropped); unused under `fifo`. Default 4.
+    #[serde(default = "default_arbitration_bound")]
+    pub arbitration_bound: f64,
     /// A full fence (`mfence`, `sync`).
     pub fence_ns: f64,
     /// One spin-wait hint (`pause`, `or 27,27,27`).
@@ -236,6 +246,25 @@ pub struct Costs {
     /// `clock_ghz` it gives the rate at which `--costs postgres` charges PostgreSQL's
     /// instruction counts ([`Costs::instructions_per_ns`]); cited or "assumed" in the profile.
     pub postgres_ipc: f64,
+}
+
+/// The default of [`Costs::arbitration_bound`].
+fn default_arbitration_bound() -> f64 {
+    4.0
+}
+
+/// How the coherence fabric picks the next owner of a line several cores wait for
+/// (`costs.arbitration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arbitration {
+    /// In the order the requests arrived (a fair directory or home agent).
+    #[default]
+    Fifo,
+    /// The waiter nearest (by the profile's transfer cost, ties to the earlier arrival) to the
+    /// core that just received the line, so a line tends to stay within a die or socket, the
+    /// NUMA unfairness hierarchical locks exploit; bounded by [`Costs::arbitration_bound`].
+    NearestFirst,
 }
 
 impl Costs {
@@ -448,6 +477,7 @@ impl MachineProfile {
             ("memory_ns", c.memory_ns),
             ("atomic_rmw_ns", c.atomic_rmw_ns),
             ("owner_grace_ns", c.owner_grace_ns),
+            ("arbitration_bound", c.arbitration_bound),
             ("fence_ns", c.fence_ns),
             ("pause_ns", c.pause_ns),
             ("clock_read_ns", c.clock_read_ns),

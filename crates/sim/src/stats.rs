@@ -16,7 +16,7 @@ pub struct SimReport {
     /// In measured mode, the segment costs the run observed (the calibration of the
     /// deterministic mode); empty in deterministic mode.
     #[serde(skip)]
-    pub segments: crate::exec::SegmentTable,
+    pub segments: crate::segments::SegmentTable,
 }
 
 /// Host-side timing of one run.

@@ -18,26 +18,14 @@
 //! once without effect, so that abandoned tasks can unwind.
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::panic::Location;
 use std::time::Duration;
 
-pub use crate::exec::TaskId;
-use crate::exec::{After, CURRENT, Exec, SITE_EXIT, State, duration_ps, ps_of};
 pub use crate::machine::Access;
-use crate::machine::{LINE_SHIFT, Served};
-
-/// The running simulation's executor.
-pub(crate) fn exec() -> &'static RefCell<Exec> {
-    let p = CURRENT.with(|c| c.get());
-    assert!(!p.is_null(), "lockstack_sim::task: called outside a simulation");
-    // SAFETY: `CURRENT` is non-null only while `Simulation::run` runs on this thread, and
-    // points into the `Box<RefCell<Exec>>` that `run` owns and keeps alive until after it
-    // resets `CURRENT` (its `CurrentGuard` drops before the box). No caller keeps the
-    // reference past the operation it is called in, and the `'static` never escapes this
-    // crate.
-    unsafe { &*p }
-}
+use crate::machine::LINE_SHIFT;
+pub use crate::state::TaskId;
+pub(crate) use crate::state::exec;
+use crate::state::{After, CURRENT, Exec, NONE, SITE_EXIT, State, duration_ps, ps_of};
 
 /// True while a simulated task runs on this host thread (the facade's check for "use the
 /// simulation backend").
@@ -115,54 +103,6 @@ fn op(site: &'static Location<'static>, mut f: impl FnMut(&mut Exec, u32) -> Aft
 impl Exec {
     fn measured_mode(&self) -> bool {
         self.tasks[self.current as usize].seg_start.is_some()
-    }
-
-    /// Charges an access to every line of `[addr, addr + len)`. One line: through the line's
-    /// queue ([`crate::machine::Lines::try_access`]), answering [`After::Retry`] while the
-    /// task waits for it. Several lines (a page, a tuple): issued one L1 cycle apart (misses
-    /// overlap), each served after its line's transfer in flight without queueing, and the
-    /// clock advances to the last completion.
-    fn access_range(&mut self, id: u32, addr: usize, len: usize, access: Access) -> After {
-        let len = len.max(1);
-        let first = (addr as u64) >> LINE_SHIFT;
-        let last = (addr as u64).saturating_add(len as u64 - 1) >> LINE_SHIFT;
-        let t = &self.tasks[id as usize];
-        let (hw, start) = (t.hw, t.clock);
-        if first == last {
-            return match self.lines.try_access(&self.m, hw, first, access, start, id) {
-                Served::Done(done, left_queue) => {
-                    self.charge(id, done - start);
-                    if left_queue {
-                        self.resume_line_head(first);
-                    }
-                    After::Continue
-                }
-                Served::RetryAt(at) => {
-                    self.charge(id, at - start);
-                    self.push_resume(id);
-                    After::Retry
-                }
-                Served::Queued => After::Retry,
-            };
-        }
-        let mut done = start;
-        for (i, line) in (first..=last).enumerate() {
-            let issue = start + i as u64 * self.m.l1;
-            done = done.max(self.lines.access(&self.m, hw, line, access, issue));
-        }
-        self.charge(id, done - start);
-        After::Continue
-    }
-
-    /// Gives the head of `line`'s queue (if a task waits) a resume event at the time the line
-    /// is free for it; the time until then is charged to it as a stall.
-    fn resume_line_head(&mut self, line: u64) {
-        if let Some((task, free)) = self.lines.head(line) {
-            let clock = self.tasks[task as usize].clock;
-            let at = free.max(clock);
-            self.charge(task, at - clock);
-            self.push_resume(task);
-        }
     }
 }
 
@@ -403,7 +343,7 @@ pub fn spawn_at(
         new = Some(ex.new_task(name.to_string(), at, body));
         After::Continue
     });
-    TaskId(new.unwrap_or(crate::exec::NONE))
+    TaskId(new.unwrap_or(NONE))
 }
 
 /// Waits for `task` to finish; returns its panic payload if it panicked. The joiner frees its
@@ -452,7 +392,7 @@ pub fn join_at(task: TaskId, site: &'static Location<'static>) -> Result<(), Box
     t.outcome.take().unwrap_or(Ok(()))
 }
 
-/// The task's exit operation (the end of [`crate::exec`]'s task body).
+/// The task's exit operation (the end of the task body in [`crate::exec`]).
 pub(crate) fn exit(outcome: Result<(), Box<dyn Any + Send + 'static>>) {
     let mut outcome = Some(outcome);
     let end_ticks = crate::hostclock::ticks();

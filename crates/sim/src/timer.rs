@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use lockstack_common::sync::hook::{self, Access, Counting, SimBackend, Site, TaskId};
 
-use crate::exec::{SegmentCost, SegmentTable};
 use crate::facade::op_sites;
 use crate::hostclock::{ns_per_tick, ticks};
+use crate::segments::{SegmentCost, SegmentTable};
 
 /// Segments timed on one host thread: `(from site, to site)` (pointers of `Location`s; 0 is a
 /// thread's start) to (ticks, samples).
