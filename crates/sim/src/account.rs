@@ -156,8 +156,8 @@ impl Exec {
         self.charge(id, cost);
     }
 
-    /// True when another event comes before the running task's clock, so it must wait its
-
+    /// The run's statistics: the `top` hottest lines, every task's time by state, where the
+    /// time came from; `mode` names the clock mode.
     pub(crate) fn stats(&self, top: usize, mode: &str) -> SimStats {
         let mut lines: Vec<(&u64, &crate::machine::Line)> = self.lines.map.iter().collect();
         lines.sort_by_key(|(_, l)| (Reverse(l.transfers), l.first_touch));
@@ -250,6 +250,7 @@ impl Exec {
         stats
     }
 
+    /// The segment table a measured run filled (empty in deterministic mode).
     pub(crate) fn segment_table(&self) -> SegmentTable {
         let mut out = SegmentTable::default();
         if let Some(measured) = &self.measured {

@@ -7,7 +7,44 @@
 //! added to [`Costs`](crate::profile::Costs) or [`ClientCosts`](crate::profile::ClientCosts) is
 //! a constant without a list to update here.
 
-use crate::profile::MachineProfile;
+use crate::profile::{InvalidProfile, MachineProfile};
+
+/// Why a constant could not be named or set, or an `assumed` list is wrong (each one line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConstantError {
+    /// `name` is no constant of the profile (neither a full key nor an unambiguous last part).
+    #[error("{name:?} is no constant of machine profile {profile}; its constants: {}", keys.join(", "))]
+    Unknown {
+        /// The name as given.
+        name: String,
+        /// The profile's name.
+        profile: String,
+        /// Its constants, `section.key`.
+        keys: Vec<String>,
+    },
+    /// The overridden values make the profile unreadable or invalid (a negative latency).
+    #[error("machine profile {profile}: {message}")]
+    Invalid {
+        /// The profile's name.
+        profile: String,
+        /// What is wrong (the parser's or the validation's message).
+        message: String,
+    },
+    /// An `assumed` entry is no constant of the profile.
+    #[error("assumed: {entry:?} is no constant of the profile; its constants: {}", keys.join(", "))]
+    AssumedUnknown {
+        /// The entry.
+        entry: String,
+        /// The profile's constants.
+        keys: Vec<String>,
+    },
+    /// An `assumed` entry appears twice.
+    #[error("assumed: {entry:?} is listed twice")]
+    AssumedTwice {
+        /// The entry.
+        entry: String,
+    },
+}
 
 /// The sections whose numbers are constants, in the order [`MachineProfile::constant_keys`]
 /// lists them.
@@ -46,8 +83,8 @@ impl MachineProfile {
     /// its last part alone (`owner_grace_ns`, when one section has it).
     ///
     /// # Errors
-    /// One line naming `name` and listing the profile's constants.
-    pub fn constant_key(&self, name: &str) -> Result<String, String> {
+    /// [`ConstantError::Unknown`]: one line naming `name` and listing the profile's constants.
+    pub fn constant_key(&self, name: &str) -> Result<String, ConstantError> {
         let keys = self.constant_keys();
         if keys.iter().any(|k| k == name) {
             return Ok(name.to_string());
@@ -56,11 +93,7 @@ impl MachineProfile {
             keys.iter().filter(|k| k.split_once('.').is_some_and(|(_, n)| n == name)).collect();
         match short.as_slice() {
             [one] => Ok((*one).clone()),
-            _ => Err(format!(
-                "{name:?} is no constant of machine profile {}; its constants: {}",
-                self.name,
-                keys.join(", ")
-            )),
+            _ => Err(ConstantError::Unknown { name: name.to_string(), profile: self.name.clone(), keys }),
         }
     }
 
@@ -68,9 +101,9 @@ impl MachineProfile {
     /// takes them), validated again; `name` and `description` are kept.
     ///
     /// # Errors
-    /// One line: an unknown key (with the valid ones), or the profile the values make invalid
-    /// (a negative latency).
-    pub fn with_constants(&self, overrides: &[(String, f64)]) -> Result<Self, String> {
+    /// [`ConstantError::Unknown`] for an unknown key (with the valid ones),
+    /// [`ConstantError::Invalid`] for the profile the values make invalid (a negative latency).
+    pub fn with_constants(&self, overrides: &[(String, f64)]) -> Result<Self, ConstantError> {
         let mut value = toml::Value::try_from(self).expect("a profile serializes");
         for (name, v) in overrides {
             let key = self.constant_key(name)?;
@@ -81,30 +114,28 @@ impl MachineProfile {
                 .expect("constant_key found the section");
             table.insert(field.to_string(), toml::Value::Float(*v));
         }
-        let p: MachineProfile =
-            value.try_into().map_err(|e| format!("machine profile {}: {e}", self.name))?;
-        p.validate().map_err(|e| format!("machine profile {}: {e}", self.name))?;
+        let invalid = |message: String| ConstantError::Invalid { profile: self.name.clone(), message };
+        let p: MachineProfile = value.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+        p.validate().map_err(|e: InvalidProfile| invalid(e.to_string()))?;
         Ok(p)
     }
 
     /// Checks the `assumed` list: each entry one of [`MachineProfile::constant_keys`], none twice.
     ///
     /// # Errors
-    /// One line naming the first bad entry.
-    pub fn validate_assumed(&self) -> Result<(), String> {
+    /// [`ConstantError::AssumedUnknown`] or [`ConstantError::AssumedTwice`] for the first bad
+    /// entry.
+    pub fn validate_assumed(&self) -> Result<(), ConstantError> {
         if self.assumed.is_empty() {
             return Ok(());
         }
         let keys = self.constant_keys();
         for (i, a) in self.assumed.iter().enumerate() {
             if !keys.contains(a) {
-                return Err(format!(
-                    "assumed: {a:?} is no constant of the profile; its constants: {}",
-                    keys.join(", ")
-                ));
+                return Err(ConstantError::AssumedUnknown { entry: a.clone(), keys });
             }
             if self.assumed[..i].contains(a) {
-                return Err(format!("assumed: {a:?} is listed twice"));
+                return Err(ConstantError::AssumedTwice { entry: a.clone() });
             }
         }
         Ok(())
@@ -167,9 +198,9 @@ mod tests {
         assert_eq!(q.costs.atomic_rmw_ns, p.costs.atomic_rmw_ns);
         let q = p.with_constants(&[("pgbench.client_rtt_us".to_string(), 5.0)]).unwrap();
         assert_eq!(q.pgbench.client_rtt_us, 5.0);
-        let e = p.with_constants(&[("costs.owner_grace".to_string(), 1.0)]).unwrap_err();
+        let e = p.with_constants(&[("costs.owner_grace".to_string(), 1.0)]).unwrap_err().to_string();
         assert!(e.contains("costs.owner_grace_ns") && !e.contains('\n'), "{e}");
-        let e = p.with_constants(&[("atomic_rmw_ns".to_string(), -1.0)]).unwrap_err();
+        let e = p.with_constants(&[("atomic_rmw_ns".to_string(), -1.0)]).unwrap_err().to_string();
         assert!(e.contains("atomic_rmw_ns"), "{e}");
     }
 

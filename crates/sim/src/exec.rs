@@ -130,6 +130,7 @@ impl Drop for TeardownGuard<'_> {
 }
 
 impl Exec {
+    /// The error of a run that ran out of events: every unfinished task and what it waits on.
     pub(crate) fn deadlock(&self) -> SimError {
         let at = self.tasks.iter().filter(|t| t.state != State::Finished).map(|t| t.since).max().unwrap_or(0);
         let tasks = self

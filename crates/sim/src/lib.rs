@@ -44,12 +44,13 @@ pub mod task;
 #[cfg(feature = "sim")]
 pub mod timer;
 
+pub use constants::ConstantError;
 pub use exec::{BlockedTask, SimError, Simulation};
 pub use machine::Access;
-pub use pgcosts::{PgCostFile, PgCostRates};
+pub use pgcosts::{PgCostError, PgCostFile, PgCostRates};
 pub use profile::{
-    Arbitration, CacheSizes, ClientCosts, Costs, MAX_PROFILE_BYTES, MachineProfile, ProfileError, RemoteCost,
-    Topology,
+    Arbitration, CacheSizes, ClientCosts, Costs, InvalidProfile, MAX_PROFILE_BYTES, MachineProfile,
+    ProfileError, RemoteCost, Topology,
 };
 pub use segments::{MAX_SEGMENT_TABLE_BYTES, SegmentCost, SegmentTable};
 pub use state::{ClockMode, SimConfig, TaskId};

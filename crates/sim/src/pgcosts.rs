@@ -78,6 +78,31 @@ pub struct ReleaseCost {
     pub extra: BTreeMap<String, toml::Value>,
 }
 
+/// Why a PostgreSQL cost file could not be read (each one line naming the file).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PgCostError {
+    /// Not TOML of the cost file's shape.
+    #[error("{file}: {message}")]
+    Parse {
+        /// The file (or the built-in table's path).
+        file: String,
+        /// The parser's message, on one line.
+        message: String,
+    },
+    /// A count that is negative or not finite.
+    #[error("{file}: region \"{region}\": {what} must be a finite count >= 0, got {value}")]
+    BadCount {
+        /// The file.
+        file: String,
+        /// The region's name.
+        region: String,
+        /// The field (`instructions`, `release.9.6.per_item`).
+        what: String,
+        /// The value found.
+        value: f64,
+    },
+}
+
 impl PgCostFile {
     /// The cost table built into this crate (crates/sim/costs/pg15.toml).
     ///
@@ -94,17 +119,24 @@ impl PgCostFile {
     /// Parses a cost file.
     ///
     /// # Errors
-    /// One line naming `source`: not TOML of this shape, or a negative or non-finite count.
-    pub fn from_toml(text: &str, source: &str) -> Result<PgCostFile, String> {
-        let f: PgCostFile = toml::from_str(text).map_err(|e| {
-            format!("{source}: {}", e.to_string().lines().collect::<Vec<_>>().join(" ").trim())
+    /// One line naming `source`: [`PgCostError::Parse`] for text that is not TOML of this
+    /// shape, [`PgCostError::BadCount`] for a negative or non-finite count.
+    pub fn from_toml(text: &str, source: &str) -> Result<PgCostFile, PgCostError> {
+        let f: PgCostFile = toml::from_str(text).map_err(|e| PgCostError::Parse {
+            file: source.to_string(),
+            message: e.to_string().lines().collect::<Vec<_>>().join(" ").trim().to_string(),
         })?;
         for (name, r) in &f.region {
             let check = |what: &str, v: f64| {
                 if v.is_finite() && v >= 0.0 {
                     Ok(())
                 } else {
-                    Err(format!("{source}: region \"{name}\": {what} must be a finite count >= 0, got {v}"))
+                    Err(PgCostError::BadCount {
+                        file: source.to_string(),
+                        region: name.clone(),
+                        what: what.to_string(),
+                        value: v,
+                    })
                 }
             };
             check("instructions", r.instructions)?;
@@ -232,7 +264,9 @@ instructions = 50.0
 
     #[test]
     fn bad_counts_name_the_region() {
-        let e = PgCostFile::from_toml("[meta]\n[region.x]\ninstructions = -1.0\n", "f.toml").unwrap_err();
+        let e = PgCostFile::from_toml("[meta]\n[region.x]\ninstructions = -1.0\n", "f.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("f.toml") && e.contains("\"x\""), "{e}");
     }
 

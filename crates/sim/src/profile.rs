@@ -88,35 +88,39 @@ impl CacheSizes {
     }
 
     /// Checks the sizes against the topology (`cores`, `cores_per_llc`).
-    fn validate(&self, cores: u32, cores_per_llc: u32) -> Result<(), String> {
+    fn validate(&self, cores: u32, cores_per_llc: u32) -> Result<(), InvalidProfile> {
         for (what, lines, ways) in
             [("private", self.private_lines(), self.private_ways), ("llc", self.llc_lines(), self.llc_ways)]
         {
             if lines == 0 || ways == 0 {
-                return Err(format!("caches.{what}_kib and caches.{what}_ways must be at least 1"));
+                return Err(format!("caches.{what}_kib and caches.{what}_ways must be at least 1").into());
             }
             if !lines.is_multiple_of(u64::from(ways)) {
                 return Err(format!(
                     "caches.{what}_ways {ways} does not divide the cache's {lines} lines of 64 bytes"
-                ));
+                )
+                .into());
             }
         }
         if self.llc_lines() < self.private_lines() * u64::from(cores_per_llc) {
             return Err(format!(
                 "caches.llc_kib {} is smaller than its {cores_per_llc} cores' private caches ({} KiB each); the model's LLC is inclusive",
                 self.llc_kib, self.private_kib
-            ));
+            ).into());
         }
         let total = self.private_lines() * u64::from(cores)
             + self.llc_lines() * u64::from(cores / cores_per_llc.max(1));
         if total > MAX_CACHE_LINES {
             return Err(format!(
                 "the caches hold {total} lines in all; at most {MAX_CACHE_LINES} are supported"
-            ));
+            )
+            .into());
         }
         let v = self.llc_hit_ns;
         if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-            return Err(format!("caches.llc_hit_ns is {v}; it must be a finite number of ns in 0..1e9"));
+            return Err(
+                format!("caches.llc_hit_ns is {v}; it must be a finite number of ns in 0..1e9").into()
+            );
         }
         Ok(())
     }
@@ -275,6 +279,33 @@ impl Costs {
     }
 }
 
+/// Why a parsed profile is inconsistent: one line naming the field (`costs.memory_ns is -1; it
+/// must be ...`), as [`MachineProfile::validate`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidProfile {
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+impl From<String> for InvalidProfile {
+    fn from(message: String) -> Self {
+        InvalidProfile { message }
+    }
+}
+
+impl From<&str> for InvalidProfile {
+    fn from(message: &str) -> Self {
+        InvalidProfile { message: message.to_string() }
+    }
+}
+
+impl From<crate::constants::ConstantError> for InvalidProfile {
+    fn from(e: crate::constants::ConstantError) -> Self {
+        InvalidProfile { message: e.to_string() }
+    }
+}
+
 /// Why a profile could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileError {
@@ -358,7 +389,7 @@ impl MachineProfile {
     pub fn from_toml(text: &str, source: &str) -> Result<Self, ProfileError> {
         let p: MachineProfile = toml::from_str(text)
             .map_err(|e| ProfileError::Parse { source: source.to_string(), message: e.to_string() })?;
-        p.validate().map_err(|message| ProfileError::Invalid { source: source.to_string(), message })?;
+        p.validate().map_err(|e| ProfileError::Invalid { source: source.to_string(), message: e.message })?;
         Ok(p)
     }
 
@@ -420,7 +451,7 @@ impl MachineProfile {
     ///
     /// # Errors
     /// A one-line description of the first inconsistency found.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidProfile> {
         let t = &self.topology;
         for (what, v) in [
             ("topology.sockets", t.sockets),
@@ -430,40 +461,45 @@ impl MachineProfile {
             ("topology.numa_nodes", t.numa_nodes),
         ] {
             if v == 0 {
-                return Err(format!("{what} must be at least 1"));
+                return Err(format!("{what} must be at least 1").into());
             }
         }
         let cores = t.sockets.checked_mul(t.cores_per_socket).ok_or("too many cores")?;
         if cores > MAX_CORES {
-            return Err(format!("{cores} cores; at most {MAX_CORES} are supported"));
+            return Err(format!("{cores} cores; at most {MAX_CORES} are supported").into());
         }
         let hw = cores.checked_mul(t.threads_per_core).ok_or("too many hardware threads")?;
         if hw > MAX_HW_THREADS {
-            return Err(format!("{hw} hardware threads; at most {MAX_HW_THREADS} are supported"));
+            return Err(format!("{hw} hardware threads; at most {MAX_HW_THREADS} are supported").into());
         }
         if !cores.is_multiple_of(t.cores_per_llc) {
-            return Err(format!("topology.cores_per_llc {} does not divide {cores} cores", t.cores_per_llc));
+            return Err(
+                format!("topology.cores_per_llc {} does not divide {cores} cores", t.cores_per_llc).into()
+            );
         }
         if !cores.is_multiple_of(t.numa_nodes) {
-            return Err(format!("topology.numa_nodes {} does not divide {cores} cores", t.numa_nodes));
+            return Err(format!("topology.numa_nodes {} does not divide {cores} cores", t.numa_nodes).into());
         }
         let n = t.numa_nodes as usize;
         if t.numa_distances.len() != n || t.numa_distances.iter().any(|r| r.len() != n) {
-            return Err(format!("topology.numa_distances must be {n} rows of {n} entries"));
+            return Err(format!("topology.numa_distances must be {n} rows of {n} entries").into());
         }
         for (i, row) in t.numa_distances.iter().enumerate() {
             for (j, &d) in row.iter().enumerate() {
                 if i == j && d != 10 {
-                    return Err(format!("topology.numa_distances[{i}][{i}] is {d}; the diagonal is 10"));
+                    return Err(
+                        format!("topology.numa_distances[{i}][{i}] is {d}; the diagonal is 10").into()
+                    );
                 }
                 if i != j {
                     if d <= 10 {
                         return Err(format!(
                             "topology.numa_distances[{i}][{j}] is {d}; off the diagonal it exceeds 10"
-                        ));
+                        )
+                        .into());
                     }
                     if !self.costs.remote.iter().any(|r| r.distance == d) {
-                        return Err(format!("NUMA distance {d} has no entry in costs.remote"));
+                        return Err(format!("NUMA distance {d} has no entry in costs.remote").into());
                     }
                 }
             }
@@ -493,7 +529,7 @@ impl MachineProfile {
         }
         for (what, v) in named {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-                return Err(format!("costs.{what} is {v}; it must be a finite number of ns in 0..1e9"));
+                return Err(format!("costs.{what} is {v}; it must be a finite number of ns in 0..1e9").into());
             }
         }
         for (what, v) in [
@@ -503,10 +539,10 @@ impl MachineProfile {
             ("postgres_ipc", c.postgres_ipc),
         ] {
             if (what == "clock_ghz" || what == "postgres_ipc") && v > 10.0 {
-                return Err(format!("costs.{what} is {v}; it must be at most 10"));
+                return Err(format!("costs.{what} is {v}; it must be at most 10").into());
             }
             if !v.is_finite() || v <= 0.0 || v > 1e10 {
-                return Err(format!("costs.{what} is {v}; it must be a finite positive number"));
+                return Err(format!("costs.{what} is {v}; it must be a finite positive number").into());
             }
         }
         let p = &self.pgbench;
@@ -516,12 +552,14 @@ impl MachineProfile {
             ("wal_flush_us", p.wal_flush_us),
         ] {
             if !v.is_finite() || !(0.0..=1e6).contains(&v) {
-                return Err(format!("pgbench.{what} is {v}; it must be a finite number of us in 0..1e6"));
+                return Err(
+                    format!("pgbench.{what} is {v}; it must be a finite number of us in 0..1e6").into()
+                );
             }
         }
         if let Some(c) = &self.caches {
             c.validate(cores, t.cores_per_llc)?;
         }
-        self.validate_assumed()
+        Ok(self.validate_assumed()?)
     }
 }

@@ -11,6 +11,7 @@ use crate::state::{
 };
 
 impl Exec {
+    /// True when another event comes before the running task's clock, so it must wait its
     /// turn in the heap.
     pub(crate) fn must_yield(&self, id: u32) -> bool {
         match self.heap.peek() {
