@@ -67,7 +67,7 @@ impl Bucket {
 }
 
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
-const _: () = assert!(crate::pool::MAX_BUFFERS <= 1 << ID_BITS);
+const _: () = assert!(crate::buffer::MAX_BUFFERS <= 1 << ID_BITS);
 
 #[inline]
 fn key_of(tag: &BufferTag) -> (u64, u32) {
@@ -130,7 +130,7 @@ impl BucketTable {
     /// so that the miss on the bucket overlaps the one on the lock instead of following it.
     #[inline]
     pub(crate) fn prefetch_home(&self, h: &HashedTag) {
-        crate::pool::prefetch_line(
+        crate::prefetch::prefetch_line(
             self.buckets[self.bucket_index(h.hash, 0)].get().cast_const().cast::<u8>(),
         );
     }

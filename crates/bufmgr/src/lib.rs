@@ -51,12 +51,18 @@
 //! the clock hand and then [`ALL_PINNED_RECHECKS`] scans of every buffer found none unpinned.
 
 mod arena;
+mod backend;
 mod buckets;
+mod buffer;
+mod bufio;
+mod config;
 mod desc;
 mod desc_array;
+mod error;
 mod freelist;
 pub mod page;
 mod pool;
+mod prefetch;
 mod private_ref;
 mod slock;
 pub mod smgr;
@@ -66,15 +72,16 @@ mod table;
 mod tag;
 pub mod vm;
 
+pub use backend::{BackendBuffers, ContentGuard};
+pub use buffer::{Buffer, MAX_BUFFERS};
+pub use config::{BufferPoolConfig, KNOBS};
 pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
 pub use desc_array::{DESC_LINE, DescPadding};
+pub use error::{BufferError, HookError};
 pub use freelist::{ALL_PINNED_RECHECKS, VictimKind};
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use lockstack_lwlock::{LwLockKind, LwLockMode};
-pub use pool::{
-    BackendBuffers, Buffer, BufferError, BufferPool, BufferPoolConfig, ContentGuard, HookError, KNOBS,
-    MAX_BUFFERS, WalFlushHook,
-};
+pub use pool::{BufferPool, WalFlushHook};
 pub use smgr::{FileSmgr, MemorySmgr, Smgr, SmgrError};
 pub use stats::BufferStats;
 pub use table::MappingKind;

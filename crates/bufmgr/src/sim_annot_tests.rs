@@ -3,6 +3,9 @@
 //! partitions and strategy words carry their names.
 
 use super::*;
+use crate::config::BufferPoolConfig;
+use crate::table::BufTable;
+use lockstack_common::sync::hook::Access;
 use lockstack_common::sync::hook::{Counting, Simulation, install, line_name};
 
 fn bucket_touches(c: &Counting, access: Access) -> usize {

@@ -58,13 +58,13 @@ impl MappingKind {
     /// Checks the partition count.
     ///
     /// # Errors
-    /// [`crate::BufferError::Config`] when the count is not a power of two in 1..=1024.
-    pub fn validate(self) -> Result<(), crate::BufferError> {
+    /// [`crate::error::BufferError::Config`] when the count is not a power of two in 1..=1024.
+    pub fn validate(self) -> Result<(), crate::error::BufferError> {
         match self {
             MappingKind::Partitioned { partitions }
                 if !(partitions.is_power_of_two() && partitions <= 1024) =>
             {
-                Err(crate::BufferError::Config(format!(
+                Err(crate::error::BufferError::Config(format!(
                     "mapping partitions must be a power of two in 1..=1024, got {partitions}"
                 )))
             }

@@ -30,10 +30,12 @@ use lockstack_common::sync::atomic::plain::{AtomicU8, Ordering};
 
 use lockstack_common::{BlockNumber, Oid};
 
-use crate::LwLockMode;
+use crate::backend::{BackendBuffers, ContentGuard};
+use crate::buffer::Buffer;
+use crate::error::BufferError;
 use crate::page::{self, BLCKSZ, SIZE_OF_PAGE_HEADER, maxalign};
-use crate::pool::{BackendBuffers, Buffer, BufferError, ContentGuard};
 use crate::tag::{BufferTag, ForkNumber};
+use lockstack_lwlock::LwLockMode;
 
 /// Bytes of map per VM page (`MAPSIZE`): `BLCKSZ - MAXALIGN(SizeOfPageHeaderData)` = 8168.
 pub const MAPSIZE: usize = BLCKSZ - maxalign(SIZE_OF_PAGE_HEADER);

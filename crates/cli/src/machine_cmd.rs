@@ -126,7 +126,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
     if out.is_dir() {
         return Err(Failure::input(format!("--out {}: is a directory", out.display())));
     }
-    let exe = std::env::current_exe().map_err(|e| Failure::run(format!("locating this binary: {e}")))?;
+    let exe = crate::child::this_binary("locating this binary")?;
     let dir = std::env::temp_dir().join(format!("lockstack-segments-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| Failure::output(format!("{}: {e}", dir.display())))?;
     let mut merged = lockstack_sim::SegmentTable::default();
@@ -134,8 +134,8 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
     let mut progress = crate::progress::Progress::new("machine segments", runs.len());
     for (i, args) in runs.iter().enumerate() {
         let file = dir.join(format!("{i}.json"));
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.args(args).arg("--time-segments").arg(&file).env(crate::progress::QUIET_ENV, "1");
+        let mut cmd = crate::child::command(&exe);
+        cmd.args(args).arg("--time-segments").arg(&file);
         if args[0] == "experiment" {
             cmd.arg("--out").arg(dir.join(format!("exp-{i}")));
         }
@@ -151,7 +151,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
             return Err(Failure::run(format!(
                 "machine segments: `lockstack {}` failed: {}",
                 args.join(" "),
-                err.lines().last().unwrap_or("no message")
+                crate::child::last_line(&err)
             )));
         }
         let text = lockstack_common::input::read_text_file(&file, lockstack_sim::MAX_SEGMENT_TABLE_BYTES)

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Args;
 use lockstack_sim::MachineProfile;
@@ -145,7 +144,7 @@ fn run_one(
         std::fs::File::create(p).map_err(|e| Failure::output(format!("--out: {}: {e}", p.display())))
     };
     let c = args.clients.to_string();
-    let mut cmd = Command::new(exe);
+    let mut cmd = crate::child::command(exe);
     cmd.args(["pgbench", "-s", &args.scale.to_string(), "-S", "-c", &c, "-j", &c]).args([
         "-t",
         &per_client.to_string(),
@@ -161,18 +160,12 @@ fn run_one(
     let status = cmd
         .arg("--json")
         .arg(&json)
-        .stdin(Stdio::null())
         .stdout(file(&txt)?)
         .stderr(file(&err)?)
-        .env(crate::progress::QUIET_ENV, "1")
         .status()
         .map_err(|e| Failure::run(format!("{stem}: could not start {}: {e}", exe.display())))?;
     if !status.success() {
-        let last = std::fs::read_to_string(&err)
-            .ok()
-            .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string))
-            .unwrap_or_else(|| "no message".to_string());
-        return Err(Failure::run(format!("run {stem} failed: {last}")));
+        return Err(Failure::run(format!("run {stem} failed: {}", crate::child::last_line_of(&err))));
     }
     if std::fs::metadata(&err).is_ok_and(|m| m.len() == 0) {
         let _ = std::fs::remove_file(&err);
@@ -264,8 +257,7 @@ pub(crate) fn run(args: LayoutArgs) -> Result<(), Failure> {
     let dir = args.out.join("runs");
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::input(format!("--out {}: {e}", args.out.display())))?;
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::run(format!("cannot find this binary to run the points: {e}")))?;
+    let exe = crate::child::this_binary("cannot find this binary to run the points")?;
     let per_client = transactions.div_ceil(clients);
     let mut results = Vec::new();
     for p in &profiles {

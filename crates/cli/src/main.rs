@@ -31,6 +31,7 @@ macro_rules! errln {
 }
 
 mod buffers_cmd;
+mod child;
 mod experiment_cmd;
 mod isolation_cmd;
 mod knob_args;

@@ -12,21 +12,24 @@
 //! This module lives in the lowest crate so that every reader, `lockstack-sim` included (which
 //! depends on no workload crate), goes through the same bound and the same messages.
 
-use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-/// Why a bounded read failed; displayed without the input's name (the caller adds it).
-#[derive(Debug)]
+/// Why a bounded read failed; displayed without the input's name (the caller adds it, or
+/// [`NamedReadError`] does).
+#[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The input could not be opened or read.
+    #[error("{0}")]
     Io(std::io::Error),
     /// The input has more than this many bytes (only `limit + 1` of them were read).
+    #[error("larger than {limit} bytes, the most accepted")]
     TooLarge {
         /// The most accepted, bytes.
         limit: u64,
     },
     /// The input is not UTF-8 text.
+    #[error("not valid UTF-8 text (invalid byte at offset {offset})")]
     NotUtf8 {
         /// Byte offset of the first invalid byte.
         offset: usize,
@@ -40,19 +43,24 @@ impl ReadError {
     }
 }
 
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReadError::Io(e) => write!(f, "{e}"),
-            ReadError::TooLarge { limit } => write!(f, "larger than {limit} bytes, the most accepted"),
-            ReadError::NotUtf8 { offset } => {
-                write!(f, "not valid UTF-8 text (invalid byte at offset {offset})")
-            }
-        }
-    }
+/// A [`ReadError`] with the input it is about: displayed `"NAME: ERROR"` on one line, the name
+/// quoted with [`one_line`].
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {error}", one_line(name))]
+pub struct NamedReadError {
+    /// The input: a file's path as given, or "standard input".
+    pub name: String,
+    /// What went wrong.
+    #[source]
+    pub error: ReadError,
 }
 
-impl std::error::Error for ReadError {}
+/// The one-line message, for callers whose errors are still messages.
+impl From<NamedReadError> for String {
+    fn from(e: NamedReadError) -> String {
+        e.to_string()
+    }
+}
 
 /// Reads all of `r`, at most `limit` bytes.
 ///
@@ -92,8 +100,8 @@ pub fn read_text_bounded(path: &Path, limit: u64) -> Result<String, ReadError> {
 /// `"NAME: larger than LIMIT bytes, the most accepted"` when the input has more than `limit`
 /// bytes (only `limit + 1` of them are read), or `"NAME: ERROR"` for a read error; `name` labels
 /// the input (a file name, "standard input") and is quoted with [`one_line`].
-pub fn read_limited(r: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, String> {
-    read_bounded(r, limit).map_err(|e| format!("{}: {e}", one_line(name)))
+pub fn read_limited(r: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, NamedReadError> {
+    read_bounded(r, limit).map_err(|error| NamedReadError { name: name.to_string(), error })
 }
 
 /// Reads the file at `path` (at most `limit` bytes) as UTF-8 text.
@@ -102,17 +110,18 @@ pub fn read_limited(r: impl Read, limit: u64, name: &str) -> Result<Vec<u8>, Str
 /// The file cannot be opened or read (`"PATH: ERROR"`), is larger than `limit` bytes
 /// (`"PATH: larger than LIMIT bytes, the most accepted"`), or is not UTF-8 (`"PATH: not valid
 /// UTF-8 text (invalid byte at offset N)"`); one line each, the path quoted with [`one_line`].
-pub fn read_text_file(path: &Path, limit: u64) -> Result<String, String> {
-    read_text_bounded(path, limit).map_err(|e| format!("{}: {e}", one_line(&path.display().to_string())))
+pub fn read_text_file(path: &Path, limit: u64) -> Result<String, NamedReadError> {
+    read_text_bounded(path, limit).map_err(|error| NamedReadError { name: path.display().to_string(), error })
 }
 
 /// `bytes` as UTF-8 text; `name` labels the input in the error.
 ///
 /// # Errors
 /// `"NAME: not valid UTF-8 text (invalid byte at offset N)"`.
-pub fn text(bytes: Vec<u8>, name: &str) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|e| {
-        format!("{}: {}", one_line(name), ReadError::NotUtf8 { offset: e.utf8_error().valid_up_to() })
+pub fn text(bytes: Vec<u8>, name: &str) -> Result<String, NamedReadError> {
+    String::from_utf8(bytes).map_err(|e| NamedReadError {
+        name: name.to_string(),
+        error: ReadError::NotUtf8 { offset: e.utf8_error().valid_up_to() },
     })
 }
 

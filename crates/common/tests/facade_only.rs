@@ -54,7 +54,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "pgbench's now() value stored in history rows is calendar data, not a clock the locks use",
     ),
     (
-        "cli/src/pgbench_cmd.rs",
+        "cli/src/pgbench_cmd/args.rs",
         "SystemTime::now",
         "--random-seed time seeds from the calendar, as pgbench does",
     ),

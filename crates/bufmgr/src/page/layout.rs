@@ -127,7 +127,7 @@ pub fn init(page: &mut [u8], special_size: usize) {
 /// refuses a zero page in an index);
 /// `Err` carries the reason. Install it with [`crate::BufferPool::set_page_verifier`].
 pub type PageVerifier =
-    std::sync::Arc<dyn Fn(crate::BufferTag, &[u8]) -> Result<(), crate::HookError> + Send + Sync>;
+    std::sync::Arc<dyn Fn(crate::tag::BufferTag, &[u8]) -> Result<(), crate::error::HookError> + Send + Sync>;
 
 /// Why a page failed [`verify`](crate::page::verify) or [`verify_checksum`](crate::page::verify_checksum) (the messages name the bad field, as
 /// `PageIsVerified`'s do).

@@ -1,23 +1,7 @@
-//! What the std and loom lock modules share: the timed-wait result and the one-shot latch.
+//! The one-shot latch ([`Latch`]), over the facade's mutex and condition variable (the only
+//! locks it takes).
 
-use super::{Condvar, Mutex};
-
-/// Whether a timed wait ended by its time-out (`parking_lot`'s `WaitTimeoutResult`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WaitTimeoutResult(bool);
-
-impl WaitTimeoutResult {
-    pub(crate) fn new(timed_out: bool) -> WaitTimeoutResult {
-        WaitTimeoutResult(timed_out)
-    }
-}
-
-impl WaitTimeoutResult {
-    /// True when the wait returned because the time-out passed.
-    pub fn timed_out(&self) -> bool {
-        self.0
-    }
-}
+use super::lock::{Condvar, Mutex};
 
 /// A one-shot wake-up flag with sleep, PostgreSQL's process latch as `ProcWaitForSignal` /
 /// `ProcSendSignal` use it (`src/backend/storage/lmgr/proc.c`, PostgreSQL 9.x-15).

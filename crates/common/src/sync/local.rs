@@ -113,12 +113,12 @@ macro_rules! thread_local {
         $crate::thread_local!($($rest)*);
     };
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = const { $init:expr }) => {
-        $(#[$attr])* $vis static $name: $crate::sync::LocalKey<$t> = {
+        $(#[$attr])* $vis static $name: $crate::sync::local::LocalKey<$t> = {
             ::std::thread_local!(static INNER: $t = const { $init });
             fn __init() -> $t {
                 $init
             }
-            $crate::sync::LocalKey::__new(&INNER, __init)
+            $crate::sync::local::LocalKey::__new(&INNER, __init)
         };
     };
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr; $($rest:tt)*) => {
@@ -126,12 +126,12 @@ macro_rules! thread_local {
         $crate::thread_local!($($rest)*);
     };
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr) => {
-        $(#[$attr])* $vis static $name: $crate::sync::LocalKey<$t> = {
+        $(#[$attr])* $vis static $name: $crate::sync::local::LocalKey<$t> = {
             ::std::thread_local!(static INNER: $t = $init);
             fn __init() -> $t {
                 $init
             }
-            $crate::sync::LocalKey::__new(&INNER, __init)
+            $crate::sync::local::LocalKey::__new(&INNER, __init)
         };
     };
 }
@@ -152,9 +152,9 @@ macro_rules! thread_local {
         $crate::thread_local!($($rest)*);
     };
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr) => {
-        $(#[$attr])* $vis static $name: $crate::sync::LocalKey<$t> = {
+        $(#[$attr])* $vis static $name: $crate::sync::local::LocalKey<$t> = {
             ::loom::thread_local!(static INNER: $t = $init);
-            $crate::sync::LocalKey::__new(&INNER)
+            $crate::sync::local::LocalKey::__new(&INNER)
         };
     };
 }

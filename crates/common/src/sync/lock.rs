@@ -11,7 +11,7 @@
 
 use lock_api::RawMutex as _;
 
-use super::latch::WaitTimeoutResult;
+use super::time::WaitTimeoutResult;
 
 use super::atomic::{AtomicU32, Ordering};
 use super::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::latch::WaitTimeoutResult;
+use super::time::WaitTimeoutResult;
 use super::time::{Duration, Instant};
 
 /// A mutual-exclusion lock (loom's), with `parking_lot`'s `lock()` that returns the guard.

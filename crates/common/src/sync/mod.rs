@@ -54,14 +54,14 @@ pub use atomic::{
     Ordering, fence,
 };
 pub use cell::{LwLockCell, UnsafeCell};
-pub use latch::{Latch, WaitTimeoutResult};
+pub use latch::Latch;
 pub use local::{AccessError, LocalKey};
 pub use lock::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(not(loom))]
 pub use lock::{RawMutex, RawRwLock};
 pub use park::{ParkHandle, Unparker, park_while, park_while_until};
 pub use thread::{spin_hint, yield_now};
-pub use time::{Duration, Instant, sleep};
+pub use time::{Duration, Instant, WaitTimeoutResult, sleep};
 
 /// Host-level locks that are never modelled (not loom's, not simulation points): for
 /// process-wide registries that live in `static`s (stats blocks, tranche names), locked briefly

@@ -1,4 +1,4 @@
-//! The clock: [`Instant`], [`now`] and [`sleep`]. Host time (`std::time::Instant`) in
+//! The clock: [`Instant`], [`now`] and [`sleep`], and the result of a timed wait ([`WaitTimeoutResult`]). Host time (`std::time::Instant`) in
 //! production and under loom (loom has no clock); the backend's virtual time under a simulation.
 
 use std::ops::{Add, AddAssign, Sub};
@@ -209,4 +209,21 @@ pub fn system_now() -> std::time::SystemTime {
 #[track_caller]
 pub fn system_now_us() -> i64 {
     system_now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+/// Whether a timed wait ended by its time-out (`parking_lot`'s `WaitTimeoutResult`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitTimeoutResult(bool);
+
+impl WaitTimeoutResult {
+    pub(crate) fn new(timed_out: bool) -> WaitTimeoutResult {
+        WaitTimeoutResult(timed_out)
+    }
+}
+
+impl WaitTimeoutResult {
+    /// True when the wait returned because the time-out passed.
+    pub fn timed_out(&self) -> bool {
+        self.0
+    }
 }

@@ -134,7 +134,7 @@ pub const MAX_SPEC_BYTES: u64 = 4 << 20;
 /// The file cannot be read, is larger than [`MAX_SPEC_BYTES`] or not UTF-8, or
 /// [`load_spec_text`]'s errors.
 pub fn load_spec(path: &Path) -> Result<LoadedSpec, IsolationError> {
-    let text = crate::input::read_text_file(path, MAX_SPEC_BYTES).map_err(IsolationError)?;
+    let text = crate::input::read_text_file(path, MAX_SPEC_BYTES).map_err(|e| IsolationError(e.into()))?;
     load_spec_text(&path.display().to_string(), &text)
 }
 
