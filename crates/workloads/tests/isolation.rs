@@ -154,6 +154,15 @@ fn savepoint_rowlock() {
     run_one("savepoint-rowlock");
 }
 
+/// REPEATABLE READ keeps its first snapshot; a row changed since by a transaction it does not
+/// see fails to lock, update or delete with "could not serialize access"; a wait for a
+/// transaction that rolls back lets the change through; statement_timeout cancels a row-lock
+/// wait with its own message; a text primary key refuses a duplicate.
+#[test]
+fn rowlock_repeatable_read() {
+    run_one("rowlock-repeatable-read");
+}
+
 #[test]
 fn lock_timeout() {
     run_one("lock-timeout");

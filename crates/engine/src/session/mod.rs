@@ -98,6 +98,10 @@ pub struct Session {
     subxacts: Vec<subxact::SubXact>,
     /// This transaction's subxids that have not been rolled back, in assignment order.
     live_subxids: Vec<TransactionId>,
+    /// `REPEATABLE READ`: one snapshot for the whole transaction (`IsolationUsesXactSnapshot`).
+    repeatable_read: bool,
+    /// Whether this transaction has taken its snapshot (read by REPEATABLE READ only).
+    xact_snapshot_taken: bool,
 }
 
 struct VisCtx<'a> {
@@ -209,6 +213,8 @@ impl Engine {
             vmbuf: VmBuffer::new(),
             subxacts: Vec::new(),
             live_subxids: Vec::new(),
+            repeatable_read: false,
+            xact_snapshot_taken: false,
         })
     }
 }
@@ -250,7 +256,22 @@ impl Session {
         self.in_xact = true;
     }
 
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ` (after [`Session::begin`], before the block's
+    /// first statement): the first statement's snapshot serves the whole transaction, and a
+    /// row that a transaction invisible to it has updated or deleted cannot be locked, updated
+    /// or deleted ("could not serialize access due to concurrent update"; PostgreSQL 9.1+'s
+    /// REPEATABLE READ, `IsolationUsesXactSnapshot`). The level ends with the transaction.
+    pub fn set_repeatable_read(&mut self) {
+        self.repeatable_read = true;
+    }
+
+    /// Whether the current transaction is `REPEATABLE READ`.
+    pub fn is_repeatable_read(&self) -> bool {
+        self.repeatable_read
+    }
+
     fn start_xact(&mut self) {
+        self.xact_snapshot_taken = false;
         self.lm.start_transaction();
         self.pa.start_transaction();
         self.xid = TransactionId::INVALID;
@@ -268,9 +289,10 @@ impl Session {
             self.in_xact = true;
         }
         let span = tracing::trace_span!("statement", backend = self.id.0, cid = self.cid).entered();
-        {
+        if !(self.repeatable_read && self.xact_snapshot_taken) {
             let _s = tracing::trace_span!("snapshot").entered();
             self.take_snapshot();
+            self.xact_snapshot_taken = true;
         }
         let r = f(self);
         drop(span);
@@ -553,6 +575,8 @@ impl Session {
         self.cid = 0;
         self.subxacts.clear();
         self.live_subxids.clear();
+        self.repeatable_read = false;
+        self.xact_snapshot_taken = false;
     }
 
     /// Sums a table's rows visible to a fresh snapshot (for the consistency checks).

@@ -30,7 +30,7 @@
 use super::update::tid_bytes;
 use super::*;
 use crate::btree::BTree;
-use crate::usertable::{TableDef, UserTable, Value, coerce, decode_row, encode_row};
+use crate::usertable::{TableDef, UserTable, Value, coerce, decode_row, encode_row, index_key};
 
 /// The strength of a row lock (`LockTupleMode`, `src/include/nodes/lockoptions.h`, 9.3+),
 /// weakest first.
@@ -223,14 +223,6 @@ impl Session {
     /// `relation "name" already exists`; a primary key that is not one integer column
     /// (unsupported); buffer errors.
     pub fn create_table(&mut self, def: TableDef) -> Result<(), EngineError> {
-        if let Some(k) = def.primary_key
-            && !def.columns[k].ty.is_integer()
-        {
-            return Err(sql_err(format!(
-                "unsupported: primary key column \"{}\" is not an integer",
-                def.columns[k].name
-            )));
-        }
         if def.columns.len() > 64 {
             return Err(sql_err("unsupported: more than 64 columns".into()));
         }
@@ -325,10 +317,7 @@ impl Session {
                     vals.push(coerce(&t.def.name, c, v).map_err(sql_err)?);
                 }
                 if let Some(k) = t.def.primary_key {
-                    let Value::Int(key) = vals[k] else {
-                        unreachable!("a key column is NOT NULL and an integer")
-                    };
-                    if s.key_is_live(&t, key)? {
+                    if s.key_is_live(&t, k, &vals[k])? {
                         return Err(sql_err(format!(
                             "duplicate key value violates unique constraint \"{}\"",
                             t.def.pkey_name()
@@ -341,7 +330,7 @@ impl Session {
                 tup[at..].copy_from_slice(&filler);
                 let tid = s.user_heap_insert(&t, xid, &mut tup)?;
                 if let (Some(ix), Some(k)) = (&t.index, t.def.primary_key)
-                    && let Value::Int(key) = vals[k]
+                    && let Some(key) = index_key(&vals[k])
                 {
                     ix.insert(&s.bb, key, tid)?;
                 }
@@ -351,22 +340,28 @@ impl Session {
         })
     }
 
-    /// Whether a version of `key` exists that is not known dead: inserted by a transaction
-    /// that did not abort, and not deleted or updated away by one that committed (the unique
-    /// check of `_bt_check_unique`, without its wait for an in-progress inserter).
-    fn key_is_live(&mut self, t: &UserTable, key: i64) -> Result<bool, EngineError> {
+    /// Whether a version with `value` in key column `k` exists that is not known dead:
+    /// inserted by a transaction that did not abort, and not deleted or updated away by one
+    /// that committed (the unique check of `_bt_check_unique`, without its wait for an
+    /// in-progress inserter). Entries under the same B-tree key with another value (a text
+    /// key's hash shared by two texts) do not count.
+    fn key_is_live(&mut self, t: &UserTable, k: usize, value: &Value) -> Result<bool, EngineError> {
         let Some(ix) = &t.index else { return Ok(false) };
+        let Some(key) = index_key(value) else { return Ok(false) };
         self.tids.clear();
         ix.lookup(&self.bb, key, &mut self.tids)?;
         for i in 0..self.tids.len() {
             let tid = self.tids[i];
             let buf = self.bb.read_block(t.heap, BlockNumber(tid.block))?;
             let g = self.bb.lock(buf, LwLockMode::Shared);
-            let h = page::get_item(g.page(), tid.offset)
-                .map(|x| resolve_updater(&self.engine, tuple::header(x).xact));
+            let h = page::get_item(g.page(), tid.offset).map(|x| {
+                let same = matches!(value, Value::Int(_))
+                    || decode_row(&t.def, x).is_ok_and(|row| row.get(k) == Some(value));
+                (resolve_updater(&self.engine, tuple::header(x).xact), same)
+            });
             drop(g);
             self.bb.release(buf);
-            let Some(h) = h else { continue };
+            let Some((h, true)) = h else { continue };
             let xmin_dead = !self.is_current_xid(h.xmin)
                 && h.infomask & visibility::XMIN_COMMITTED == 0
                 && matches!(self.engine.clog.get_status(h.xmin), Ok((XidStatus::Aborted, _)));
@@ -688,6 +683,12 @@ impl Session {
                 RowCheck::Updated(next) => {
                     drop(g);
                     self.bb.release(buf);
+                    if self.repeatable_read {
+                        // The version our snapshot saw was replaced by a transaction it does
+                        // not see (`ExecUpdate` / `ExecDelete` under a transaction snapshot).
+                        let what = if next == tid { "delete" } else { "update" };
+                        return Err(sql_err(format!("could not serialize access due to concurrent {what}")));
+                    }
                     return Ok(if next == tid { Changed::Gone } else { Changed::Newer(next) });
                 }
                 RowCheck::Wait(holders, upgrading) => {
@@ -706,12 +707,11 @@ impl Session {
                 RowCheck::Free(lockers) => {
                     if let (Some(v), Some(k)) = (&new, t.def.primary_key)
                         && key_changed
-                        && let Value::Int(key) = v[k]
-                        && key_checked != Some(key)
+                        && key_checked.as_ref() != Some(&v[k])
                     {
-                        key_checked = Some(key);
+                        key_checked = Some(v[k].clone());
                         drop(g);
-                        let live = self.key_is_live(t, key);
+                        let live = self.key_is_live(t, k, &v[k]);
                         self.bb.release(buf);
                         if live? {
                             return Err(sql_err(format!(
@@ -788,7 +788,7 @@ impl Session {
                         g.mark_dirty();
                         drop(g);
                         if let (Some(ix), Some(k)) = (&t.index, t.def.primary_key)
-                            && let Value::Int(key) = vals[k]
+                            && let Some(key) = index_key(&vals[k])
                         {
                             ix.insert(&self.bb, key, nt)?;
                         }
@@ -820,7 +820,7 @@ impl Session {
         self.ensure_xid()?;
         self.engine.multixact.set_oldest_member(self.id);
         let mut tuplock = None;
-        let r = self.lock_tuple_inner(t, tid, strength, wait, &mut tuplock);
+        let r = self.lock_tuple_inner(t, tid, strength, wait, &mut tuplock, &mut false);
         if let Some(tag) = tuplock {
             self.lm.unlock(tag, strength.hwlock(), false);
         }
@@ -834,6 +834,7 @@ impl Session {
         strength: RowLockStrength,
         wait: WaitPolicy,
         tuplock: &mut Option<LockTag>,
+        waited: &mut bool,
     ) -> Result<Locked, EngineError> {
         let xid = self.cur_xid();
         let no_row = || sql_err(format!("could not obtain lock on row in relation \"{}\"", t.def.name));
@@ -855,6 +856,13 @@ impl Session {
                         .map_err(|e| EngineError::Table(tables::TableError::Corrupt(e)));
                 }
                 RowCheck::Free(multi) => {
+                    // A running transaction has updated this version without touching its key
+                    // (the only update a compatible lock can share): its newer versions are
+                    // locked too (`heap_lock_updated_tuple`), waiting where one conflicts.
+                    let chain = multi
+                        .as_ref()
+                        .is_some_and(|ms| ms.iter().any(|m| m.status.is_update() && m.xid != xid))
+                        && h.ctid != tid;
                     let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
                     match multi {
                         Some(members) => {
@@ -877,6 +885,29 @@ impl Session {
                     g.mark_dirty();
                     drop(g);
                     self.bb.release(buf);
+                    if chain {
+                        let (mut newer_waited, mut newer_tuplock) = (false, None);
+                        let r = self.lock_tuple_inner(
+                            t,
+                            h.ctid,
+                            strength,
+                            wait,
+                            &mut newer_tuplock,
+                            &mut newer_waited,
+                        );
+                        if let Some(tag) = newer_tuplock {
+                            self.lm.unlock(tag, strength.hwlock(), false);
+                        }
+                        match r? {
+                            Locked::Skipped => return Ok(Locked::Skipped),
+                            // After a wait, this version again: its updater has ended.
+                            _ if newer_waited => {
+                                *waited = true;
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
                     return decode_row(&t.def, &tup)
                         .map(Locked::Row)
                         .map_err(|e| EngineError::Table(tables::TableError::Corrupt(e)));
@@ -884,6 +915,12 @@ impl Session {
                 RowCheck::Updated(next) => {
                     drop(g);
                     self.bb.release(buf);
+                    if self.repeatable_read {
+                        // `ExecLockRows` under a transaction snapshot: the version it saw was
+                        // updated or deleted by a transaction it does not see; the same text
+                        // for both.
+                        return Err(sql_err("could not serialize access due to concurrent update".into()));
+                    }
                     if let Some(tag) = tuplock.take() {
                         self.lm.unlock(tag, strength.hwlock(), false);
                     }
@@ -895,6 +932,7 @@ impl Session {
                 RowCheck::Wait(holders, upgrading) => {
                     drop(g);
                     self.bb.release(buf);
+                    *waited = true;
                     if tuplock.is_none() && !upgrading {
                         let db = self.engine.lmgr.database();
                         let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);

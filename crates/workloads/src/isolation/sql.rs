@@ -63,6 +63,8 @@ pub enum Guc {
     DeadlockTimeout,
     /// `lock_timeout` (default 0 = off).
     LockTimeout,
+    /// `statement_timeout` (default 0 = off).
+    StatementTimeout,
 }
 
 impl Guc {
@@ -71,6 +73,7 @@ impl Guc {
         match self {
             Guc::DeadlockTimeout => "deadlock_timeout",
             Guc::LockTimeout => "lock_timeout",
+            Guc::StatementTimeout => "statement_timeout",
         }
     }
 }
@@ -78,9 +81,12 @@ impl Guc {
 /// One parsed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `BEGIN` / `START TRANSACTION`, READ COMMITTED (other isolation levels and READ ONLY are
-    /// refused as unsupported).
-    Begin,
+    /// `BEGIN` / `START TRANSACTION`, READ COMMITTED or REPEATABLE READ (SERIALIZABLE and READ
+    /// ONLY are refused as unsupported).
+    Begin {
+        /// `ISOLATION LEVEL REPEATABLE READ`: one snapshot for the whole transaction.
+        repeatable_read: bool,
+    },
     /// `COMMIT` / `END`.
     Commit,
     /// `ROLLBACK` / `ABORT`.
@@ -109,6 +115,14 @@ pub enum Statement {
     },
     /// `SELECT f(...)[, ...]` over the advisory-lock functions.
     Select(Vec<(String, Call)>),
+    /// `SELECT current_setting('name') [= | <> | != 'text']`: the setting's value, or whether
+    /// it equals (`true`) or differs from (`false`) the text.
+    ShowSetting {
+        /// The parameter name, lower case.
+        name: String,
+        /// The comparison: `true` for `=`, `false` for `<>`, and the text compared with.
+        compare: Option<(bool, String)>,
+    },
     /// `CREATE TABLE name (...)`: the definition (a `REFERENCES` clause is accepted and not
     /// kept: no foreign-key check is run).
     CreateTable(TableDef),
@@ -250,6 +264,10 @@ fn tokens(sql: &str) -> Result<Vec<T>, String> {
         } else if "(),;=-:*+".contains(ch) {
             out.push(T::P(ch));
             i += 1;
+        } else if (ch == '<' && c.get(i + 1) == Some(&'>')) || (ch == '!' && c.get(i + 1) == Some(&'=')) {
+            // Both spellings of "not equal".
+            out.push(T::P('!'));
+            i += 2;
         } else {
             return Err(format!("unexpected character '{ch}'"));
         }
@@ -424,9 +442,11 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
         "serial" | "serial4" => (ColumnType::Int4, true),
         "bigserial" | "serial8" => (ColumnType::Int8, true),
         "text" => (ColumnType::Text, false),
+        "numeric" | "decimal" if p.t.get(p.i) != Some(&T::P('(')) => (ColumnType::Numeric, false),
         _ => {
             return Err(format!(
-                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text)"
+                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text, numeric without \
+                 precision)"
             ));
         }
     };
@@ -726,12 +746,14 @@ fn parse_advisory(name: &str) -> Option<Call> {
 
 /// The transaction modes of `BEGIN` / `START TRANSACTION` (`xact.c`, PostgreSQL 15):
 /// `ISOLATION LEVEL READ COMMITTED` (and `READ UNCOMMITTED`, which PostgreSQL runs as READ
-/// COMMITTED), `READ WRITE`, `[NOT] DEFERRABLE` (which has no effect unless the transaction is
-/// SERIALIZABLE and READ ONLY), separated by blanks or commas. REPEATABLE READ, SERIALIZABLE and
+/// COMMITTED), `ISOLATION LEVEL REPEATABLE READ`, `READ WRITE`, `[NOT] DEFERRABLE` (which has
+/// no effect unless the transaction is SERIALIZABLE and READ ONLY), separated by blanks or
+/// commas; returns whether the level is REPEATABLE READ. SERIALIZABLE (predicate locks) and
 /// READ ONLY change what a transaction may do, which the runner does not implement: they are
-/// refused, never run as READ COMMITTED.
-fn transaction_modes(p: &mut P) -> Result<(), String> {
+/// refused, never run as another level.
+fn transaction_modes(p: &mut P) -> Result<bool, String> {
     let mut first = true;
+    let mut repeatable_read = false;
     loop {
         if !first {
             p.eat_p(',');
@@ -742,16 +764,21 @@ fn transaction_modes(p: &mut P) -> Result<(), String> {
                 return Err("expected LEVEL after ISOLATION".into());
             }
             if p.eat("read") && (p.eat("committed") || p.eat("uncommitted")) {
+                repeatable_read = false;
                 continue;
             }
-            let level = if p.eat("repeatable") && p.eat("read") {
-                "REPEATABLE READ"
-            } else if p.eat("serializable") {
-                "SERIALIZABLE"
-            } else {
-                return Err("expected an isolation level after ISOLATION LEVEL".into());
-            };
-            return Err(format!("unsupported: ISOLATION LEVEL {level} (only READ COMMITTED is implemented)"));
+            if p.eat("repeatable") && p.eat("read") {
+                repeatable_read = true;
+                continue;
+            }
+            if p.eat("serializable") {
+                return Err(
+                    "unsupported: ISOLATION LEVEL SERIALIZABLE (READ COMMITTED and REPEATABLE READ are \
+                     implemented)"
+                        .into(),
+                );
+            }
+            return Err("expected an isolation level after ISOLATION LEVEL".into());
         } else if p.eat("read") {
             if p.eat("write") {
                 continue;
@@ -765,7 +792,7 @@ fn transaction_modes(p: &mut P) -> Result<(), String> {
                 return Err("expected DEFERRABLE after NOT".into());
             }
         } else if !p.eat("deferrable") {
-            return Ok(());
+            return Ok(repeatable_read);
         }
     }
 }
@@ -788,8 +815,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             if first == "begin" {
                 let _ = p.eat("transaction") || p.eat("work");
             }
-            transaction_modes(&mut p)?;
-            Statement::Begin
+            Statement::Begin { repeatable_read: transaction_modes(&mut p)? }
         }
         "commit" | "end" => {
             let _ = p.eat("transaction") || p.eat("work");
@@ -837,9 +863,11 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             let guc = match name.as_str() {
                 "deadlock_timeout" => Guc::DeadlockTimeout,
                 "lock_timeout" => Guc::LockTimeout,
+                "statement_timeout" => Guc::StatementTimeout,
                 _ => {
                     return Err(format!(
-                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout)"
+                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout, \
+                         statement_timeout)"
                     ));
                 }
             };
@@ -889,6 +917,42 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         }
         "select" if p.t.get(p.i) == Some(&T::P('*')) || p.t.iter().any(|t| *t == T::Word("from".into())) => {
             Statement::Query(parse_query(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
+        }
+        "select" if p.word() == Some("current_setting") => {
+            p.i += 1;
+            let name = match (p.eat_p('('), p.t.get(p.i).cloned()) {
+                (true, Some(T::Str(n))) => {
+                    p.i += 1;
+                    n.to_ascii_lowercase()
+                }
+                _ => return Err(format!("expected current_setting('name'): {sql}")),
+            };
+            if !p.eat_p(')') {
+                return Err(format!("expected ) after current_setting('name': {sql}"));
+            }
+            if !matches!(name.as_str(), "default_transaction_isolation" | "transaction_isolation") {
+                return Err(format!(
+                    "unsupported: current_setting('{name}') (default_transaction_isolation, \
+                     transaction_isolation): {sql}"
+                ));
+            }
+            let compare = if p.eat_p('=') || p.eat_p('!') {
+                let eq = p.t.get(p.i - 1) == Some(&T::P('='));
+                match p.t.get(p.i).cloned() {
+                    Some(T::Str(v)) => {
+                        p.i += 1;
+                        Some((eq, v))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "unsupported: a comparison of current_setting with a non-string: {sql}"
+                        ));
+                    }
+                }
+            } else {
+                None
+            };
+            Statement::ShowSetting { name, compare }
         }
         "select" => {
             let mut calls = Vec::new();
@@ -944,7 +1008,7 @@ mod tests {
             parse_block("BEGIN; SET deadlock_timeout = '100s'; LOCK TABLE a, \"B\" IN SHARE ROW EXCLUSIVE MODE NOWAIT;")
                 .unwrap(),
             vec![
-                Statement::Begin,
+                Statement::Begin { repeatable_read: false },
                 Statement::Set { guc: Guc::DeadlockTimeout, value: Some("100s".into()) },
                 Statement::Lock { tables: vec!["a".into(), "B".into()], mode: LockMode::ShareRowExclusive, nowait: true },
             ]
@@ -1089,10 +1153,15 @@ mod tests {
             "BEGIN WORK READ WRITE NOT DEFERRABLE",
             "BEGIN ISOLATION LEVEL READ COMMITTED DEFERRABLE",
         ] {
-            assert_eq!(parse_statement(ok), Ok(Statement::Begin), "{ok}");
+            assert_eq!(parse_statement(ok), Ok(Statement::Begin { repeatable_read: false }), "{ok}");
+        }
+        for rr in [
+            "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            "start transaction read write, isolation level repeatable read",
+        ] {
+            assert_eq!(parse_statement(rr), Ok(Statement::Begin { repeatable_read: true }), "{rr}");
         }
         for (bad, want) in [
-            ("BEGIN ISOLATION LEVEL REPEATABLE READ", "unsupported: ISOLATION LEVEL REPEATABLE READ"),
             ("begin isolation level serializable", "unsupported: ISOLATION LEVEL SERIALIZABLE"),
             ("START TRANSACTION READ WRITE, ISOLATION LEVEL SERIALIZABLE", "unsupported: ISOLATION LEVEL"),
             ("BEGIN READ ONLY", "unsupported: READ ONLY"),
