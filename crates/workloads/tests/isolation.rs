@@ -190,6 +190,7 @@ fn every_shipped_spec_has_a_test() {
             "rowlock-chain",
             "rowlock-conflicts",
             "rowlock-queue",
+            "rowlock-repeatable-read",
             "rowlock-upgrade",
             "savepoint-rowlock",
             "simple-deadlock",
@@ -206,6 +207,22 @@ fn unsupported_sql_names_file_line_session_and_step() {
     let e =
         isolation::load_spec_text("bad.spec", "setup { SELECT now(); }\nsession s step a {}").unwrap_err();
     assert!(e.to_string().starts_with("bad.spec:1: setup: unsupported function \"now\""), "{e}");
+    // An unsupported type, setting or isolation level: the file, line and statement.
+    let e = isolation::load_spec_text("bad.spec", "\nsetup { CREATE TABLE t (x float); }\n").unwrap_err();
+    assert!(e.to_string().starts_with("bad.spec:2: setup: unsupported: column type \"float\""), "{e}");
+    assert!(e.to_string().ends_with("in: CREATE TABLE t (x float)"), "{e}");
+    let text = "session s\nstep a { SET work_mem = 10; }\nstep b { BEGIN ISOLATION LEVEL SERIALIZABLE; }";
+    let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
+    assert!(
+        e.to_string().starts_with("bad.spec:2: session s, step a: unsupported parameter \"work_mem\""),
+        "{e}"
+    );
+    let text = "session s\nstep b { BEGIN ISOLATION LEVEL SERIALIZABLE; }";
+    let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
+    assert!(
+        e.to_string().starts_with("bad.spec:2: session s, step b: unsupported: ISOLATION LEVEL SERIALIZABLE"),
+        "{e}"
+    );
 }
 
 #[test]

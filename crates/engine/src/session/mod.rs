@@ -62,11 +62,13 @@ use crate::tables::{self, TableId};
 use crate::engine::{Engine, FREE_PAGES_MAX, FREE_PAGES_TRIES};
 use crate::error::EngineError;
 
+mod rowlock;
 mod subxact;
 mod update;
 mod user;
 
-pub use user::{NewValues, RowChange, RowLockStrength, RowPredicate, RowQuery, WaitPolicy};
+pub use rowlock::{RowLockStrength, WaitPolicy};
+pub use user::{NewValues, RowChange, RowPredicate, RowQuery};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
