@@ -4,11 +4,11 @@
 //! primary key, a B-tree on that key, so reads, row locks and waits on them go through the
 //! same page, tuple-header, lock-manager and MultiXact code as pgbench's tables.
 //!
-//! Columns are `int4`, `int8` (also as `serial` / `bigserial`) or `text`. A row is stored in the
-//! engine's tuple layout ([`crate::heap::tuple`]): one 8-byte slot per column (the integer, or
+//! Columns are `int4`, `int8` (also as `serial` / `bigserial`), whole-number `numeric` or
+//! `text`. A row is stored in the engine's tuple layout ([`crate::heap::tuple`]): one 8-byte slot per column (the integer, or
 //! a text column's byte length), then a filler holding an 8-byte null bitmap and the text
-//! bytes in column order. The primary key must be one integer column (the B-tree keys are
-//! 64-bit integers). `REFERENCES` is accepted by the front end but no foreign-key check is run.
+//! bytes in column order. The primary key is one column; the B-tree's 64-bit keys are the
+//! integer itself or a hash of the text ([`index_key`]), rechecked against the row. `REFERENCES` is accepted by the front end but no foreign-key check is run.
 //!
 //! Source: the column types of PostgreSQL 18's `int4`, `int8` and `text`; `serial` as
 //! `CREATE TABLE` expands it (a sequence and a default of `nextval`), with the sequence kept
@@ -32,6 +32,10 @@ pub enum ColumnType {
     Int8,
     /// `text` / `varchar`: UTF-8 strings.
     Text,
+    /// `numeric` / `decimal` holding whole numbers only: values in `i64` (a departure from
+    /// PostgreSQL's arbitrary-precision `numeric`; the SQL front end has no fractional
+    /// literals, so no value it can write is rounded).
+    Numeric,
 }
 
 impl ColumnType {
@@ -236,7 +240,7 @@ pub(crate) fn decode_row(def: &TableDef, t: &[u8]) -> Result<Vec<Value>, String>
             continue;
         }
         out.push(match c.ty {
-            ColumnType::Int4 | ColumnType::Int8 => Value::Int(slot),
+            ColumnType::Int4 | ColumnType::Int8 | ColumnType::Numeric => Value::Int(slot),
             ColumnType::Text => {
                 let len = usize::try_from(slot).map_err(|_| bad())?;
                 let bytes = t.get(at..at + len).ok_or_else(bad)?;
@@ -246,6 +250,25 @@ pub(crate) fn decode_row(def: &TableDef, t: &[u8]) -> Result<Vec<Value>, String>
         });
     }
     Ok(out)
+}
+
+/// The B-tree key of a primary-key value: an integer is its own key; a text value's key is
+/// a 64-bit FNV-1a hash of its bytes, so equal texts share a key and the unique check
+/// compares the stored values of every entry under it (distinct texts may share a key too).
+/// `None` for NULL, which a key column never holds.
+pub fn index_key(v: &Value) -> Option<i64> {
+    match v {
+        Value::Null => None,
+        Value::Int(i) => Some(*i),
+        Value::Text(s) => {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in s.bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            Some(h as i64)
+        }
+    }
 }
 
 /// Checks and converts `v` for column `c` (of table `table`): integer range, NOT NULL,
@@ -262,9 +285,13 @@ pub fn coerce(table: &str, c: &ColumnDef, v: Value) -> Result<Value, String> {
         )),
         (_, Value::Null) => Ok(Value::Null),
         (ColumnType::Int4, Value::Int(i)) if i32::try_from(i).is_err() => Err("integer out of range".into()),
-        (ColumnType::Int4 | ColumnType::Int8, Value::Int(i)) => Ok(Value::Int(i)),
-        (ColumnType::Int4 | ColumnType::Int8, Value::Text(s)) => {
-            let name = if c.ty == ColumnType::Int4 { "integer" } else { "bigint" };
+        (ColumnType::Int4 | ColumnType::Int8 | ColumnType::Numeric, Value::Int(i)) => Ok(Value::Int(i)),
+        (ColumnType::Int4 | ColumnType::Int8 | ColumnType::Numeric, Value::Text(s)) => {
+            let name = match c.ty {
+                ColumnType::Int4 => "integer",
+                ColumnType::Int8 => "bigint",
+                _ => "numeric",
+            };
             let i: i64 =
                 s.trim().parse().map_err(|_| format!("invalid input syntax for type {name}: \"{s}\""))?;
             coerce(table, c, Value::Int(i))

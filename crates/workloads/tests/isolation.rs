@@ -154,6 +154,15 @@ fn savepoint_rowlock() {
     run_one("savepoint-rowlock");
 }
 
+/// REPEATABLE READ keeps its first snapshot; a row changed since by a transaction it does not
+/// see fails to lock, update or delete with "could not serialize access"; a wait for a
+/// transaction that rolls back lets the change through; statement_timeout cancels a row-lock
+/// wait with its own message; a text primary key refuses a duplicate.
+#[test]
+fn rowlock_repeatable_read() {
+    run_one("rowlock-repeatable-read");
+}
+
 #[test]
 fn lock_timeout() {
     run_one("lock-timeout");
@@ -181,6 +190,7 @@ fn every_shipped_spec_has_a_test() {
             "rowlock-chain",
             "rowlock-conflicts",
             "rowlock-queue",
+            "rowlock-repeatable-read",
             "rowlock-upgrade",
             "savepoint-rowlock",
             "simple-deadlock",
@@ -197,6 +207,22 @@ fn unsupported_sql_names_file_line_session_and_step() {
     let e =
         isolation::load_spec_text("bad.spec", "setup { SELECT now(); }\nsession s step a {}").unwrap_err();
     assert!(e.to_string().starts_with("bad.spec:1: setup: unsupported function \"now\""), "{e}");
+    // An unsupported type, setting or isolation level: the file, line and statement.
+    let e = isolation::load_spec_text("bad.spec", "\nsetup { CREATE TABLE t (x float); }\n").unwrap_err();
+    assert!(e.to_string().starts_with("bad.spec:2: setup: unsupported: column type \"float\""), "{e}");
+    assert!(e.to_string().ends_with("in: CREATE TABLE t (x float)"), "{e}");
+    let text = "session s\nstep a { SET work_mem = 10; }\nstep b { BEGIN ISOLATION LEVEL SERIALIZABLE; }";
+    let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
+    assert!(
+        e.to_string().starts_with("bad.spec:2: session s, step a: unsupported parameter \"work_mem\""),
+        "{e}"
+    );
+    let text = "session s\nstep b { BEGIN ISOLATION LEVEL SERIALIZABLE; }";
+    let e = isolation::load_spec_text("bad.spec", text).unwrap_err();
+    assert!(
+        e.to_string().starts_with("bad.spec:2: session s, step b: unsupported: ISOLATION LEVEL SERIALIZABLE"),
+        "{e}"
+    );
 }
 
 #[test]

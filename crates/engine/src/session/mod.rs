@@ -62,11 +62,13 @@ use crate::tables::{self, TableId};
 use crate::engine::{Engine, FREE_PAGES_MAX, FREE_PAGES_TRIES};
 use crate::error::EngineError;
 
+mod rowlock;
 mod subxact;
 mod update;
 mod user;
 
-pub use user::{NewValues, RowChange, RowLockStrength, RowPredicate, RowQuery, WaitPolicy};
+pub use rowlock::{RowLockStrength, WaitPolicy};
+pub use user::{NewValues, RowChange, RowPredicate, RowQuery};
 
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
@@ -98,6 +100,10 @@ pub struct Session {
     subxacts: Vec<subxact::SubXact>,
     /// This transaction's subxids that have not been rolled back, in assignment order.
     live_subxids: Vec<TransactionId>,
+    /// `REPEATABLE READ`: one snapshot for the whole transaction (`IsolationUsesXactSnapshot`).
+    repeatable_read: bool,
+    /// Whether this transaction has taken its snapshot (read by REPEATABLE READ only).
+    xact_snapshot_taken: bool,
 }
 
 struct VisCtx<'a> {
@@ -209,6 +215,8 @@ impl Engine {
             vmbuf: VmBuffer::new(),
             subxacts: Vec::new(),
             live_subxids: Vec::new(),
+            repeatable_read: false,
+            xact_snapshot_taken: false,
         })
     }
 }
@@ -250,7 +258,22 @@ impl Session {
         self.in_xact = true;
     }
 
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ` (after [`Session::begin`], before the block's
+    /// first statement): the first statement's snapshot serves the whole transaction, and a
+    /// row that a transaction invisible to it has updated or deleted cannot be locked, updated
+    /// or deleted ("could not serialize access due to concurrent update"; PostgreSQL 9.1+'s
+    /// REPEATABLE READ, `IsolationUsesXactSnapshot`). The level ends with the transaction.
+    pub fn set_repeatable_read(&mut self) {
+        self.repeatable_read = true;
+    }
+
+    /// Whether the current transaction is `REPEATABLE READ`.
+    pub fn is_repeatable_read(&self) -> bool {
+        self.repeatable_read
+    }
+
     fn start_xact(&mut self) {
+        self.xact_snapshot_taken = false;
         self.lm.start_transaction();
         self.pa.start_transaction();
         self.xid = TransactionId::INVALID;
@@ -268,9 +291,10 @@ impl Session {
             self.in_xact = true;
         }
         let span = tracing::trace_span!("statement", backend = self.id.0, cid = self.cid).entered();
-        {
+        if !(self.repeatable_read && self.xact_snapshot_taken) {
             let _s = tracing::trace_span!("snapshot").entered();
             self.take_snapshot();
+            self.xact_snapshot_taken = true;
         }
         let r = f(self);
         drop(span);
@@ -553,6 +577,8 @@ impl Session {
         self.cid = 0;
         self.subxacts.clear();
         self.live_subxids.clear();
+        self.repeatable_read = false;
+        self.xact_snapshot_taken = false;
     }
 
     /// Sums a table's rows visible to a fresh snapshot (for the consistency checks).

@@ -82,8 +82,19 @@ enum Tx {
 pub(crate) struct Conn {
     session: Session,
     tx: Tx,
-    saved: Option<(Duration, Option<Duration>)>,
+    /// `statement_timeout` (`None`: off). Departure: it bounds each lock wait of a statement
+    /// (as the shorter of it and `lock_timeout`), not the statement's whole run time; the
+    /// statements the runner supports spend their time, beyond microseconds, in lock waits.
+    statement_timeout: Option<Duration>,
+    /// The timeouts at the transaction's start, restored if it rolls back.
+    saved: Option<Gucs>,
 }
+
+/// The connection's timeout settings: deadlock_timeout, lock_timeout, statement_timeout.
+type Gucs = (Duration, Option<Duration>, Option<Duration>);
+
+const STATEMENT_TIMEOUT: &str = "canceling statement due to statement timeout";
+const LOCK_TIMEOUT: &str = "canceling statement due to lock timeout";
 
 /// An engine error as the server reports it: the primary message only.
 fn message(e: EngineError) -> String {
@@ -132,25 +143,52 @@ fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, String> {
                 .into())
         }
         Guc::DeadlockTimeout => Ok(Some(Duration::from_millis(ms))),
-        Guc::LockTimeout => Ok((ms > 0).then(|| Duration::from_millis(ms))),
+        Guc::LockTimeout | Guc::StatementTimeout => Ok((ms > 0).then(|| Duration::from_millis(ms))),
     }
 }
 
 impl Conn {
     pub(crate) fn new(session: Session) -> Conn {
-        Conn { session, tx: Tx::Idle, saved: None }
+        Conn { session, tx: Tx::Idle, statement_timeout: None, saved: None }
     }
 
-    fn gucs(&mut self) -> (Duration, Option<Duration>) {
+    fn gucs(&mut self) -> Gucs {
+        let st = self.statement_timeout;
         let b = self.session.lock_backend();
-        (b.deadlock_timeout(), b.lock_timeout())
+        (b.deadlock_timeout(), b.lock_timeout(), st)
     }
 
     fn restore(&mut self) {
-        if let Some((d, l)) = self.saved.take() {
+        if let Some((d, l, st)) = self.saved.take() {
             let b = self.session.lock_backend();
             b.set_deadlock_timeout(d);
             b.set_lock_timeout(l);
+            self.statement_timeout = st;
+        }
+    }
+
+    /// Runs one statement with `statement_timeout` in force: each lock wait ends after the
+    /// shorter of it and `lock_timeout`, and the message names the timer that fired (the
+    /// lock timer on a tie, as PostgreSQL's `ProcessInterrupts` checks it first).
+    fn run_timed(
+        &mut self,
+        st: &Statement,
+        multi: bool,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<ResultSet>, String> {
+        let lock = self.session.lock_backend().lock_timeout();
+        let Some(stmt) = self.statement_timeout.filter(|s| lock.is_none_or(|l| *s < l)) else {
+            return self.run_one(st, multi, notices);
+        };
+        self.session.lock_backend().set_lock_timeout(Some(stmt));
+        let r = self.run_one(st, multi, notices);
+        // A SET lock_timeout in this statement has replaced the value lent to the wait.
+        if self.session.lock_backend().lock_timeout() == Some(stmt) {
+            self.session.lock_backend().set_lock_timeout(lock);
+        }
+        match r {
+            Err(m) if m == LOCK_TIMEOUT => Err(STATEMENT_TIMEOUT.to_string()),
+            other => other,
         }
     }
 
@@ -189,7 +227,7 @@ impl Conn {
                 res.error = Some(ABORTED.to_string());
                 break;
             }
-            match self.run_one(st, multi, &mut res.notices) {
+            match self.run_timed(st, multi, &mut res.notices) {
                 Ok(set) => res.sets.push(set),
                 Err(msg) => {
                     res.error = Some(msg);
@@ -220,11 +258,13 @@ impl Conn {
     ) -> Result<Option<ResultSet>, String> {
         let db = self.session.engine().lmgr.database();
         match st {
-            Statement::Begin => match self.tx {
+            Statement::Begin { repeatable_read } => match self.tx {
                 Tx::Block => notices.push("WARNING:  there is already a transaction in progress".into()),
-                Tx::Implicit => self.tx = Tx::Block,
-                Tx::Idle => {
+                Tx::Implicit | Tx::Idle => {
                     self.ensure_xact();
+                    if *repeatable_read {
+                        self.session.set_repeatable_read();
+                    }
                     self.tx = Tx::Block;
                 }
                 Tx::Aborted | Tx::SubAborted => unreachable!("checked by exec"),
@@ -301,7 +341,7 @@ impl Conn {
                 let v = match value {
                     None => match guc {
                         Guc::DeadlockTimeout => Some(Duration::from_secs(1)),
-                        Guc::LockTimeout => None,
+                        Guc::LockTimeout | Guc::StatementTimeout => None,
                     },
                     Some(v) => parse_duration(*guc, v)?,
                 };
@@ -312,7 +352,23 @@ impl Conn {
                 match guc {
                     Guc::DeadlockTimeout => b.set_deadlock_timeout(v.unwrap_or(Duration::from_secs(1))),
                     Guc::LockTimeout => b.set_lock_timeout(v),
+                    Guc::StatementTimeout => self.statement_timeout = v,
                 }
+            }
+            Statement::ShowSetting { name, compare } => {
+                self.ensure_xact();
+                let level =
+                    if self.session.is_repeatable_read() { "repeatable read" } else { "read committed" };
+                // The parser admits these two names only.
+                let value = if name == "transaction_isolation" { level } else { "read committed" };
+                let (column, v) = match compare {
+                    None => ("current_setting".to_string(), value.to_string()),
+                    Some((eq, text)) => {
+                        let same = value == text;
+                        ("?column?".to_string(), if same == *eq { "t" } else { "f" }.to_string())
+                    }
+                };
+                return Ok(Some(ResultSet { columns: vec![column], rows: vec![vec![v]] }));
             }
             Statement::Select(calls) => {
                 self.ensure_xact();

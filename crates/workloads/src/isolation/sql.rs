@@ -9,52 +9,17 @@ use lockstack_engine::session::{RowLockStrength, WaitPolicy};
 use lockstack_engine::usertable::{ColumnDef, ColumnType, TableDef, Value};
 use lockstack_lmgr::LockMode;
 
-/// An advisory-lock function (`src/backend/utils/adt/lockfuncs.c`, 8.2+; `_xact` 9.1+).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AdvisoryFn {
-    /// `pg_advisory_lock` (wait), `pg_try_advisory_lock` (try) or `pg_advisory_unlock`.
-    pub op: AdvisoryOp,
-    /// Transaction-level (`_xact_`) rather than session-level.
-    pub xact: bool,
-    /// `_shared` (ShareLock) rather than exclusive (ExclusiveLock).
-    pub shared: bool,
-}
+#[path = "sql_lexer.rs"]
+mod lexer;
 
-/// What an advisory function does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AdvisoryOp {
-    /// Wait for the lock; returns void.
-    Lock,
-    /// Take it if free; returns boolean.
-    Try,
-    /// Release one hold; returns boolean (false and a WARNING if not held).
-    Unlock,
-}
+pub use lexer::split_statements;
+use lexer::{P, T, tokens};
 
-impl AdvisoryFn {
-    /// The lock mode it takes or releases.
-    pub fn mode(self) -> LockMode {
-        if self.shared { LockMode::Share } else { LockMode::Exclusive }
-    }
-}
+#[path = "sql_locks.rs"]
+mod locks;
 
-/// The key of an advisory lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AdvisoryKey {
-    /// One bigint.
-    Int8(i64),
-    /// Two ints.
-    Int4(i32, i32),
-}
-
-/// A function call in a `SELECT` list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Call {
-    /// One of the advisory lock functions with its key.
-    Advisory(AdvisoryFn, AdvisoryKey),
-    /// `pg_advisory_unlock_all()`.
-    UnlockAll,
-}
+pub use locks::{AdvisoryFn, AdvisoryKey, AdvisoryOp, Call};
+use locks::{parse_call, parse_mode};
 
 /// A timeout setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +28,8 @@ pub enum Guc {
     DeadlockTimeout,
     /// `lock_timeout` (default 0 = off).
     LockTimeout,
+    /// `statement_timeout` (default 0 = off).
+    StatementTimeout,
 }
 
 impl Guc {
@@ -71,6 +38,7 @@ impl Guc {
         match self {
             Guc::DeadlockTimeout => "deadlock_timeout",
             Guc::LockTimeout => "lock_timeout",
+            Guc::StatementTimeout => "statement_timeout",
         }
     }
 }
@@ -78,9 +46,12 @@ impl Guc {
 /// One parsed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `BEGIN` / `START TRANSACTION`, READ COMMITTED (other isolation levels and READ ONLY are
-    /// refused as unsupported).
-    Begin,
+    /// `BEGIN` / `START TRANSACTION`, READ COMMITTED or REPEATABLE READ (SERIALIZABLE and READ
+    /// ONLY are refused as unsupported).
+    Begin {
+        /// `ISOLATION LEVEL REPEATABLE READ`: one snapshot for the whole transaction.
+        repeatable_read: bool,
+    },
     /// `COMMIT` / `END`.
     Commit,
     /// `ROLLBACK` / `ABORT`.
@@ -109,6 +80,14 @@ pub enum Statement {
     },
     /// `SELECT f(...)[, ...]` over the advisory-lock functions.
     Select(Vec<(String, Call)>),
+    /// `SELECT current_setting('name') [= | <> | != 'text']`: the setting's value, or whether
+    /// it equals (`true`) or differs from (`false`) the text.
+    ShowSetting {
+        /// The parameter name, lower case.
+        name: String,
+        /// The comparison: `true` for `=`, `false` for `<>`, and the text compared with.
+        compare: Option<(bool, String)>,
+    },
     /// `CREATE TABLE name (...)`: the definition (a `REFERENCES` clause is accepted and not
     /// kept: no foreign-key check is run).
     CreateTable(TableDef),
@@ -196,176 +175,6 @@ pub struct Query {
     pub lock: Option<(RowLockStrength, WaitPolicy)>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum T {
-    Word(String),
-    Quoted(String),
-    Str(String),
-    Num(String),
-    P(char),
-}
-
-fn tokens(sql: &str) -> Result<Vec<T>, String> {
-    let c: Vec<char> = sql.chars().collect();
-    let mut i = 0;
-    let mut out = Vec::new();
-    while i < c.len() {
-        let ch = c[i];
-        if ch.is_whitespace() {
-            i += 1;
-        } else if ch == '-' && c.get(i + 1) == Some(&'-') {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
-            }
-        } else if ch.is_ascii_alphabetic() || ch == '_' {
-            let s: String =
-                c[i..].iter().take_while(|x| x.is_ascii_alphanumeric() || **x == '_' || **x == '$').collect();
-            i += s.chars().count();
-            out.push(T::Word(s.to_ascii_lowercase()));
-        } else if ch.is_ascii_digit() {
-            let s: String = c[i..].iter().take_while(|x| x.is_ascii_digit()).collect();
-            i += s.len();
-            out.push(T::Num(s));
-        } else if ch == '\'' || ch == '"' {
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match c.get(i) {
-                    None => return Err(format!("unterminated quoted string starting with {ch}")),
-                    Some(&q) if q == ch && c.get(i + 1) == Some(&ch) => {
-                        s.push(ch);
-                        i += 2;
-                    }
-                    Some(&q) if q == ch => {
-                        i += 1;
-                        break;
-                    }
-                    Some(&x) => {
-                        s.push(x);
-                        i += 1;
-                    }
-                }
-            }
-            out.push(if ch == '\'' { T::Str(s) } else { T::Quoted(s) });
-        } else if "(),;=-:*+".contains(ch) {
-            out.push(T::P(ch));
-            i += 1;
-        } else {
-            return Err(format!("unexpected character '{ch}'"));
-        }
-    }
-    Ok(out)
-}
-
-/// Splits a step's SQL into statements at top-level semicolons (outside quotes and comments);
-/// empty statements are dropped.
-pub fn split_statements(sql: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = sql.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match quote {
-            Some(q) => {
-                cur.push(ch);
-                if ch == q {
-                    quote = None;
-                }
-            }
-            None => match ch {
-                '\'' | '"' => {
-                    quote = Some(ch);
-                    cur.push(ch);
-                }
-                '-' if chars.peek() == Some(&'-') => {
-                    for x in chars.by_ref() {
-                        if x == '\n' {
-                            cur.push('\n');
-                            break;
-                        }
-                    }
-                }
-                ';' => {
-                    if !cur.trim().is_empty() {
-                        out.push(cur.trim().to_string());
-                    }
-                    cur.clear();
-                }
-                _ => cur.push(ch),
-            },
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out
-}
-
-struct P {
-    t: Vec<T>,
-    i: usize,
-}
-
-impl P {
-    fn word(&self) -> Option<&str> {
-        match self.t.get(self.i) {
-            Some(T::Word(w)) => Some(w),
-            _ => None,
-        }
-    }
-    fn eat(&mut self, w: &str) -> bool {
-        if self.word() == Some(w) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-    fn eat_p(&mut self, c: char) -> bool {
-        if self.t.get(self.i) == Some(&T::P(c)) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-    fn done(&self) -> bool {
-        self.i >= self.t.len()
-    }
-    fn name(&mut self) -> Result<String, String> {
-        match self.t.get(self.i).cloned() {
-            Some(T::Word(w)) => {
-                self.i += 1;
-                Ok(w)
-            }
-            Some(T::Quoted(q)) => {
-                self.i += 1;
-                Ok(q)
-            }
-            _ => Err("expected a table name".into()),
-        }
-    }
-    fn names(&mut self) -> Result<Vec<String>, String> {
-        let mut v = vec![self.name()?];
-        while self.eat_p(',') {
-            v.push(self.name()?);
-        }
-        Ok(v)
-    }
-    fn int(&mut self) -> Result<i64, String> {
-        let neg = self.eat_p('-');
-        match self.t.get(self.i).cloned() {
-            Some(T::Num(n)) => {
-                self.i += 1;
-                // Parse with the sign so that i64::MIN (whose magnitude is no i64) is accepted.
-                let text = if neg { format!("-{n}") } else { n.clone() };
-                text.parse().map_err(|_| format!("integer out of range: {text}"))
-            }
-            _ => Err("expected an integer argument".into()),
-        }
-    }
-}
-
 /// A literal: an integer (optionally negative), a quoted string, or NULL.
 fn literal(p: &mut P) -> Result<Value, String> {
     if p.eat("null") {
@@ -424,9 +233,11 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
         "serial" | "serial4" => (ColumnType::Int4, true),
         "bigserial" | "serial8" => (ColumnType::Int8, true),
         "text" => (ColumnType::Text, false),
+        "numeric" | "decimal" if p.t.get(p.i) != Some(&T::P('(')) => (ColumnType::Numeric, false),
         _ => {
             return Err(format!(
-                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text)"
+                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text, numeric without \
+                 precision)"
             ));
         }
     };
@@ -641,97 +452,16 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
     }
 }
 
-/// A call of an advisory-lock function: `name(args)`.
-fn parse_call(p: &mut P) -> Result<Call, String> {
-    let f = p.word().ok_or("expected a function name")?.to_string();
-    p.i += 1;
-    let mut call = parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\""))?;
-    if !p.eat_p('(') {
-        return Err(format!("expected ( after {f}"));
-    }
-    let mut args = Vec::new();
-    if !p.eat_p(')') {
-        loop {
-            args.push(p.int()?);
-            if p.eat_p(')') {
-                break;
-            }
-            if !p.eat_p(',') {
-                return Err(format!("expected , or ) in arguments of {f}"));
-            }
-        }
-    }
-    match &mut call {
-        Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
-        Call::UnlockAll => {}
-        Call::Advisory(_, key) => {
-            *key = match args[..] {
-                [k] => AdvisoryKey::Int8(k),
-                [a, b] => AdvisoryKey::Int4(
-                    i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
-                    i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
-                ),
-                _ => return Err(format!("{f} takes one bigint or two int arguments")),
-            }
-        }
-    }
-    Ok(call)
-}
-
-fn parse_mode(p: &mut P) -> Result<LockMode, String> {
-    let mut words = Vec::new();
-    while let Some(w) = p.word() {
-        if w == "mode" {
-            break;
-        }
-        words.push(w.to_string());
-        p.i += 1;
-    }
-    if !p.eat("mode") {
-        return Err("expected IN <lockmode> MODE".into());
-    }
-    let text = words.join(" ");
-    text.parse::<LockMode>().map_err(|_| format!("unknown lock mode \"{}\"", text.to_uppercase()))
-}
-
-fn parse_advisory(name: &str) -> Option<Call> {
-    if name == "pg_advisory_unlock_all" {
-        return Some(Call::UnlockAll);
-    }
-    let rest = name.strip_prefix("pg_")?;
-    let (op, rest) = if let Some(r) = rest.strip_prefix("try_advisory_") {
-        (AdvisoryOp::Try, r)
-    } else if let Some(r) = rest.strip_prefix("advisory_unlock") {
-        (AdvisoryOp::Unlock, r)
-    } else if let Some(r) = rest.strip_prefix("advisory_") {
-        (AdvisoryOp::Lock, r)
-    } else {
-        return None;
-    };
-    let (xact, rest) = match rest.strip_prefix("xact_") {
-        Some(r) => (true, r),
-        None => (false, rest),
-    };
-    let rest = if op == AdvisoryOp::Unlock { rest } else { rest.strip_prefix("lock")? };
-    let shared = match rest {
-        "" => false,
-        "_shared" => true,
-        _ => return None,
-    };
-    if op == AdvisoryOp::Unlock && xact {
-        return None;
-    }
-    Some(Call::Advisory(AdvisoryFn { op, xact, shared }, AdvisoryKey::Int8(0)))
-}
-
 /// The transaction modes of `BEGIN` / `START TRANSACTION` (`xact.c`, PostgreSQL 15):
 /// `ISOLATION LEVEL READ COMMITTED` (and `READ UNCOMMITTED`, which PostgreSQL runs as READ
-/// COMMITTED), `READ WRITE`, `[NOT] DEFERRABLE` (which has no effect unless the transaction is
-/// SERIALIZABLE and READ ONLY), separated by blanks or commas. REPEATABLE READ, SERIALIZABLE and
+/// COMMITTED), `ISOLATION LEVEL REPEATABLE READ`, `READ WRITE`, `[NOT] DEFERRABLE` (which has
+/// no effect unless the transaction is SERIALIZABLE and READ ONLY), separated by blanks or
+/// commas; returns whether the level is REPEATABLE READ. SERIALIZABLE (predicate locks) and
 /// READ ONLY change what a transaction may do, which the runner does not implement: they are
-/// refused, never run as READ COMMITTED.
-fn transaction_modes(p: &mut P) -> Result<(), String> {
+/// refused, never run as another level.
+fn transaction_modes(p: &mut P) -> Result<bool, String> {
     let mut first = true;
+    let mut repeatable_read = false;
     loop {
         if !first {
             p.eat_p(',');
@@ -742,16 +472,21 @@ fn transaction_modes(p: &mut P) -> Result<(), String> {
                 return Err("expected LEVEL after ISOLATION".into());
             }
             if p.eat("read") && (p.eat("committed") || p.eat("uncommitted")) {
+                repeatable_read = false;
                 continue;
             }
-            let level = if p.eat("repeatable") && p.eat("read") {
-                "REPEATABLE READ"
-            } else if p.eat("serializable") {
-                "SERIALIZABLE"
-            } else {
-                return Err("expected an isolation level after ISOLATION LEVEL".into());
-            };
-            return Err(format!("unsupported: ISOLATION LEVEL {level} (only READ COMMITTED is implemented)"));
+            if p.eat("repeatable") && p.eat("read") {
+                repeatable_read = true;
+                continue;
+            }
+            if p.eat("serializable") {
+                return Err(
+                    "unsupported: ISOLATION LEVEL SERIALIZABLE (READ COMMITTED and REPEATABLE READ are \
+                     implemented)"
+                        .into(),
+                );
+            }
+            return Err("expected an isolation level after ISOLATION LEVEL".into());
         } else if p.eat("read") {
             if p.eat("write") {
                 continue;
@@ -765,7 +500,7 @@ fn transaction_modes(p: &mut P) -> Result<(), String> {
                 return Err("expected DEFERRABLE after NOT".into());
             }
         } else if !p.eat("deferrable") {
-            return Ok(());
+            return Ok(repeatable_read);
         }
     }
 }
@@ -788,8 +523,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             if first == "begin" {
                 let _ = p.eat("transaction") || p.eat("work");
             }
-            transaction_modes(&mut p)?;
-            Statement::Begin
+            Statement::Begin { repeatable_read: transaction_modes(&mut p)? }
         }
         "commit" | "end" => {
             let _ = p.eat("transaction") || p.eat("work");
@@ -837,9 +571,11 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             let guc = match name.as_str() {
                 "deadlock_timeout" => Guc::DeadlockTimeout,
                 "lock_timeout" => Guc::LockTimeout,
+                "statement_timeout" => Guc::StatementTimeout,
                 _ => {
                     return Err(format!(
-                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout)"
+                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout, \
+                         statement_timeout)"
                     ));
                 }
             };
@@ -890,6 +626,42 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         "select" if p.t.get(p.i) == Some(&T::P('*')) || p.t.iter().any(|t| *t == T::Word("from".into())) => {
             Statement::Query(parse_query(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
         }
+        "select" if p.word() == Some("current_setting") => {
+            p.i += 1;
+            let name = match (p.eat_p('('), p.t.get(p.i).cloned()) {
+                (true, Some(T::Str(n))) => {
+                    p.i += 1;
+                    n.to_ascii_lowercase()
+                }
+                _ => return Err(format!("expected current_setting('name'): {sql}")),
+            };
+            if !p.eat_p(')') {
+                return Err(format!("expected ) after current_setting('name': {sql}"));
+            }
+            if !matches!(name.as_str(), "default_transaction_isolation" | "transaction_isolation") {
+                return Err(format!(
+                    "unsupported: current_setting('{name}') (default_transaction_isolation, \
+                     transaction_isolation): {sql}"
+                ));
+            }
+            let compare = if p.eat_p('=') || p.eat_p('!') {
+                let eq = p.t.get(p.i - 1) == Some(&T::P('='));
+                match p.t.get(p.i).cloned() {
+                    Some(T::Str(v)) => {
+                        p.i += 1;
+                        Some((eq, v))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "unsupported: a comparison of current_setting with a non-string: {sql}"
+                        ));
+                    }
+                }
+            } else {
+                None
+            };
+            Statement::ShowSetting { name, compare }
+        }
         "select" => {
             let mut calls = Vec::new();
             loop {
@@ -935,215 +707,5 @@ pub fn parse_block(sql: &str) -> Result<Vec<Statement>, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_supported_statements() {
-        assert_eq!(
-            parse_block("BEGIN; SET deadlock_timeout = '100s'; LOCK TABLE a, \"B\" IN SHARE ROW EXCLUSIVE MODE NOWAIT;")
-                .unwrap(),
-            vec![
-                Statement::Begin,
-                Statement::Set { guc: Guc::DeadlockTimeout, value: Some("100s".into()) },
-                Statement::Lock { tables: vec!["a".into(), "B".into()], mode: LockMode::ShareRowExclusive, nowait: true },
-            ]
-        );
-        assert_eq!(
-            parse_statement("LOCK a1").unwrap(),
-            Statement::Lock { tables: vec!["a1".into()], mode: LockMode::AccessExclusive, nowait: false }
-        );
-        assert_eq!(
-            parse_statement("set lock_timeout to 10").unwrap(),
-            Statement::Set { guc: Guc::LockTimeout, value: Some("10".into()) }
-        );
-        assert_eq!(
-            parse_statement("RESET lock_timeout").unwrap(),
-            Statement::Set { guc: Guc::LockTimeout, value: None }
-        );
-        let Statement::Select(c) =
-            parse_statement("SELECT pg_try_advisory_xact_lock_shared(1, -2), pg_advisory_unlock(5)").unwrap()
-        else {
-            panic!()
-        };
-        assert_eq!(c[0].0, "pg_try_advisory_xact_lock_shared");
-        assert_eq!(
-            c[0].1,
-            Call::Advisory(
-                AdvisoryFn { op: AdvisoryOp::Try, xact: true, shared: true },
-                AdvisoryKey::Int4(1, -2)
-            )
-        );
-        assert_eq!(
-            c[1].1,
-            Call::Advisory(
-                AdvisoryFn { op: AdvisoryOp::Unlock, xact: false, shared: false },
-                AdvisoryKey::Int8(5)
-            )
-        );
-        let Statement::CreateTable(d) = parse_statement(
-            "CREATE TABLE t (id int PRIMARY KEY, v text NOT NULL DEFAULT 'a', r int REFERENCES p)",
-        )
-        .unwrap() else {
-            panic!()
-        };
-        assert_eq!(d.primary_key, Some(0));
-        assert_eq!(d.columns[1].default, Some(Value::Text("a".into())));
-        assert!(d.columns[1].not_null && !d.columns[2].not_null);
-        assert_eq!(
-            parse_statement("INSERT INTO t VALUES (1, 'x'), (-2, DEFAULT)").unwrap(),
-            Statement::Insert(Insert {
-                table: "t".into(),
-                columns: None,
-                rows: vec![
-                    vec![Some(Value::Int(1)), Some(Value::Text("x".into()))],
-                    vec![Some(Value::Int(-2)), None]
-                ],
-            })
-        );
-        assert_eq!(
-            parse_statement("SELECT * FROM q ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1").unwrap(),
-            Statement::Query(Query {
-                table: "q".into(),
-                columns: None,
-                filter: None,
-                order_by: Some(("id".into(), false)),
-                limit: Some(1),
-                lock: Some((RowLockStrength::Update, WaitPolicy::Skip)),
-            })
-        );
-        let Statement::Query(q) =
-            parse_statement("select a, b from t where a = 3 for no key update nowait").unwrap()
-        else {
-            panic!()
-        };
-        assert_eq!(q.filter, Some(Cond::Eq("a".into(), Value::Int(3))));
-        assert_eq!(
-            parse_statement(
-                "UPDATE t SET v = v + 1, w = DEFAULT WHERE pg_advisory_lock_shared(7) IS NOT NULL"
-            )
-            .unwrap(),
-            Statement::Update(Update {
-                table: "t".into(),
-                set: vec![("v".into(), Expr::Column("v".into(), 1)), ("w".into(), Expr::Default)],
-                filter: Some(Cond::CallNotNull(Call::Advisory(
-                    AdvisoryFn { op: AdvisoryOp::Lock, xact: false, shared: true },
-                    AdvisoryKey::Int8(7)
-                ))),
-            })
-        );
-        assert_eq!(
-            parse_statement("DELETE FROM t WHERE k = 'a'").unwrap(),
-            Statement::Delete {
-                table: "t".into(),
-                filter: Some(Cond::Eq("k".into(), Value::Text("a".into())))
-            }
-        );
-        assert_eq!(q.lock, Some((RowLockStrength::NoKeyUpdate, WaitPolicy::Error)));
-        for bad in [
-            "SELECT * FROM t WHERE a > 1",
-            "SELECT * FROM t WHERE a = 1 AND b = 2",
-            "UPDATE t SET a = b * 2",
-            "SELECT * FROM t FOR UPDATE OF t",
-            "CREATE TABLE t (a float)",
-            "CREATE TABLE t (a int UNIQUE)",
-            "INSERT INTO t SELECT 1",
-        ] {
-            assert!(parse_statement(bad).is_err(), "{bad}");
-        }
-        assert_eq!(
-            parse_statement("drop table if exists a, b").unwrap(),
-            Statement::DropTable { tables: vec!["a".into(), "b".into()], if_exists: true }
-        );
-    }
-
-    #[test]
-    fn bigint_keys_cover_the_whole_range() {
-        for (text, key) in [("-9223372036854775808", i64::MIN), ("9223372036854775807", i64::MAX), ("-1", -1)]
-        {
-            let Statement::Select(c) = parse_statement(&format!("SELECT pg_advisory_lock({text})")).unwrap()
-            else {
-                panic!()
-            };
-            assert_eq!(
-                c[0].1,
-                Call::Advisory(
-                    AdvisoryFn { op: AdvisoryOp::Lock, xact: false, shared: false },
-                    AdvisoryKey::Int8(key)
-                )
-            );
-        }
-        let e = parse_statement("SELECT pg_advisory_lock(-9223372036854775809)").unwrap_err();
-        assert_eq!(e, "integer out of range: -9223372036854775809");
-    }
-
-    /// Isolation levels other than READ COMMITTED, READ ONLY, SET LOCAL and
-    /// SET TRANSACTION were accepted and run as plain READ COMMITTED statements; they are
-    /// refused as unsupported, and what PostgreSQL itself runs as READ COMMITTED is accepted.
-    #[test]
-    fn unimplemented_transaction_modes_are_refused() {
-        for ok in [
-            "BEGIN",
-            "begin transaction isolation level read committed",
-            "START TRANSACTION ISOLATION LEVEL READ UNCOMMITTED, READ WRITE",
-            "BEGIN WORK READ WRITE NOT DEFERRABLE",
-            "BEGIN ISOLATION LEVEL READ COMMITTED DEFERRABLE",
-        ] {
-            assert_eq!(parse_statement(ok), Ok(Statement::Begin), "{ok}");
-        }
-        for (bad, want) in [
-            ("BEGIN ISOLATION LEVEL REPEATABLE READ", "unsupported: ISOLATION LEVEL REPEATABLE READ"),
-            ("begin isolation level serializable", "unsupported: ISOLATION LEVEL SERIALIZABLE"),
-            ("START TRANSACTION READ WRITE, ISOLATION LEVEL SERIALIZABLE", "unsupported: ISOLATION LEVEL"),
-            ("BEGIN READ ONLY", "unsupported: READ ONLY"),
-            ("BEGIN ISOLATION LEVEL", "expected an isolation level"),
-            ("BEGIN FOO", "unexpected text at the end"),
-            ("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", "unsupported: SET TRANSACTION"),
-            (
-                "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
-                "unsupported: SET TRANSACTION",
-            ),
-            ("SET LOCAL lock_timeout = 10", "unsupported: SET LOCAL"),
-            ("LOCK TABLE ONLY t", "unexpected text at the end"),
-            ("DROP TABLE t CASCADE", "unexpected text at the end"),
-        ] {
-            let e = parse_statement(bad).unwrap_err();
-            assert!(e.contains(want), "{bad}: {e}");
-        }
-        let e = parse_block("BEGIN\n  ISOLATION LEVEL\n  SERIALIZABLE;").unwrap_err();
-        assert!(!e.contains('\n'), "{e}");
-    }
-
-    #[test]
-    fn parses_savepoint_statements() {
-        assert_eq!(
-            parse_block("SAVEPOINT Sp1; ROLLBACK TO sp1; ROLLBACK WORK TO SAVEPOINT \"Sp1\"; RELEASE sp1; RELEASE SAVEPOINT sp1")
-                .unwrap(),
-            vec![
-                Statement::Savepoint("sp1".into()),
-                Statement::RollbackTo("sp1".into()),
-                Statement::RollbackTo("Sp1".into()),
-                Statement::Release("sp1".into()),
-                Statement::Release("sp1".into()),
-            ]
-        );
-        assert_eq!(parse_statement("ROLLBACK").unwrap(), Statement::Rollback);
-        for bad in ["SAVEPOINT", "RELEASE", "ROLLBACK TO", "ABORT TO sp", "SAVEPOINT a b"] {
-            assert!(parse_statement(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn rejects_the_rest() {
-        assert!(parse_statement("MERGE INTO t USING u ON true").unwrap_err().contains("unsupported SQL"));
-        assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
-        assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
-        assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
-        assert!(parse_statement("SELECT pg_advisory_lock(1, 2, 3)").is_err());
-        assert_eq!(
-            parse_statement("SET lock_timeout = -1").unwrap(),
-            Statement::Set { guc: Guc::LockTimeout, value: Some("-1".into()) },
-            "a negative value parses; the range check happens when the step runs"
-        );
-    }
-}
+#[path = "sql_tests.rs"]
+mod tests;

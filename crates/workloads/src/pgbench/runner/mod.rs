@@ -21,12 +21,17 @@ use serde::Serialize;
 
 use super::expr::{self, Value};
 use super::script::{BUILTINS, Script, Table};
-use crate::report::{self, FidelityRow, LockStackReport, StackCounters};
+use crate::report::{self, LockStackReport, StackCounters};
 use crate::sim_knobs::SimKnobs;
 use lockstack_engine::engine::{Engine, EngineConfig, EngineError};
 use lockstack_engine::session::Session;
 
+mod checks;
 mod program;
+mod result;
+
+use checks::{SUM_ORDER, consistency_checks, sums};
+pub use result::{Check, CommandStats, PgbenchResult, Progress, ScriptResult};
 
 use program::{ClientVars, Op, Program, SLOT_CLIENT_ID, SLOT_SCALE, run_command};
 
@@ -91,105 +96,6 @@ impl PgbenchConfig {
             protocol: QueryMode::Prepared,
         }
     }
-}
-
-/// Per-command latency totals (`-r`).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CommandStats {
-    /// Executions.
-    pub count: u64,
-    /// Total time, ns; `None` unless per-command timing (`-r`,
-    /// [`RunOptions::per_command_latencies`]) was asked for, since only then is each command timed.
-    pub total_ns: Option<u64>,
-    /// Failures.
-    pub failures: u64,
-}
-
-/// Per-script results.
-#[derive(Clone, Debug, Serialize)]
-pub struct ScriptResult {
-    /// Script name.
-    pub name: String,
-    /// Weight.
-    pub weight: u32,
-    /// Committed transactions.
-    pub transactions: u64,
-    /// Failed transactions (deadlocks, lock timeouts).
-    pub failed: u64,
-    /// Per-command totals, in script order.
-    pub commands: Vec<CommandStats>,
-    /// Command texts.
-    pub texts: Vec<String>,
-}
-
-/// One consistency check.
-#[derive(Clone, Debug, Serialize)]
-pub struct Check {
-    /// What was checked.
-    pub name: String,
-    /// Whether it held.
-    pub ok: bool,
-    /// The numbers behind it.
-    pub detail: String,
-}
-
-/// A progress line (`-P`).
-#[derive(Clone, Debug)]
-pub struct Progress {
-    /// Seconds since the start.
-    pub at: f64,
-    /// Transactions per second in the interval.
-    pub tps: f64,
-    /// Mean latency in the interval, ms.
-    pub lat_ms: f64,
-    /// Latency standard deviation in the interval, ms.
-    pub stddev_ms: f64,
-    /// Failures in the interval.
-    pub failed: u64,
-}
-
-/// Everything a run measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct PgbenchResult {
-    /// Seconds spent building and loading the tables.
-    pub load_s: f64,
-    /// Seconds of the measured phase.
-    pub elapsed_s: f64,
-    /// Committed transactions, all scripts.
-    pub transactions: u64,
-    /// Failed transactions.
-    pub failed: u64,
-    /// Mean latency, ms.
-    pub latency_avg_ms: f64,
-    /// Latency standard deviation, ms.
-    pub latency_stddev_ms: f64,
-    /// Per script.
-    pub scripts: Vec<ScriptResult>,
-    /// Consistency checks run after the run.
-    pub checks: Vec<Check>,
-    /// Balance sums over the live rows before and after the run: (table, before, after), for
-    /// pgbench_accounts, pgbench_tellers, pgbench_branches and pgbench_history (its delta sum).
-    pub balance_sums: Vec<(String, i64, i64)>,
-    /// Sampled wait events (`Type:Name`, samples), most sampled first. The sampler runs from
-    /// before the clients connect to after they disconnect and samples only the slots a
-    /// backend is attached to; a backend spinning publishes no event.
-    pub wait_events: Vec<(String, u64)>,
-    /// Backend-samples the shares are of: waiting or not, the idle ones
-    /// ([`PgbenchResult::wait_idle_samples`]) left out.
-    pub wait_samples: u64,
-    /// Backend-samples that found a client idle at the harness's start or end gate
-    /// (`Client:ClientRead`), left out of [`PgbenchResult::wait_samples`].
-    pub wait_idle_samples: u64,
-    /// Sampling rounds (each reads every attached backend's slot once).
-    pub wait_rounds: u64,
-    /// Every counter of the measured phase (LWLock tranches, heavyweight locks, buffers, WAL,
-    /// CLOG, ProcArray), by path (`lwlock.ProcArray.ex_acquire`, `wal.flushes`).
-    pub lock_stack: LockStackReport,
-    /// The built-in whose PostgreSQL 15 column [`PgbenchResult::fidelity`] compares with
-    /// (`select-only`, `simple-update`, `tpcb-like`), when the run's scripts are one built-in.
-    pub fidelity_builtin: Option<String>,
-    /// The rows of the PostgreSQL 15.18 reference (`docs/fidelity.md`) counted on this run, next to PostgreSQL 15's values.
-    pub fidelity: Vec<FidelityRow>,
 }
 
 /// How a run measures, beyond [`PgbenchConfig`].
@@ -347,18 +253,6 @@ impl QueryMode {
             _ => None,
         }
     }
-}
-
-/// The order of [`sums`]'s entries: the three balance tables as the checks name them, then history.
-const SUM_ORDER: [Table; 4] = [Table::Accounts, Table::Tellers, Table::Branches, Table::History];
-
-fn sums(s: &mut Session) -> Result<[(u64, i64, usize); 4], EngineError> {
-    let mut out = [(0, 0, 0); 4];
-    for (i, t) in SUM_ORDER.into_iter().enumerate() {
-        let x = s.table_sums(t.rel())?;
-        out[i] = (x.rows, x.balance, x.duplicate_keys.len());
-    }
-    Ok(out)
 }
 
 /// Which built-in a run's scripts all are (`select-only`, `simple-update`, `tpcb-like`), if
@@ -838,59 +732,6 @@ pub fn run_on_with(
         fidelity_builtin: builtin.map(str::to_string),
         lock_stack: LockStackReport::new(delta, transactions + failed),
     })
-}
-
-fn consistency_checks(
-    cfg: &PgbenchConfig,
-    before: &[(u64, i64, usize); 4],
-    after: &[(u64, i64, usize); 4],
-) -> Vec<Check> {
-    let mut checks = Vec::new();
-    let names = ["pgbench_accounts", "pgbench_tellers", "pgbench_branches"];
-    // pgbench's row counts per unit of scale (naccounts, ntellers, nbranches in pgbench.c):
-    // scripts here never insert into or delete from these tables, so a run must end with
-    // exactly the loaded rows, whatever the directory held before it (a directory that lost
-    // rows fails here rather than being compared with itself).
-    let per_scale = [100_000u64, 10, 1];
-    for i in 0..3 {
-        let expected = per_scale[i] * cfg.scale.max(0) as u64;
-        let ok = after[i].2 == 0 && after[i].0 == expected;
-        checks.push(Check {
-            name: format!("{}: exactly one live version per key", names[i]),
-            ok,
-            detail: format!(
-                "{} live rows (expected {expected}), {} keys with more than one",
-                after[i].0, after[i].2
-            ),
-        });
-    }
-    let d = |i: usize| after[i].1 - before[i].1;
-    let hist = d(3);
-    let kinds: Vec<&str> = cfg.scripts.iter().map(|s| s.name.as_str()).collect();
-    let only = |n: &str| kinds.iter().all(|k| *k == n);
-    if only("<builtin: TPC-B (sort of)>") {
-        for (i, name) in names.iter().enumerate() {
-            checks.push(Check {
-                name: format!("tpcb-like: {name} balance change = history delta sum"),
-                ok: d(i) == hist,
-                detail: format!("{} vs {hist}", d(i)),
-            });
-        }
-    } else if only("<builtin: simple update>") {
-        checks.push(Check {
-            name: "simple-update: account balance change = history delta sum".into(),
-            ok: d(0) == hist,
-            detail: format!("{} vs {hist}", d(0)),
-        });
-    } else if only("<builtin: select only>") {
-        let same = (0..4).all(|i| before[i] == after[i]);
-        checks.push(Check {
-            name: "select-only: nothing changed".into(),
-            ok: same,
-            detail: format!("{before:?} -> {after:?}"),
-        });
-    }
-    checks
 }
 
 #[cfg(test)]
