@@ -15,6 +15,17 @@
 use super::driver::{self, Options, POSTGRES_IPC_KEY, Plan};
 use super::{Calibrated, Experiment, Published, WorkloadKind};
 
+/// The figure a workload is calibrated to among the user's own figures (`--measured`, already
+/// narrowed to the machine's rows): the baseline variant's at the fewest clients.
+pub fn measured_target<'a>(
+    e: &Experiment,
+    figures: &'a [Published],
+    workload: &str,
+) -> Option<&'a Published> {
+    let base = e.baseline().name;
+    figures.iter().filter(|p| p.workload == workload && p.variant == base).min_by_key(|p| p.clients)
+}
+
 /// The figure a workload is calibrated to on `machine`: the baseline variant's published
 /// point at the fewest clients among the series measured there (the first series in the
 /// machine's list with such a point).
@@ -82,11 +93,12 @@ pub fn solve(
     machine: &str,
     cores: u32,
     profile_ipc: f64,
+    measured: Option<&[Published]>,
 ) -> Result<(Vec<Solved>, Vec<String>), String> {
-    if e.machine(machine).is_none() {
+    if measured.is_none() && e.machine(machine).is_none() {
         let names: Vec<&str> = e.machines.iter().map(|m| m.profile).collect();
         return Err(format!(
-            "--calibrate: {} published no figure on {machine} (its machines: {})",
+            "--calibrate: {} published no figure on {machine} (its machines: {}); to calibrate to your own figures, give --measured FILE.csv",
             e.name,
             names.join(", ")
         ));
@@ -110,17 +122,24 @@ pub fn solve(
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for w in workloads {
-        let Some(t) = target(e, machine, w) else {
+        let found = match measured {
+            Some(figures) => measured_target(e, figures, w).copied(),
+            None => target(e, machine, w).copied(),
+        };
+        let Some(t) = found else {
+            let whose = if measured.is_some() { "your --measured file" } else { "the thread" };
             skipped.push(format!(
-                "{w}: the thread gives no figure for the baseline ({}) on {machine}; not calibrated",
+                "{w}: {whose} gives no figure for the baseline ({}) on {machine}; not calibrated (add a row: variant {}, clients, tps)",
+                e.baseline().name,
                 e.baseline().name
             ));
             continue;
         };
         let clients = t.clients as usize;
         if 3 * t.clients > cores {
+            let whose = if measured.is_some() { "your" } else { "the thread's" };
             skipped.push(format!(
-                "{w}: the thread's fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc"
+                "{w}: {whose} fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc (a figure at 1 client calibrates)"
             ));
             continue;
         }
@@ -156,7 +175,9 @@ pub fn solve(
         out.push(Solved {
             calibrated: Calibrated {
                 experiment: e.name,
-                machine: e.machine(machine).map_or("", |m| m.profile),
+                machine: e
+                    .machine(machine)
+                    .map_or_else(|| &*Box::leak(machine.to_string().into_boxed_str()), |m| m.profile),
                 workload: e.workload(w).map_or("", |x| x.name),
                 series: t.series,
                 clients: t.clients,
