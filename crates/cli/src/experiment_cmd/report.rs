@@ -130,6 +130,19 @@ pub(super) fn show_text(e: &Experiment) -> Vec<String> {
     for c in cals {
         out.push(format!("  {}", c.line()));
     }
+    let home = experiments::user_dir::dir()
+        .map(|d| d.join(experiments::user_dir::CALIBRATIONS).display().to_string())
+        .unwrap_or_else(|e| e);
+    match e.user_calibrations() {
+        Ok(cals) if cals.is_empty() => out.push(format!("your calibrations ({home}): none")),
+        Ok(cals) => {
+            out.push(format!("your calibrations ({home}; used before the built-in ones):"));
+            for c in cals {
+                out.push(format!("  {}", c.line()));
+            }
+        }
+        Err(err) => out.push(format!("your calibrations: {err}")),
+    }
     out.push(String::new());
     out.push("to reproduce (each command writes its figures to its --out):".to_string());
     let mut step = |what: String, command: String| {
@@ -151,11 +164,20 @@ pub(super) fn show_text(e: &Experiment) -> Vec<String> {
         );
         if e.calibrations().any(|c| c.machine == p) {
             step(
-                format!("the stored calibration on {p} (prints the rows above)"),
+                format!("the stored calibration on {p} (refits it and stores it in your calibrations)"),
                 format!("lockstack experiment {name} --machine {p} --calibrate"),
             );
         }
     }
+    step(
+        "your own figures next to the curves (a CSV of variant,clients,tps[,machine,workload])".to_string(),
+        format!("lockstack experiment {name} --measured mine.csv --out out/experiments/{name}"),
+    );
+    step(
+        "a calibration to your own baseline figure, on your profile (`lockstack machine new mybox`)"
+            .to_string(),
+        format!("lockstack experiment {name} --machine mybox --calibrate --measured mine.csv"),
+    );
     if !e.machines.is_empty() {
         step(
             "docs/sim-validation.md, from every seed's sweep in out/validation".to_string(),

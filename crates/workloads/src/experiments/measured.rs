@@ -7,7 +7,7 @@
 //!
 //! | column | required | what |
 //! |---|---|---|
-//! | `variant` | yes | one of the experiment's variants (`master`, `pgxact`, ...) |
+//! | `variant` | yes | one of the experiment's variants (`pgproc`, `no-fastpath`, ...) |
 //! | `clients` | yes | pgbench's `-c`, a whole number from 1 |
 //! | `tps` | yes | the measured throughput, a positive number (transactions per second) |
 //! | `machine` | no | the profile the figure stands for; an empty cell: any machine |
@@ -293,9 +293,9 @@ mod tests {
         let mut w = csv::Writer::from_path(&path).unwrap();
         w.write_record(["variant", "clients", "tps", "machine", "workload"]).unwrap();
         let rows = [
-            ("master", 1u32, 4100.5f64, "", "select-only"),
+            ("pgproc", 1u32, 4100.5f64, "", "select-only"),
             ("pgxact", 32, 160000.0, "xeon-32", "select-only"),
-            ("master", 8, 2500.25, "", "tpcb-like"),
+            ("pgproc", 8, 2500.25, "", "tpcb-like"),
         ];
         for (v, c, t, m, wl) in rows {
             w.write_record([v.to_string(), c.to_string(), t.to_string(), m.to_string(), wl.to_string()])
@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_optional_columns_may_be_absent_and_comments_are_skipped() {
-        let text = "# from my laptop\nclients,tps,variant\n1,900,master\n4,3000,pgxact\n";
+        let text = "# from my laptop\nclients,tps,variant\n1,900,pgproc\n4,3000,pgxact\n";
         let m = Measured::parse(text, Path::new("a.csv"), pgxact()).unwrap();
         assert_eq!(m.points.len(), 2);
         assert_eq!(m.points[0].workload, pgxact().workloads[0].name);
@@ -333,11 +333,11 @@ mod tests {
         let e = pgxact();
         let err = |text: &str| Measured::parse(text, Path::new("bad.csv"), e).unwrap_err().to_string();
         assert_eq!(
-            err("variant,clients,tps\nmaster,1,100\nmaster,two,200\n"),
+            err("variant,clients,tps\npgproc,1,100\npgproc,two,200\n"),
             "--measured bad.csv: line 3: field clients: \"two\" is not a whole number from 1"
         );
         assert_eq!(
-            err("variant,clients,tps\nmaster,1,-5\n"),
+            err("variant,clients,tps\npgproc,1,-5\n"),
             "--measured bad.csv: line 2: field tps: \"-5\" is not a positive number"
         );
         assert!(
@@ -345,23 +345,23 @@ mod tests {
                 .starts_with("--measured bad.csv: line 2: field variant: \"nope\"")
         );
         assert!(
-            err("variant,clients,tps,workload\nmaster,1,5,scan\n")
+            err("variant,clients,tps,workload\npgproc,1,5,scan\n")
                 .starts_with("--measured bad.csv: line 2: field workload: \"scan\"")
         );
         assert!(
-            err("variant,clients,tps\nmaster,1,5\nmaster,1,6\n")
-                .contains("line 3: field clients: select-only master at 1 clients again (first on line 2)")
+            err("variant,clients,tps\npgproc,1,5\npgproc,1,6\n")
+                .contains("line 3: field clients: simple-update pgproc at 1 clients again (first on line 2)")
         );
         assert!(
-            err("variant,clients,tps\nmaster,1\n")
+            err("variant,clients,tps\npgproc,1\n")
                 .starts_with("--measured bad.csv: line 2: field -: 2 fields")
         );
         assert!(
-            err("variant,clients,speed\nmaster,1,5\n")
+            err("variant,clients,speed\npgproc,1,5\n")
                 .starts_with("--measured bad.csv: line 1: column \"speed\" is unsupported")
         );
         assert!(
-            err("variant,tps\nmaster,5\n").starts_with("--measured bad.csv: line 1: no \"clients\" column")
+            err("variant,tps\npgproc,5\n").starts_with("--measured bad.csv: line 1: no \"clients\" column")
         );
         assert!(err("variant,clients,tps\n").starts_with("--measured bad.csv: no data row"));
     }
