@@ -205,7 +205,7 @@ fn calibrate(
         profile_ipc,
         figures.as_deref(),
     )
-    .map_err(Failure::input)?;
+    .map_err(|e| Failure::input(e.to_string()))?;
     for line in &skipped {
         outln!("{line}");
     }
