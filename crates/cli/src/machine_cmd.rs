@@ -18,6 +18,10 @@ pub(crate) struct MachineArgs {
 enum MachineAction {
     /// List the built-in machine profiles: name, topology, description.
     List,
+    /// Write a commented template profile NAME into the user directory (machines/NAME.toml,
+    /// found by `--machine NAME`): every constant with what it is and whether to measure or
+    /// cite it; --from-host fills the topology and caches from this machine. Never overwrites.
+    New(crate::machine_new::NewArgs),
     /// Print a profile as TOML: a built-in name (with its citation comments) or a FILE.
     Show {
         /// A built-in profile's name (see `lockstack machine list`) or a profile file.
@@ -181,6 +185,7 @@ fn time_segments(out: &std::path::Path, seconds: f64) -> Result<(), Failure> {
 pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
     match args.action {
         MachineAction::Sweep(sweep) => crate::machine_sweep::run(sweep),
+        MachineAction::New(new) => crate::machine_new::run(new),
         MachineAction::Layout(layout) => crate::machine_layout::run(layout),
         MachineAction::Validate { profile, json } => crate::machine_validate::run(&profile, json),
         MachineAction::List => {
@@ -205,8 +210,11 @@ pub(crate) fn run(args: MachineArgs) -> Result<(), Failure> {
                 out!("{text}");
                 return Ok(());
             }
-            // Read once (bounded), checked, and shown as written, comments included.
-            let text = MachineProfile::read_file(&profile).map_err(|e| Failure::input(e.to_string()))?;
+            // Read once (bounded), checked, and shown as written, comments included; a user
+            // profile by name is its file in the user directory.
+            let file = lockstack_workloads::experiments::user_dir::profile_path(&profile)
+                .map_or_else(|| profile.clone(), |p| p.to_string_lossy().into_owned());
+            let text = MachineProfile::read_file(&file).map_err(|e| Failure::input(e.to_string()))?;
             MachineProfile::from_toml(&text, &profile).map_err(|e| Failure::input(e.to_string()))?;
             out!("{text}");
             Ok(())

@@ -1,6 +1,7 @@
-//! `lockstack machine sweep`: pgbench's select-only workload (`-S`) on simulated machines,
-//! every (profile, preset, clients) point one child run of this binary
-//! (`lockstack pgbench -S ... --machine PROFILE --preset PRESET --json FILE`), collected into
+//! `lockstack machine sweep`: a pgbench workload (a built-in script, select-only `-S` by
+//! default, or a script file: `--script`) on simulated machines, every (profile, preset,
+//! clients) point one child run of this binary
+//! (`lockstack pgbench -b NAME ... --machine PROFILE --preset PRESET --json FILE`), collected into
 //! `DIR/sweep.csv`, a table on stdout and `DIR/sweep.svg` (one panel per profile, tps against
 //! clients on a log2 axis, one line per preset). docs/sim.md, "Sweeps", describes the columns.
 //!
@@ -14,7 +15,6 @@ use std::process::{Child, Command, Stdio};
 
 use clap::Args;
 use lockstack_common::sync::{Duration, Instant, sleep};
-use lockstack_sim::MachineProfile;
 use lockstack_sim::profile::BUILTIN;
 use lockstack_workloads::experiments::driver::MAX_CLIENTS;
 use plotters::prelude::*;
@@ -49,6 +49,51 @@ pub(crate) struct SweepArgs {
     /// created if missing.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// The workload: a pgbench built-in script's name (select-only, simple-update,
+    /// tpcb-like; `lockstack pgbench --help`) or a script FILE (pgbench's -f).
+    #[arg(long, default_value = "select-only", value_name = "NAME|FILE")]
+    script: String,
+}
+
+/// What each point runs: pgbench's arguments that choose the script.
+#[derive(Debug, Clone)]
+enum Script {
+    /// A built-in script, by its full name (`-b NAME`).
+    Builtin(String),
+    /// A script file (`-f FILE`).
+    File(PathBuf),
+}
+
+impl Script {
+    /// A built-in's name, else an existing file.
+    fn parse(s: &str) -> Result<Script, Failure> {
+        let path = Path::new(s);
+        if path.is_file() {
+            return Ok(Script::File(path.to_path_buf()));
+        }
+        match lockstack_workloads::pgbench::script::Builtin::find(s) {
+            Ok(b) => Ok(Script::Builtin(b.name.to_string())),
+            Err(e) => {
+                Err(Failure::input(format!("--script {s:?}: neither a script file nor a built-in ({e})")))
+            }
+        }
+    }
+
+    /// pgbench's arguments for it.
+    fn args(&self) -> Vec<std::ffi::OsString> {
+        match self {
+            Script::Builtin(n) => vec!["-b".into(), n.into()],
+            Script::File(p) => vec!["-f".into(), p.as_os_str().to_owned()],
+        }
+    }
+
+    /// How titles name it (`-b select-only`, `-f FILE`).
+    fn label(&self) -> String {
+        match self {
+            Script::Builtin(n) => format!("-b {n}"),
+            Script::File(p) => format!("-f {}", p.display()),
+        }
+    }
 }
 
 /// One point of the sweep and, once run, its result.
@@ -111,6 +156,7 @@ struct Plan {
     transactions: u64,
     scale: u64,
     jobs: usize,
+    script: Script,
 }
 
 /// Splits a comma-separated list, refusing empty items and duplicates.
@@ -154,7 +200,8 @@ fn parse_profiles(s: &str) -> Result<Vec<(String, String)>, Failure> {
     }
     let mut out: Vec<(String, String)> = Vec::new();
     for item in list("--profiles", s)? {
-        let p = MachineProfile::resolve(item).map_err(|e| Failure::input(format!("--profiles: {e}")))?;
+        let p =
+            crate::sim_cmd::resolve_profile(item).map_err(|e| Failure::input(format!("--profiles: {e}")))?;
         if out.iter().any(|(n, _)| *n == p.name) {
             return Err(Failure::input(format!("--profiles: two profiles are named \"{}\"", p.name)));
         }
@@ -206,6 +253,7 @@ impl Plan {
             transactions: positive("--transactions", args.transactions)?,
             scale,
             jobs: jobs as usize,
+            script: Script::parse(&args.script)?,
         })
     }
 
@@ -241,7 +289,7 @@ struct Running {
     err: PathBuf,
 }
 
-/// Starts one point: this binary, `pgbench -s S -S -c C -j C -t T --machine P --preset X --json
+/// Starts one point: this binary, `pgbench -s S -b NAME|-f FILE -c C -j C -t T --machine P --preset X --json
 /// FILE`, its stdout (the report) in `points/STEM.txt`, its stderr in `points/STEM.err` (removed
 /// after a success if empty).
 fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, Failure> {
@@ -254,8 +302,15 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
         std::fs::File::create(p).map_err(|e| Failure::output(format!("--out: {}: {e}", p.display())))
     };
     let c = point.clients.to_string();
-    let child = Command::new(exe)
-        .args(["pgbench", "-s", &plan.scale.to_string(), "-S", "-c", &c, "-j", &c])
+    let mut cmd = Command::new(exe);
+    // The user directory, where the children find user profiles.
+    if let Some(home) = lockstack_workloads::experiments::user_dir::overridden() {
+        cmd.arg("--home").arg(home);
+    }
+    let child = cmd
+        .args(["pgbench", "-s", &plan.scale.to_string()])
+        .args(plan.script.args())
+        .args(["-c", &c, "-j", &c])
         .args(["-t", &point.per_client.to_string(), "--machine", plan.machine_arg(&point.profile)])
         .args(["--preset", &point.preset, "--json"])
         .arg(&json)
@@ -516,8 +571,10 @@ fn render_svg(plan: &Plan, results: &[PointResult]) -> Result<String, String> {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let (head, body) = root.split_vertically(HEADER);
         let title = format!(
-            "lockstack pgbench -S -s {} on simulated machines: tps per virtual second ({} transactions a point)",
-            plan.scale, plan.transactions
+            "lockstack pgbench {} -s {} on simulated machines: tps per virtual second ({} transactions a point)",
+            plan.script.label(),
+            plan.scale,
+            plan.transactions
         );
         head.draw(&Text::new(title, (16, 10), ("sans-serif", 18).into_font())).map_err(|e| e.to_string())?;
         for (i, preset) in plan.presets.iter().enumerate() {

@@ -39,6 +39,7 @@ mod locks_cmd;
 mod lwlock_cmd;
 mod machine_cmd;
 mod machine_layout;
+mod machine_new;
 mod machine_sweep;
 mod machine_validate;
 mod pgbench_cmd;
@@ -370,6 +371,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(home) = &cli.sim.home {
+        lockstack_workloads::experiments::user_dir::set(home.clone());
+    }
     let name = match &cli.command {
         Command::Lwlock(_) => "lwlock",
         Command::Snapshot(_) => "snapshot",

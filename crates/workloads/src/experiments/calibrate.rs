@@ -15,6 +15,17 @@
 use super::driver::{self, Options, POSTGRES_IPC_KEY, Plan};
 use super::{Calibrated, Experiment, Published, WorkloadKind};
 
+/// The figure a workload is calibrated to among the user's own figures (`--measured`, already
+/// narrowed to the machine's rows): the baseline variant's at the fewest clients.
+pub fn measured_target<'a>(
+    e: &Experiment,
+    figures: &'a [Published],
+    workload: &str,
+) -> Option<&'a Published> {
+    let base = e.baseline().name;
+    figures.iter().filter(|p| p.workload == workload && p.variant == base).min_by_key(|p| p.clients)
+}
+
 /// The figure a workload is calibrated to on `machine`: the baseline variant's published
 /// point at the fewest clients among the series measured there (the first series in the
 /// machine's list with such a point).
@@ -30,6 +41,67 @@ pub fn target(e: &'static Experiment, machine: &str, workload: &str) -> Option<&
                 .min_by_key(|p| p.clients)
         })
         .min_by_key(|p| p.clients)
+}
+
+/// Why a calibration could not be solved; each is one line that says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// The machine is not one of the thread's and no `--measured` figures were given.
+    #[error(
+        "--calibrate: {experiment} published no figure on {machine} (its machines: {machines}); to calibrate to your own figures, give --measured FILE.csv"
+    )]
+    NotTheThreadsMachine {
+        /// The experiment.
+        experiment: &'static str,
+        /// The profile asked for.
+        machine: String,
+        /// The thread's profiles, comma-separated.
+        machines: String,
+    },
+    /// The caller's `--set sim.postgres_ipc`, which the calibration fits.
+    #[error("--calibrate fits {POSTGRES_IPC_KEY}; do not --set it")]
+    IpcSet,
+    /// The experiment runs no pgbench workload (`vm-pin`).
+    #[error("--calibrate: {0} runs no SQL statements, so there is nothing to calibrate")]
+    NoStatements(&'static str),
+    /// Doubling the rate did not shorten the run: PostgreSQL's costs are not charged.
+    #[error(
+        "--calibrate: {0}: a faster instruction rate did not speed the run up: does this run charge PostgreSQL's costs (--costs postgres)?"
+    )]
+    NoSpeedUp(String),
+    /// Everything but PostgreSQL's instructions is already slower than the figure.
+    #[error(
+        "--calibrate: {workload}: without PostgreSQL's instructions the simulated run alone takes {rest_us:.1} us per transaction at {clients} client{plural}, more than the figure's {tps:.0} tps allows ({goal_us:.1} us): the client and server costs outside them (profile [pgbench], --set sim.client_*) are too large",
+        plural = if *clients == 1 { "" } else { "s" }
+    )]
+    Unreachable {
+        /// The workload.
+        workload: String,
+        /// The time outside PostgreSQL's instructions, us per transaction.
+        rest_us: f64,
+        /// The figure's clients.
+        clients: usize,
+        /// The figure.
+        tps: f64,
+        /// The time per transaction the figure allows, us.
+        goal_us: f64,
+    },
+    /// The fitted value is implausible.
+    #[error(
+        "--calibrate: {workload}: the fitted postgres_ipc {ipc} is outside 0.01..=10: the model and the figure disagree too much to calibrate (check the figure's machine, workload and client count)"
+    )]
+    OutOfRange {
+        /// The workload.
+        workload: String,
+        /// The fitted value.
+        ipc: f64,
+    },
+    /// No workload had a usable figure: the reasons, `; `-separated.
+    #[error("--calibrate: {0}")]
+    NothingToFit(String),
+    /// A calibration run failed (its plan or its points).
+    #[error("{0}")]
+    Run(String),
 }
 
 /// One solved calibration with its check.
@@ -49,19 +121,21 @@ fn baseline_tps(
     workload: &str,
     clients: usize,
     ipc: f64,
-) -> Result<f64, String> {
+) -> Result<f64, CalibrateError> {
     let mut opts = base.clone();
     opts.clients = Some(vec![clients]);
     opts.runs = Some(1);
     opts.workloads = Some(vec![workload.to_string()]);
     opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
-    let plan = Plan::new(e, &opts)?;
-    let r = driver::run(&plan, &mut |_| {})?;
-    let row = r
-        .row(workload, e.baseline().name, clients)
-        .ok_or_else(|| format!("calibration: no result for {workload} at {clients} clients"))?;
+    let plan = Plan::new(e, &opts).map_err(CalibrateError::Run)?;
+    let r = driver::run(&plan, &mut |_| {}).map_err(CalibrateError::Run)?;
+    let row = r.row(workload, e.baseline().name, clients).ok_or_else(|| {
+        CalibrateError::Run(format!("calibration: no result for {workload} at {clients} clients"))
+    })?;
     if row.median <= 0.0 {
-        return Err(format!("calibration: {workload} ran no transaction at {clients} clients"));
+        return Err(CalibrateError::Run(format!(
+            "calibration: {workload} ran no transaction at {clients} clients"
+        )));
     }
     Ok(row.median)
 }
@@ -82,17 +156,18 @@ pub fn solve(
     machine: &str,
     cores: u32,
     profile_ipc: f64,
-) -> Result<(Vec<Solved>, Vec<String>), String> {
-    if e.machine(machine).is_none() {
+    measured: Option<&[Published]>,
+) -> Result<(Vec<Solved>, Vec<String>), CalibrateError> {
+    if measured.is_none() && e.machine(machine).is_none() {
         let names: Vec<&str> = e.machines.iter().map(|m| m.profile).collect();
-        return Err(format!(
-            "--calibrate: {} published no figure on {machine} (its machines: {})",
-            e.name,
-            names.join(", ")
-        ));
+        return Err(CalibrateError::NotTheThreadsMachine {
+            experiment: e.name,
+            machine: machine.to_string(),
+            machines: names.join(", "),
+        });
     }
     if base.set.iter().any(|a| a.split('=').next().map(str::trim) == Some(POSTGRES_IPC_KEY)) {
-        return Err(format!("--calibrate fits {POSTGRES_IPC_KEY}; do not --set it"));
+        return Err(CalibrateError::IpcSet);
     }
     let workloads: Vec<&str> = e
         .workloads
@@ -102,25 +177,29 @@ pub fn solve(
         .map(|w| w.name)
         .collect();
     if workloads.is_empty() {
-        return Err(format!(
-            "--calibrate: {} runs no SQL statements, so there is nothing to calibrate",
-            e.name
-        ));
+        return Err(CalibrateError::NoStatements(e.name));
     }
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for w in workloads {
-        let Some(t) = target(e, machine, w) else {
+        let found = match measured {
+            Some(figures) => measured_target(e, figures, w).copied(),
+            None => target(e, machine, w).copied(),
+        };
+        let Some(t) = found else {
+            let whose = if measured.is_some() { "your --measured file" } else { "the thread" };
             skipped.push(format!(
-                "{w}: the thread gives no figure for the baseline ({}) on {machine}; not calibrated",
+                "{w}: {whose} gives no figure for the baseline ({}) on {machine}; not calibrated (add a row: variant {}, clients, tps)",
+                e.baseline().name,
                 e.baseline().name
             ));
             continue;
         };
         let clients = t.clients as usize;
         if 3 * t.clients > cores {
+            let whose = if measured.is_some() { "your" } else { "the thread's" };
             skipped.push(format!(
-                "{w}: the thread's fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc"
+                "{w}: {whose} fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc (a figure at 1 client calibrates)"
             ));
             continue;
         }
@@ -131,32 +210,30 @@ pub fn solve(
         let (t1, t2, goal) = (clients as f64 / tps1, clients as f64 / tps2, clients as f64 / t.tps);
         let b = (t1 - t2) / (1.0 / i1 - 1.0 / i2);
         if b <= 0.0 {
-            return Err(format!(
-                "--calibrate: {w}: a faster instruction rate did not speed the run up: does this run charge PostgreSQL's costs (--costs postgres)?"
-            ));
+            return Err(CalibrateError::NoSpeedUp(w.to_string()));
         }
         let a = t1 - b / i1;
         if goal <= a {
-            return Err(format!(
-                "--calibrate: {w}: without PostgreSQL's instructions the simulated run alone takes {:.1} us per transaction at {clients} client{}, more than the published {:.0} tps allows ({:.1} us): the client and server costs outside them (profile [pgbench], --set sim.client_*) are too large",
-                a * 1e6,
-                if clients == 1 { "" } else { "s" },
-                t.tps,
-                goal * 1e6
-            ));
+            return Err(CalibrateError::Unreachable {
+                workload: w.to_string(),
+                rest_us: a * 1e6,
+                clients,
+                tps: t.tps,
+                goal_us: goal * 1e6,
+            });
         }
         let ipc = b / (goal - a);
         let ipc = (ipc * 1000.0).round() / 1000.0;
         if !(0.01..=10.0).contains(&ipc) {
-            return Err(format!(
-                "--calibrate: {w}: the fitted postgres_ipc {ipc} is outside 0.01..=10: the model and the figure disagree too much to calibrate"
-            ));
+            return Err(CalibrateError::OutOfRange { workload: w.to_string(), ipc });
         }
         let check = baseline_tps(e, base, w, clients, ipc)?;
         out.push(Solved {
             calibrated: Calibrated {
                 experiment: e.name,
-                machine: e.machine(machine).map_or("", |m| m.profile),
+                machine: e
+                    .machine(machine)
+                    .map_or_else(|| &*Box::leak(machine.to_string().into_boxed_str()), |m| m.profile),
                 workload: e.workload(w).map_or("", |x| x.name),
                 series: t.series,
                 clients: t.clients,
@@ -168,7 +245,7 @@ pub fn solve(
         });
     }
     if out.is_empty() {
-        return Err(format!("--calibrate: {}", skipped.join("; ")));
+        return Err(CalibrateError::NothingToFit(skipped.join("; ")));
     }
     Ok((out, skipped))
 }

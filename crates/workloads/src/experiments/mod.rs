@@ -18,15 +18,19 @@
 //!   seed's published points; under `--machine`, where the simulated backends' time went), and
 //!   the checks the CLI's smoke mode runs on them.
 //! * [`usl`]: Gunther's Universal Scalability Law fitted to each throughput curve.
+//! * [`measured`]: the user's own figures (`--measured FILE.csv`), overlaid as one more series
+//!   and usable as the calibration figure.
 //!
 //! Like the rest of this crate, nothing here prints: the CLI formats the tables.
 
 pub mod calibrate;
 pub mod catalog;
 pub mod driver;
+pub mod measured;
 pub mod output;
 pub mod points;
 pub mod sensitivity;
+pub mod user_dir;
 pub mod usl;
 pub mod validation;
 
@@ -292,16 +296,31 @@ impl Experiment {
         self.machines.iter().find(|m| m.profile == name)
     }
 
-    /// The stored calibration of `workload` on `machine` (crates/workloads/calibrations.toml).
+    /// The stored calibration of `workload` on `machine`: the user's
+    /// ([`user_dir::calibrations`]) when there is one, else the built-in one
+    /// (crates/workloads/calibrations.toml). A user file that does not parse counts as empty
+    /// here: [`driver::Plan::new`] refuses to run with it.
     pub fn calibration(&self, machine: &str, workload: &str) -> Option<&'static Calibrated> {
-        calibrations()
+        let key =
+            |c: &&Calibrated| c.experiment == self.name && c.machine == machine && c.workload == workload;
+        user_dir::calibrations()
+            .unwrap_or_default()
             .iter()
-            .find(|c| c.experiment == self.name && c.machine == machine && c.workload == workload)
+            .find(key)
+            .or_else(|| calibrations().iter().find(key))
     }
 
-    /// Every stored calibration of this experiment.
+    /// Every built-in stored calibration of this experiment.
     pub fn calibrations(&self) -> impl Iterator<Item = &'static Calibrated> {
         calibrations().iter().filter(move |c| c.experiment == self.name)
+    }
+
+    /// Every calibration of this experiment in the user's directory.
+    ///
+    /// # Errors
+    /// The user's file does not parse (one line naming it).
+    pub fn user_calibrations(&self) -> Result<Vec<&'static Calibrated>, String> {
+        Ok(user_dir::calibrations()?.iter().filter(|c| c.experiment == self.name).collect())
     }
 
     /// Points one run of the defaults measures: workloads x clients x variants x runs.

@@ -622,6 +622,7 @@ mod tests {
             plan,
             points,
             sensitivity: None,
+            measured: Vec::new(),
         }
     }
 

@@ -174,9 +174,10 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
     let panels = r.plan.workloads.len().max(1);
     let kind = if r.simulated.is_some() { "simulated" } else { "measured" };
     // Legend rows: one per variant (line), one per published series, one for the fits.
+    let all_published = r.published();
     let series_of = |w: &str| -> Vec<&'static str> {
         let mut v: Vec<&'static str> = Vec::new();
-        for p in e.published.iter().filter(|p| p.workload == w) {
+        for p in all_published.iter().filter(|p| p.workload == w) {
             if !v.contains(&p.series) {
                 v.push(p.series);
             }
@@ -202,7 +203,7 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
         for (w, area) in r.plan.workloads.iter().zip(areas.iter()) {
             let (chart_area, legend_area) = area.split_vertically(PANEL.1);
             let rows: Vec<_> = r.summary.iter().filter(|s| s.workload == w.name).collect();
-            let published: Vec<_> = e.published.iter().filter(|p| p.workload == w.name).collect();
+            let published: Vec<_> = all_published.iter().filter(|p| p.workload == w.name).collect();
             let series = series_of(w.name);
             let ymax = rows
                 .iter()
@@ -340,7 +341,9 @@ pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
             }
             for (si, s) in series.iter().enumerate() {
                 let mark = if si % 2 == 0 { Mark::Triangle(BLACK) } else { Mark::Cross(BLACK) };
-                entries.push((mark, format!("published ({s}), in each variant's colour")));
+                let whose =
+                    if crate::experiments::measured::is_measured_series(s) { "yours" } else { "published" };
+                entries.push((mark, format!("{whose} ({s}), in each variant's colour")));
             }
             entries.push((
                 Mark::Dashed(BLACK),

@@ -1,0 +1,100 @@
+//! The user's own data: `experiment NAME --measured FILE.csv` (tabled and drawn as one more
+//! series; a malformed file is one line naming file, line and field), the user directory
+//! (`--home`, `LOCKSTACK_HOME`) and `machine new`, and progress lines with stderr in a file.
+
+use std::process::{Command, Output, Stdio};
+
+fn lockstack(home: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(args)
+        .env("LOCKSTACK_HOME", home)
+        .output()
+        .expect("run lockstack")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A smoke run with `--measured` tables the user's rows under "measured (FILE)", draws them
+/// in the SVG's legend as "yours", and (stderr redirected to a file, not a terminal) leaves
+/// plain progress lines in that file, the last point's among them.
+#[test]
+fn measured_rows_are_tabled_and_drawn_and_progress_reaches_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("mine.csv");
+    std::fs::write(&csv, "# my laptop\nvariant,clients,tps\nno-fastpath,1,12345\nfast-rel,2,23456\n")
+        .unwrap();
+    let out = dir.path().join("out");
+    let err_path = dir.path().join("stderr.txt");
+    let status = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["experiment", "fastpath", "--smoke", "--measured", csv.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .env("LOCKSTACK_HOME", dir.path())
+        .env_remove("LOCKSTACK_NO_PROGRESS")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .output()
+        .expect("run lockstack");
+    let stdout = text(&status.stdout);
+    let stderr = std::fs::read_to_string(&err_path).unwrap();
+    assert!(status.status.success(), "{stderr}\n{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("measured (mine.csv)")).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows[0].contains("12345") && rows[1].contains("23456"), "{rows:?}");
+    let svg = std::fs::read_to_string(out.join("fastpath.svg")).unwrap();
+    assert!(svg.contains("yours (measured (mine.csv))"), "legend lacks the user's series");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("experiment fastpath: point ")).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    assert!(lines.last().unwrap().starts_with("experiment fastpath: point 6 of 6 done, "), "{stderr}");
+}
+
+/// A malformed measured file fails before any point runs: one line naming the file, the line
+/// and the field, exit code 1.
+#[test]
+fn a_malformed_measured_file_names_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "variant,clients,tps\nno-fastpath,1,100\nfast-rel,many,200\n").unwrap();
+    let o =
+        lockstack(dir.path(), &["experiment", "fastpath", "--smoke", "--measured", csv.to_str().unwrap()]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("--measured {}: line 3: field clients: \"many\"", csv.display())),
+        "{stderr}"
+    );
+}
+
+/// `machine new` writes a template into the user directory that `machine show NAME` finds,
+/// every constant commented, and refuses to overwrite it.
+#[test]
+fn machine_new_writes_a_commented_template_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let o = lockstack(&home, &["machine", "new", "mybox", "--from", "xeon-32"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let path = home.join("machines").join("mybox.toml");
+    let body = std::fs::read_to_string(&path).unwrap();
+    assert!(body.contains("name = \"mybox\""), "{body}");
+    for line in body.lines().filter(|l| l.contains(" = ") && !l.starts_with('#') && !l.starts_with("name")) {
+        if line.starts_with("description") || line.starts_with("assumed") {
+            continue;
+        }
+        assert!(line.contains("  # "), "uncommented constant: {line}");
+    }
+    let o = lockstack(&home, &["machine", "show", "mybox"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), body);
+    let o = lockstack(&home, &["machine", "new", "mybox"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("exists; machine new does not overwrite"), "{}", text(&o.stderr));
+    // --home overrides LOCKSTACK_HOME.
+    let other = dir.path().join("other");
+    let o = lockstack(&home, &["machine", "new", "mybox", "--home", other.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(other.join("machines").join("mybox.toml").is_file());
+    let o = lockstack(&home, &["machine", "new", "xeon-32"]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -1,0 +1,164 @@
+//! The user's directory: where `--calibrate` stores its calibrations (`calibrations.toml`) and
+//! where `--machine NAME` finds a user's profile (`machines/NAME.toml`) after the built-ins.
+//! Locks: none (a process-wide override set once at start-up, and files).
+//!
+//! The directory is, first found: `--home DIR` ([`set`]), `$LOCKSTACK_HOME`,
+//! `$XDG_CONFIG_HOME/lockstack`, `$HOME/.config/lockstack`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::{Calibrated, parse_calibrations};
+
+/// The environment variable naming the user's directory.
+pub const ENV: &str = "LOCKSTACK_HOME";
+
+/// The calibrations file's name inside the directory.
+pub const CALIBRATIONS: &str = "calibrations.toml";
+
+/// The subdirectory of the user's machine profiles.
+pub const MACHINES: &str = "machines";
+
+/// The largest user calibrations file read, bytes (1 MiB).
+pub const MAX_CALIBRATIONS_BYTES: u64 = 1 << 20;
+
+static OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `dir` the user's directory for this process (`--home DIR`); a second call is
+/// ignored (the first wins: it is the command line's).
+pub fn set(dir: PathBuf) {
+    let _ = OVERRIDE.set(dir);
+}
+
+/// The `--home` override, when given.
+pub fn overridden() -> Option<&'static Path> {
+    OVERRIDE.get().map(PathBuf::as_path)
+}
+
+/// The user's directory (it need not exist yet).
+///
+/// # Errors
+/// One line when none of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and `$HOME` is set,
+/// saying which to set.
+pub fn dir() -> Result<PathBuf, String> {
+    if let Some(d) = OVERRIDE.get() {
+        return Ok(d.clone());
+    }
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var(ENV) {
+        return Ok(d);
+    }
+    if let Some(d) = var("XDG_CONFIG_HOME") {
+        return Ok(d.join("lockstack"));
+    }
+    if let Some(d) = var("HOME") {
+        return Ok(d.join(".config").join("lockstack"));
+    }
+    Err(format!("no user directory: give --home DIR or set {ENV} (HOME is not set either)"))
+}
+
+/// The user's profile file for `name` (`DIR/machines/NAME.toml`), when `name` is a plain name
+/// (no path separator, no `.toml`) and the file exists.
+pub fn profile_path(name: &str) -> Option<PathBuf> {
+    if name.is_empty() || name.contains(['/', '\\']) || name.ends_with(".toml") {
+        return None;
+    }
+    let p = dir().ok()?.join(MACHINES).join(format!("{name}.toml"));
+    p.is_file().then_some(p)
+}
+
+/// The user's calibrations, read once per process from `DIR/calibrations.toml` (none when the
+/// file does not exist).
+///
+/// # Errors
+/// The file exists but cannot be read or parsed: one line naming it.
+pub fn calibrations() -> Result<&'static [Calibrated], String> {
+    static ALL: OnceLock<Result<Vec<Calibrated>, String>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let Ok(d) = dir() else { return Ok(Vec::new()) };
+        read_calibrations(&d.join(CALIBRATIONS))
+    })
+    .as_deref()
+    .map_err(Clone::clone)
+}
+
+/// The calibrations of the file at `path`; none when it does not exist.
+///
+/// # Errors
+/// Unreadable or malformed: one line naming the file.
+pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, String> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = lockstack_common::input::read_text_file(path, MAX_CALIBRATIONS_BYTES)?;
+    parse_calibrations(&text)
+        .map_err(|e| format!("{}: not a calibrations file: {} (fix or delete it)", path.display(), e.trim()))
+}
+
+/// Stores `rows` in `DIR/calibrations.toml` (creating the directory), replacing the file's
+/// rows of the same experiment, machine and workload, and returns the file's path.
+///
+/// # Errors
+/// No user directory, an existing file that does not parse, or a write that fails: one line
+/// naming the file and what to do.
+pub fn store_calibrations(rows: &[Calibrated]) -> Result<PathBuf, String> {
+    let d = dir()?;
+    store_calibrations_in(&d, rows)
+}
+
+/// [`store_calibrations`] into the directory `d`.
+///
+/// # Errors
+/// As [`store_calibrations`].
+pub fn store_calibrations_in(d: &Path, rows: &[Calibrated]) -> Result<PathBuf, String> {
+    let path = d.join(CALIBRATIONS);
+    let mut all = read_calibrations(&path)?;
+    all.retain(|c| {
+        !rows.iter().any(|r| (r.experiment, r.machine, r.workload) == (c.experiment, c.machine, c.workload))
+    });
+    all.extend_from_slice(rows);
+    let mut text = String::from(
+        "# Calibrations stored by `lockstack experiment NAME --machine P --calibrate`, read by every\n\
+         # later run of NAME on P (before the built-in ones). Each row fits sim.postgres_ipc to one\n\
+         # figure: the thread's published one, or the user's own (`--measured FILE`).\n",
+    );
+    for c in &all {
+        text.push_str(&c.toml());
+    }
+    std::fs::create_dir_all(d)
+        .map_err(|e| format!("{}: cannot create the user directory: {e} (give --home DIR)", d.display()))?;
+    let tmp = d.join(format!(".{CALIBRATIONS}.{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e} (give --home DIR elsewhere)", tmp.display()))?;
+    std::fs::rename(&tmp, &path)
+        .map_err(|e| format!("{}: {e} (give --home DIR elsewhere)", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_rows_replace_their_key_and_keep_the_others() {
+        let d = tempfile::tempdir().unwrap();
+        let row = |machine: &'static str, ipc: f64| Calibrated {
+            experiment: "pgxact",
+            machine,
+            workload: "select-only",
+            series: "measured (mine.csv)",
+            clients: 1,
+            tps: 1000.0,
+            postgres_ipc: ipc,
+        };
+        store_calibrations_in(d.path(), &[row("a", 0.5), row("b", 0.25)]).unwrap();
+        let path = store_calibrations_in(d.path(), &[row("a", 0.75)]).unwrap();
+        let back = read_calibrations(&path).unwrap();
+        assert_eq!(back, vec![row("b", 0.25), row("a", 0.75)]);
+        std::fs::write(&path, "[[calibration]]\nexperiment = 3\n").unwrap();
+        let e = store_calibrations_in(d.path(), &[row("a", 0.5)]).unwrap_err();
+        assert!(
+            e.contains("calibrations.toml: not a calibrations file") && e.contains("fix or delete it"),
+            "{e}"
+        );
+    }
+}
