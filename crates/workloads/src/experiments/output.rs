@@ -337,13 +337,13 @@ fn verify_usl(path: &Path, json: &serde_json::Value) -> Result<usize, OutputErro
         let reason = rec.get(9).is_some_and(|s| !s.is_empty());
         if fitted == reason {
             return Err(OutputError::invalid(
-                &path,
+                path,
                 format!("row {n}: needs either a fit or a reason, not both or neither"),
             ));
         }
     }
     if n != fits {
-        return Err(OutputError::invalid(&path, format!("{n} rows, expected {fits} (the JSON file's fits)")));
+        return Err(OutputError::invalid(path, format!("{n} rows, expected {fits} (the JSON file's fits)")));
     }
     Ok(n)
 }
@@ -368,17 +368,17 @@ fn verify_time(p: &Written, json: &serde_json::Value) -> Result<usize, OutputErr
     }
     if timed == 0 {
         if time.exists() {
-            return Err(OutputError::invalid(&time, "present, but no point has a time split"));
+            return Err(OutputError::invalid(time, "present, but no point has a time split"));
         }
         return Ok(0);
     }
     let svg = std::fs::read_to_string(time).map_err(|e| OutputError::file(time, e))?;
     let body = svg.trim();
     if !body.starts_with("<svg") || !body.ends_with("</svg>") || body.matches("<svg").count() != 1 {
-        return Err(OutputError::invalid(&time, "not a single <svg>...</svg> document"));
+        return Err(OutputError::invalid(time, "not a single <svg>...</svg> document"));
     }
     if body.matches("<rect").count() < 2 || !body.contains(">\nrunning\n</text>") {
-        return Err(OutputError::invalid(&time, "no bars, or no legend"));
+        return Err(OutputError::invalid(time, "no bars, or no legend"));
     }
     Ok(timed)
 }

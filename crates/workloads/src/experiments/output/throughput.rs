@@ -104,7 +104,7 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
                 if !band.is_empty() {
                     p.bands.push(Band {
                         label: format!(
-                            "{}: band of the median over {} perturbations (one assumed constant x0.5 or x2 each)",
+                            "{}: the median's band over {} perturbations (one assumed constant x0.5 or x2 each)",
                             v.name,
                             sens.perturbations.len()
                         ),
