@@ -28,6 +28,7 @@ pub(crate) struct ExperimentArgs {
     /// Experiment to run (pgxact, old-snapshot, flexlock, fastpath, vm-pin), or `list`, or
     /// `show` (with NAME: the seed thread, its machines and published points, the stored
     /// calibrations and the commands that reproduce each figure), or `merge` (with DIR), or
+    /// `plot` (with DIR: redraw the plots of the NAME.json files in DIR into --out), or
     /// `validation` (with DIR: print docs/sim-validation.md from the sweeps in DIR's
     /// subdirectories, each an `--out` of one experiment on one machine).
     pub(crate) name: String,
@@ -251,6 +252,9 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     }
     if args.name == "merge" {
         return merge(&args, sim);
+    }
+    if args.name == "plot" {
+        return crate::experiment_plot::run(&args, args.dir.as_deref(), args.out.as_deref(), sim);
     }
     if args.name == "validation" {
         return validation(&args);

@@ -17,7 +17,6 @@ use clap::Args;
 use lockstack_common::sync::{Duration, Instant, sleep};
 use lockstack_sim::profile::BUILTIN;
 use lockstack_workloads::experiments::driver::MAX_CLIENTS;
-use plotters::prelude::*;
 
 use crate::Failure;
 
@@ -546,98 +545,59 @@ fn table(plan: &Plan, results: &[PointResult]) -> String {
     s
 }
 
-// Line colours, one per preset: the experiments' palette.
-use lockstack_workloads::experiments::output::COLORS;
+use lockstack_workloads::experiments::output::palette::series_style;
+use lockstack_workloads::experiments::output::svg::{self as plot, Figure, Kind, Panel, Pt, Series};
 
-/// Pixel size of one profile's panel, and the height of the title and legend strip.
-const PANEL: (u32, u32) = (520, 360);
-const HEADER: u32 = 70;
-
-/// `sweep.svg`'s text: a title and one legend (a line per preset) across the top, then one
-/// panel per profile (up to three a row) with tps per virtual second from 0 on the y axis and
-/// clients on a log2 x axis, one line with dots per preset. Each preset's line is one
-/// `<polyline>` per panel, plus one in the legend.
+/// `sweep.svg`'s text, drawn by the experiments' renderer: a title, then one panel per profile
+/// (up to three a row) with tps per virtual second from 0 on the y axis and clients on a log2
+/// x axis, one predicted series per preset (colour, marker and dash by the preset's position),
+/// its legend below each panel.
 ///
 /// # Errors
 /// A drawing error from plotters, as text.
 fn render_svg(plan: &Plan, results: &[PointResult]) -> Result<String, String> {
-    let n = plan.profiles.len().max(1);
-    let cols = n.min(3);
-    let rows = n.div_ceil(cols);
-    let size = (PANEL.0 * cols as u32, HEADER + PANEL.1 * rows as u32);
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (head, body) = root.split_vertically(HEADER);
-        let title = format!(
+    let panels = plan
+        .profiles
+        .iter()
+        .map(|(profile, _)| Panel {
+            title: profile.clone(),
+            machine: profile.clone(),
+            y_desc: "tps".into(),
+            series: plan
+                .presets
+                .iter()
+                .enumerate()
+                .map(|(i, preset)| Series {
+                    label: format!("{preset}: predicted, uncalibrated"),
+                    machine: profile.clone(),
+                    kind: Kind::Predicted { calibrated: false },
+                    style: series_style(i),
+                    points: results
+                        .iter()
+                        .filter(|r| r.point.profile == *profile && r.point.preset == *preset)
+                        .map(|r| Pt { x: r.point.clients as f64, y: r.tps, lo: None, hi: None })
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect(),
+            bands: Vec::new(),
+            curves: Vec::new(),
+            notes: Vec::new(),
+        })
+        .collect();
+    let fig = Figure {
+        title: format!(
             "lockstack pgbench {} -s {} on simulated machines: tps per virtual second ({} transactions a point)",
             plan.script.label(),
             plan.scale,
             plan.transactions
-        );
-        head.draw(&Text::new(title, (16, 10), ("sans-serif", 18).into_font())).map_err(|e| e.to_string())?;
-        for (i, preset) in plan.presets.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            let x = 16 + 120 * i as i32;
-            head.draw(&PathElement::new(vec![(x, 48), (x + 28, 48)], color.stroke_width(3)))
-                .map_err(|e| e.to_string())?;
-            head.draw(&Text::new(preset.clone(), (x + 34, 40), ("sans-serif", 16).into_font()))
-                .map_err(|e| e.to_string())?;
-        }
-        let lo = plan.clients.first().copied().unwrap_or(1) as f64;
-        let hi = plan.clients.last().copied().unwrap_or(1) as f64;
-        let (x0, x1) = (lo.log2() - 0.3, hi.log2() + 0.3);
-        let areas = body.split_evenly((rows, cols));
-        for ((profile, _), area) in plan.profiles.iter().zip(areas.iter()) {
-            let mine: Vec<&PointResult> = results.iter().filter(|r| r.point.profile == *profile).collect();
-            let top = mine.iter().map(|r| r.tps).fold(0.0f64, f64::max).max(1.0) * 1.12;
-            let mut chart = ChartBuilder::on(area)
-                .caption(profile, ("sans-serif", 18))
-                .margin(10)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d(x0..x1, 0.0..top)
-                .map_err(|e| e.to_string())?;
-            let xlabel = |x: &f64| {
-                let k = x.round();
-                if (x - k).abs() < 1e-6 && k >= 0.0 {
-                    format!("{}", 2f64.powi(k as i32))
-                } else {
-                    String::new()
-                }
-            };
-            chart
-                .configure_mesh()
-                .x_labels(((x1 - x0).ceil() as usize + 2).max(3))
-                .x_label_formatter(&xlabel)
-                .light_line_style(RGBColor(242, 242, 242))
-                .x_desc("clients (log2 scale)")
-                .y_desc("tps")
-                .y_label_formatter(&|y| short(*y))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            for (i, preset) in plan.presets.iter().enumerate() {
-                let color = COLORS[i % COLORS.len()];
-                let pts: Vec<(f64, f64)> = mine
-                    .iter()
-                    .filter(|r| r.point.preset == *preset)
-                    .map(|r| ((r.point.clients as f64).log2(), r.tps))
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                    .map_err(|e| e.to_string())?;
-                chart
-                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(text)
+        ),
+        subtitle: vec!["uncalibrated: every point predicted from the profile's assumed costs".into()],
+        panels,
+        columns: 3,
+        panel_size: (440, 330),
+    };
+    plot::render(&fig).map_err(|e| e.to_string())
 }
 
 /// Runs `lockstack machine sweep`.

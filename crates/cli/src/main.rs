@@ -33,6 +33,7 @@ macro_rules! errln {
 mod buffers_cmd;
 mod child;
 mod experiment_cmd;
+mod experiment_plot;
 mod isolation_cmd;
 mod knob_args;
 mod locks_cmd;

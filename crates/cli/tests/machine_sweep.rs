@@ -93,9 +93,9 @@ fn a_tiny_sweep_writes_every_point_and_repeats() {
         }
     }
 
-    // The SVG parses as XML: a panel caption per profile, a legend entry per preset, and one
-    // coloured polyline per (profile, preset) plus one per preset in the legend (the axes and
-    // grid are black).
+    // The SVG parses as XML: a panel title per profile, a legend entry per preset in each
+    // panel, and per preset (its colour of the shared palette) a line in each panel and in
+    // each panel's legend.
     let svg = std::fs::read_to_string(dir.path().join("a/sweep.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is XML");
     assert_eq!(doc.root_element().tag_name().name(), "svg");
@@ -105,14 +105,21 @@ fn a_tiny_sweep_writes_every_point_and_repeats() {
         .filter_map(|n| n.text())
         .map(str::trim)
         .collect();
-    for name in PROFILES.iter().chain(PRESETS.iter()) {
+    for name in &PROFILES {
         assert!(texts.contains(name), "{name} is not a text of the SVG: {texts:?}");
     }
-    let series = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke").is_some_and(|s| s != "#000000"))
-        .count();
-    assert_eq!(series, PROFILES.len() * PRESETS.len() + PRESETS.len());
+    for (i, preset) in PRESETS.iter().enumerate() {
+        let label = format!("{preset}: predicted, uncalibrated");
+        let n = texts.iter().filter(|t| **t == label).count();
+        assert_eq!(n, PROFILES.len(), "{label}: {texts:?}");
+        let c = lockstack_workloads::experiments::output::COLORS[i];
+        let colour = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let lines = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(colour.as_str()))
+            .count();
+        assert!(lines >= 2 * PROFILES.len(), "{preset}: {lines} lines of {colour}");
+    }
 
     // Deterministic: a second sweep gives the same CSV but for host seconds.
     let (_, b) = run_tiny(&dir.path().join("b"));

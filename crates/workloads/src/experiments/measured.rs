@@ -101,7 +101,7 @@ impl Measured {
     /// One [`MeasuredError`] naming the file, and the line and field where there is one.
     pub fn read(path: &Path, e: &Experiment) -> Result<Self, MeasuredError> {
         let text = lockstack_common::input::read_text_file(path, MAX_MEASURED_BYTES)
-            .map_err(|message| MeasuredError::Read { path: path.to_path_buf(), message })?;
+            .map_err(|e| MeasuredError::Read { path: path.to_path_buf(), message: e.error.to_string() })?;
         Self::parse(&text, path, e)
     }
 

@@ -1,39 +1,122 @@
-//! The two plots of an experiment run, drawn with plotters' SVG backend: throughput against
-//! clients with the seed's published points and the USL fits ([`render_svg`]), and, under
-//! `--machine`, where the simulated backends' virtual time went ([`render_time_svg`]).
+//! The one SVG renderer of the tree: a [`Figure`] of panels of throughput against clients, each
+//! holding any number of [`Series`] (predicted, measured, published, fitted), bands and curves,
+//! drawn with plotters' SVG backend. The experiments' throughput plots and `lockstack machine
+//! sweep`'s `sweep.svg` are both built as a `Figure`; the time plot ([`super::time`]) shares
+//! its header, legend and wrapping. No locks: pure functions of their input.
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{TimeShares, time_shares};
-use crate::experiments::driver::ExperimentResult;
+use super::error::OutputError;
+use super::palette::{Marker, Style};
 
-/// Line colours, one per series (matplotlib's "tab10", readable on white): the variants of
-/// the experiments' plots and the presets of `lockstack machine sweep`.
-pub const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(140, 86, 75),
-];
+/// What a series is, which decides how it is drawn and what its legend entry says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Simulated by the model: a line with filled markers. `calibrated: false` marks a curve
+    /// whose machine was not fitted to any figure (every point is the profile's assumption).
+    Predicted {
+        /// Whether the run applied a calibration.
+        calibrated: bool,
+    },
+    /// Measured on a real machine (this host, or a user's `--measured` file): a line with
+    /// filled markers.
+    Measured,
+    /// A published figure (a seed thread's): hollow markers joined by a thin dotted line. Drawn
+    /// only on the panel of its own machine ([`Panel::machine`]).
+    Published,
+    /// The point(s) a calibration fitted the model to: a black ring around the point.
+    Fitted,
+}
 
-/// Colours of the LWLock tranches in the time plot, in order of share (tab10's and tab20's
-/// remaining hues; the fixed categories have their own).
-const TRANCHE_COLORS: [RGBColor; 8] = [
-    RGBColor(214, 39, 40),
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(227, 119, 194),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-    RGBColor(255, 152, 150),
-    RGBColor(174, 199, 232),
-];
+/// One point of a series: x is clients, y the throughput, with an optional low-high range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pt {
+    /// Clients (at least 1).
+    pub x: f64,
+    /// Throughput (median), the panel's unit.
+    pub y: f64,
+    /// Lowest run, when known.
+    pub lo: Option<f64>,
+    /// Highest run, when known.
+    pub hi: Option<f64>,
+}
+
+/// A named series of points on one machine.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// The machine its points come from (a profile name, `this host`, a user's label).
+    pub machine: String,
+    /// What it is.
+    pub kind: Kind,
+    /// Colour, marker, dash.
+    pub style: Style,
+    /// The points, any order (drawn sorted by x).
+    pub points: Vec<Pt>,
+}
+
+/// A pale area between a low and a high curve, with a whisker at each x (a `--sensitivity`
+/// band): `(x, lo, mid, hi)` per point.
+#[derive(Clone, Debug)]
+pub struct Band {
+    /// Legend text.
+    pub label: String,
+    /// Colour (drawn pale).
+    pub colour: RGBColor,
+    /// `(clients, lo, base, hi)`.
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// A thin dashed curve (a model fit): `(clients, throughput)` per point.
+#[derive(Clone, Debug)]
+pub struct Curve {
+    /// Legend text.
+    pub label: String,
+    /// Colour.
+    pub colour: RGBColor,
+    /// The curve's points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel: a chart of throughput against clients on a log2 axis, with its legend and notes
+/// below it.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    /// The panel's title (wrapped to the panel's width).
+    pub title: String,
+    /// The machine the panel is for; a [`Kind::Published`] series of another machine is not drawn.
+    pub machine: String,
+    /// The y axis' description (the unit).
+    pub y_desc: String,
+    /// Series.
+    pub series: Vec<Series>,
+    /// Bands, drawn under the series.
+    pub bands: Vec<Band>,
+    /// Curves, drawn over the bands.
+    pub curves: Vec<Curve>,
+    /// Lines of text below the legend (wrapped): fits, calibration, sources.
+    pub notes: Vec<String>,
+}
+
+/// A whole plot: a header and panels in rows of `columns`.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// The title (bold, wrapped).
+    pub title: String,
+    /// Lines under the title (wrapped).
+    pub subtitle: Vec<String>,
+    /// The panels.
+    pub panels: Vec<Panel>,
+    /// Panels per row (at least 1).
+    pub columns: usize,
+    /// Pixel size of one panel's chart (its legend and notes go below).
+    pub panel_size: (u32, u32),
+}
 
 /// `y` with a k / M suffix, for axis labels.
-fn short(y: f64) -> String {
+pub fn short(y: f64) -> String {
     if y.abs() >= 1e6 {
         format!("{:.1}M", y / 1e6)
     } else if y.abs() >= 1e4 {
@@ -43,449 +126,507 @@ fn short(y: f64) -> String {
     }
 }
 
-/// Pixel size of one workload's chart (the legend goes below it).
-const PANEL: (u32, u32) = (620, 420);
-/// Height of one legend row, pixels.
-const LEGEND_ROW: u32 = 20;
-/// Height of the header (title lines), pixels.
-const HEADER: u32 = 56;
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+pub(super) fn err(e: impl std::fmt::Display) -> OutputError {
+    OutputError::Draw(e.to_string())
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-/// The machine, as titles say it: `simulated opteron-24 (24 cores, 48 hardware threads)` or
-/// `this host, 2 cores`.
-pub fn machine_title(r: &ExperimentResult) -> String {
-    match &r.simulated {
-        Some(m) => format!("simulated {} ({} cores, {} hardware threads)", m.profile, m.cores, m.hw_threads),
-        None => format!("this host, {} cores", r.machine.cores),
-    }
+/// Estimated width of `text` at font size `size`, pixels: plotters writes the SVG font size
+/// as given and a sans-serif glyph averages about 0.55 em.
+pub fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.55
 }
 
-/// Draws the header: the title, and below it the machine and (when present) the calibration.
-fn header(area: &Area<'_>, title: &str, r: &ExperimentResult) -> Result<(), String> {
-    let mut second = machine_title(r);
-    if let Some(c) = &r.calibrated_to {
-        second.push_str(&format!("; calibrated to: {c}"));
+/// `text` broken at spaces into lines that fit `width` pixels at font size `size` (a word
+/// longer than a line is cut with a trailing `-`).
+pub fn wrap(text: &str, size: f64, width: f64) -> Vec<String> {
+    let max = ((width / (size * 0.55)).floor() as usize).max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_string();
+        while word.chars().count() > max {
+            if !cur.is_empty() {
+                lines.push(std::mem::take(&mut cur));
+            }
+            let head: String = word.chars().take(max - 1).collect();
+            lines.push(format!("{head}-"));
+            word = word.chars().skip(max - 1).collect();
+        }
+        if cur.is_empty() {
+            cur = word;
+        } else if cur.chars().count() + 1 + word.chars().count() <= max {
+            cur.push(' ');
+            cur.push_str(&word);
+        } else {
+            lines.push(std::mem::replace(&mut cur, word));
+        }
     }
-    let width = f64::from(area.dim_in_pixel().0);
-    let title_size = fitting_size(title, 20.0, width);
-    area.draw(&Text::new(
-        title.to_string(),
-        (12, 8),
-        ("sans-serif", title_size).into_font().style(FontStyle::Bold),
-    ))
-    .map_err(err)?;
-    area.draw(&Text::new(second, (12, 32), ("sans-serif", 15))).map_err(err)?;
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// Sizes of the header's text: title font, subtitle font, line heights, pixels.
+const TITLE_FONT: f64 = 19.0;
+const SUB_FONT: f64 = 14.0;
+const TITLE_LINE: u32 = 24;
+const SUB_LINE: u32 = 18;
+
+/// The header's lines (title lines, then subtitle lines) wrapped to `width`.
+pub(super) fn header_lines(title: &str, subtitle: &[String], width: u32) -> (Vec<String>, Vec<String>) {
+    let w = f64::from(width) - 24.0;
+    let t = wrap(title, TITLE_FONT, w);
+    let s = subtitle.iter().flat_map(|l| wrap(l, SUB_FONT, w)).collect();
+    (t, s)
+}
+
+/// The header's height for those lines, pixels.
+pub(super) fn header_height(lines: &(Vec<String>, Vec<String>)) -> u32 {
+    12 + lines.0.len() as u32 * TITLE_LINE + lines.1.len() as u32 * SUB_LINE + 6
+}
+
+/// Draws the header lines.
+pub(super) fn draw_header(area: &Area<'_>, lines: &(Vec<String>, Vec<String>)) -> Result<(), OutputError> {
+    let mut y = 10;
+    for l in &lines.0 {
+        let font = ("sans-serif", TITLE_FONT).into_font().style(FontStyle::Bold);
+        area.draw(&Text::new(l.clone(), (12, y), font)).map_err(err)?;
+        y += TITLE_LINE as i32;
+    }
+    for l in &lines.1 {
+        area.draw(&Text::new(l.clone(), (12, y), ("sans-serif", SUB_FONT))).map_err(err)?;
+        y += SUB_LINE as i32;
+    }
     Ok(())
 }
 
-/// The font size (at most `size`) at which `text` fits in `width` pixels with a 12-pixel
-/// margin each side: a long experiment name on a one-panel plot would otherwise run past the
-/// right edge. Estimates a glyph at half the nominal size (plotters' SVG text at 0.8 of the
-/// requested size, sans-serif glyphs about 0.62 em wide).
-fn fitting_size(text: &str, size: f64, width: f64) -> f64 {
-    let estimate = text.chars().count() as f64 * size * 0.5;
-    let room = (width - 24.0).max(1.0);
-    if estimate > room { size * room / estimate } else { size }
-}
-
 /// One legend entry's symbol.
-enum Mark {
-    /// A line with a dot (a measured or simulated series).
-    Line(RGBColor),
-    /// A dashed line (a fit).
-    Dashed(RGBColor),
-    /// A filled triangle (published, series 0, 2, ...).
-    Triangle(RGBColor),
-    /// A cross (published, series 1, 3, ...).
-    Cross(RGBColor),
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Mark {
+    /// A series: its line (dashes) and marker, drawn as its kind draws it.
+    Series(Kind, Style),
     /// A filled box (a stacked share).
     Box(RGBColor),
-    /// A pale box with a bar (a sensitivity band).
+    /// A pale box with a bar (a band).
     Band(RGBColor),
+    /// A thin dashed line (a fit).
+    Curve(RGBColor),
+    /// No symbol: a note (not indented), or in [`legend_rows`] the continuation of an entry
+    /// above (indented).
+    Note,
 }
 
-/// Draws legend entries in columns of `per_column` rows, each column `col_w` pixels wide.
-fn legend(area: &Area<'_>, entries: &[(Mark, String)], per_column: usize, col_w: i32) -> Result<(), String> {
-    let font = ("sans-serif", 14).into_font();
-    for (i, (mark, label)) in entries.iter().enumerate() {
-        let x = 14 + (i / per_column) as i32 * col_w;
-        let y = 6 + (i % per_column) as i32 * LEGEND_ROW as i32;
-        let mid = y + 8;
-        match *mark {
-            Mark::Line(c) => {
-                area.draw(&PathElement::new(vec![(x, mid), (x + 24, mid)], c.stroke_width(2)))
-                    .map_err(err)?;
-                area.draw(&Circle::new((x + 12, mid), 3, c.filled())).map_err(err)?;
+/// Height of one legend row, pixels, and its font size.
+pub(super) const LEGEND_ROW: u32 = 18;
+const LEGEND_FONT: f64 = 13.0;
+
+/// Legend rows: each entry's label wrapped to `width` (the first line beside its symbol).
+/// A continuation line of an entry with a symbol: no symbol of its own, text indented as the
+/// first line's.
+pub(super) fn legend_rows(entries: &[(Mark, String)], width: u32) -> Vec<(Option<Mark>, String)> {
+    let mut rows = Vec::new();
+    for (m, label) in entries {
+        let note = matches!(m, Mark::Note);
+        let indent = if note { 14.0 } else { 46.0 };
+        for (i, l) in wrap(label, LEGEND_FONT, f64::from(width) - indent - 8.0).into_iter().enumerate() {
+            let mark = match (i, note) {
+                (_, true) => None,
+                (0, false) => Some(*m),
+                (_, false) => Some(Mark::Note),
+            };
+            rows.push((mark, l));
+        }
+    }
+    rows
+}
+
+/// Runs `$body` with `$el` bound to a marker of `$shape` at `$at` (a data or pixel point),
+/// `$r` pixels in radius, in `$colour`, filled or outlined: one element type per shape, so the
+/// body is written once for all of them.
+macro_rules! with_marker {
+    ($shape:expr, $at:expr, $r:expr, $colour:expr, $filled:expr, |$el:ident| $body:expr) => {{
+        let (r, c, filled): (i32, RGBColor, bool) = ($r, $colour, $filled);
+        let style = if filled { c.filled() } else { c.stroke_width(2) };
+        let at = EmptyElement::at($at);
+        let q = r + 1;
+        match $shape {
+            Marker::Circle => {
+                let $el = at + Circle::new((0, 0), r, style);
+                $body
             }
-            Mark::Dashed(c) => {
-                for k in 0..3 {
+            Marker::Square => {
+                let $el = at + Rectangle::new([(-r, -r), (r, r)], style);
+                $body
+            }
+            Marker::Triangle if filled => {
+                let $el = at + Polygon::new(vec![(-q, r), (q, r), (0, -q)], style);
+                $body
+            }
+            Marker::Triangle => {
+                let $el = at + PathElement::new(vec![(-q, r), (q, r), (0, -q), (-q, r)], style);
+                $body
+            }
+            Marker::TriangleDown if filled => {
+                let $el = at + Polygon::new(vec![(-q, -r), (q, -r), (0, q)], style);
+                $body
+            }
+            Marker::TriangleDown => {
+                let $el = at + PathElement::new(vec![(-q, -r), (q, -r), (0, q), (-q, -r)], style);
+                $body
+            }
+            Marker::Diamond if filled => {
+                let $el = at + Polygon::new(vec![(0, -q), (q, 0), (0, q), (-q, 0)], style);
+                $body
+            }
+            Marker::Diamond => {
+                let $el = at + PathElement::new(vec![(0, -q), (q, 0), (0, q), (-q, 0), (0, -q)], style);
+                $body
+            }
+            Marker::Cross => {
+                let $el = at + Cross::new((0, 0), r, c.stroke_width(2));
+                $body
+            }
+        }
+    }};
+}
+
+/// Draws legend rows at (`x0`, `y0`) of `area`.
+pub(super) fn draw_legend(
+    area: &Area<'_>,
+    rows: &[(Option<Mark>, String)],
+    x0: i32,
+    y0: i32,
+) -> Result<(), OutputError> {
+    let font = ("sans-serif", LEGEND_FONT).into_font();
+    for (i, (mark, label)) in rows.iter().enumerate() {
+        let y = y0 + i as i32 * LEGEND_ROW as i32;
+        let mid = y + 8;
+        let x = x0;
+        match *mark {
+            None => {}
+            Some(Mark::Note) => {}
+            Some(Mark::Series(kind, st)) => {
+                let line = match kind {
+                    Kind::Published => Some(st.colour.mix(0.6).stroke_width(1)),
+                    Kind::Fitted => None,
+                    _ => Some(st.colour.stroke_width(2)),
+                };
+                if let Some(ls) = line {
+                    let dash =
+                        if kind == Kind::Published { Some(st.dash.unwrap_or((2, 3))) } else { st.dash };
+                    match dash {
+                        None => {
+                            area.draw(&PathElement::new(vec![(x, mid), (x + 36, mid)], ls)).map_err(err)?
+                        }
+                        Some((d, g)) => {
+                            let mut a = x;
+                            while a < x + 36 {
+                                let b = (a + d as i32).min(x + 36);
+                                area.draw(&PathElement::new(vec![(a, mid), (b, mid)], ls)).map_err(err)?;
+                                a = b + g as i32;
+                            }
+                        }
+                    }
+                }
+                match kind {
+                    Kind::Fitted => {
+                        area.draw(&Circle::new((x + 18, mid), 8, BLACK.stroke_width(2))).map_err(err)?;
+                    }
+                    Kind::Published => {
+                        with_marker!(st.marker, (x + 18, mid), 5, st.colour, false, |m| area
+                            .draw(&m)
+                            .map_err(err)?)
+                    }
+                    _ => with_marker!(st.marker, (x + 18, mid), 4, st.colour, true, |m| area
+                        .draw(&m)
+                        .map_err(err)?),
+                }
+            }
+            Some(Mark::Curve(c)) => {
+                for k in 0..4 {
                     area.draw(&PathElement::new(
-                        vec![(x + 9 * k, mid), (x + 9 * k + 5, mid)],
+                        vec![(x + 10 * k, mid), (x + 10 * k + 5, mid)],
                         c.stroke_width(1),
                     ))
                     .map_err(err)?;
                 }
             }
-            Mark::Triangle(c) => {
-                area.draw(&TriangleMarker::new((x + 12, mid), 6, c.filled())).map_err(err)?
-            }
-            Mark::Cross(c) => area.draw(&Cross::new((x + 12, mid), 5, c.stroke_width(2))).map_err(err)?,
-            Mark::Band(c) => {
-                area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], c.mix(0.18).filled()))
+            Some(Mark::Band(c)) => {
+                area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], c.mix(0.18).filled()))
                     .map_err(err)?;
                 area.draw(&PathElement::new(
-                    vec![(x + 12, mid - 6), (x + 12, mid + 6)],
+                    vec![(x + 18, mid - 6), (x + 18, mid + 6)],
                     c.mix(0.6).stroke_width(2),
                 ))
                 .map_err(err)?;
             }
-            Mark::Box(c) => {
-                area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], c.filled())).map_err(err)?;
-                area.draw(&Rectangle::new([(x, mid - 6), (x + 24, mid + 6)], BLACK.stroke_width(1)))
+            Some(Mark::Box(c)) => {
+                area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], c.filled())).map_err(err)?;
+                area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], BLACK.stroke_width(1)))
                     .map_err(err)?;
             }
         }
-        area.draw(&Text::new(label.clone(), (x + 32, y), font.clone())).map_err(err)?;
+        // A symbol's label, or its continuation (`Mark::Note`), is indented; a note is not.
+        let tx = if mark.is_some() { x + 46 } else { x };
+        area.draw(&Text::new(label.clone(), (tx, y), font.clone())).map_err(err)?;
     }
     Ok(())
 }
 
-/// Renders the throughput plot as SVG text. Above the panels, a title naming the experiment,
-/// the machine and (when present) what it was calibrated to. One panel per workload: clients on
-/// the x axis, throughput on the y axis from 0; per variant (one colour each) a line
-/// through the median of the runs with a bar from the lowest to the highest run, the USL fit
-/// as a dashed line over the measured client counts, and the seed's published figures for that variant as markers of the same
-/// colour (one marker shape per published series, with the thread's low-high range when it
-/// gave one). Clients are on a base-2 logarithmic axis, so that a few measured counts and the
-/// seed's counts up to 80 both stay readable. Below each panel, a legend saying which is which.
-/// A `--sensitivity` result also draws, per variant, the band of its median over the perturbed
-/// sweeps: a pale area between the lowest and highest median (over two or more client counts)
-/// and a wide pale whisker at each count.
+/// The client counts labelled under the x axis: every x of the panel's drawn series from the
+/// smallest up, skipping one closer than `gap` pixels to the last kept, and the largest always
+/// (dropping kept ones too close to it). `px` maps clients to pixels.
+pub fn client_ticks(xs: &[f64], px: impl Fn(f64) -> f64, gap: f64) -> Vec<f64> {
+    let mut xs: Vec<f64> = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let Some(&last) = xs.last() else { return Vec::new() };
+    let mut kept: Vec<f64> = Vec::new();
+    for &x in &xs {
+        if kept.last().is_none_or(|&k| px(x) - px(k) >= gap) {
+            kept.push(x);
+        }
+    }
+    if kept.last() != Some(&last) {
+        kept.retain(|&k| px(last) - px(k) >= gap);
+        kept.push(last);
+    }
+    kept
+}
+
+/// The entries of a panel's legend: one per distinct series label, band, curve, then notes.
+fn panel_entries(p: &Panel) -> Vec<(Mark, String)> {
+    let mut entries: Vec<(Mark, String)> = Vec::new();
+    for s in p.series.iter().filter(|s| drawn(p, s)) {
+        if !entries.iter().any(|(_, l)| *l == s.label) {
+            entries.push((Mark::Series(s.kind, s.style), s.label.clone()));
+        }
+    }
+    for b in &p.bands {
+        if !entries.iter().any(|(_, l)| *l == b.label) {
+            entries.push((Mark::Band(b.colour), b.label.clone()));
+        }
+    }
+    for c in &p.curves {
+        if !entries.iter().any(|(_, l)| *l == c.label) {
+            entries.push((Mark::Curve(c.colour), c.label.clone()));
+        }
+    }
+    entries.extend(p.notes.iter().map(|n| (Mark::Note, n.clone())));
+    entries
+}
+
+/// Whether series `s` is drawn on panel `p`: every series but a published one of another
+/// machine.
+pub fn drawn(p: &Panel, s: &Series) -> bool {
+    s.kind != Kind::Published || s.machine == p.machine
+}
+
+/// Renders `fig` as SVG text: the header (title and subtitle, wrapped to the width), then the
+/// panels in rows. In each panel, y from 0 to 1.1 times the highest value drawn, x clients on
+/// a log2 axis labelled at the series' client counts (those closer than 30 pixels to a
+/// labelled one are skipped); bands, then curves, then per series its line, min-max bars and
+/// markers as [`Kind`] says; an uncalibrated prediction writes "uncalibrated" in the chart's
+/// corner. Below each chart, its legend (one entry per series label, band and curve) and notes.
 ///
 /// # Errors
-/// A drawing error from plotters, as text.
-pub fn render_svg(r: &ExperimentResult) -> Result<String, String> {
-    let e = r.plan.experiment;
-    let panels = r.plan.workloads.len().max(1);
-    let kind = if r.simulated.is_some() { "simulated" } else { "measured" };
-    // Legend rows: one per variant (line), one per published series, one for the fits.
-    let all_published = r.published();
-    let series_of = |w: &str| -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = Vec::new();
-        for p in all_published.iter().filter(|p| p.workload == w) {
-            if !v.contains(&p.series) {
-                v.push(p.series);
-            }
+/// A drawing error from plotters ([`OutputError::Draw`]).
+pub fn render(fig: &Figure) -> Result<String, OutputError> {
+    let cols = fig.columns.clamp(1, fig.panels.len().max(1));
+    let rows_n = fig.panels.len().max(1).div_ceil(cols);
+    let (pw, ph) = fig.panel_size;
+    let width = pw * cols as u32;
+    let head = header_lines(&fig.title, &fig.subtitle, width);
+    let head_h = header_height(&head);
+    let legends: Vec<Vec<(Option<Mark>, String)>> =
+        fig.panels.iter().map(|p| legend_rows(&panel_entries(p), pw - 20)).collect();
+    let legend_h = legends.iter().map(Vec::len).max().unwrap_or(0) as u32 * LEGEND_ROW + 12;
+    let cell_h = ph + legend_h;
+    let mut text = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut text, (width, head_h + cell_h * rows_n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, body) = root.split_vertically(head_h);
+        draw_header(&top, &head)?;
+        let cells = body.split_evenly((rows_n, cols));
+        for ((p, legend), cell) in fig.panels.iter().zip(&legends).zip(cells.iter()) {
+            let (chart_area, legend_area) = cell.split_vertically(ph);
+            draw_panel(&chart_area, p, pw)?;
+            draw_legend(&legend_area, legend, 14, 4)?;
         }
-        v
-    };
-    let band_row = usize::from(r.sensitivity.is_some());
-    let legend_rows = r
-        .plan
-        .workloads
+        root.present().map_err(err)?;
+    }
+    Ok(text)
+}
+
+fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
+    let series: Vec<&Series> = p.series.iter().filter(|s| drawn(p, s)).collect();
+    let xs: Vec<f64> = series
         .iter()
-        .map(|w| e.variants.len() + series_of(w.name).len() + 1 + band_row)
-        .max()
-        .unwrap_or(1);
-    let height = HEADER + PANEL.1 + legend_rows as u32 * LEGEND_ROW + 16;
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, (PANEL.0 * panels as u32, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(HEADER);
-        header(&top, &format!("{}: throughput against clients ({kind} and published)", e.name), r)?;
-        let areas = body.split_evenly((1, panels));
-        for (w, area) in r.plan.workloads.iter().zip(areas.iter()) {
-            let (chart_area, legend_area) = area.split_vertically(PANEL.1);
-            let rows: Vec<_> = r.summary.iter().filter(|s| s.workload == w.name).collect();
-            let published: Vec<_> = all_published.iter().filter(|p| p.workload == w.name).collect();
-            let series = series_of(w.name);
-            let ymax = rows
-                .iter()
-                .map(|s| s.max)
-                .chain(published.iter().map(|p| p.high.unwrap_or(p.tps).max(p.tps)))
-                .chain(
-                    r.sensitivity
-                        .iter()
-                        .flat_map(|s| s.tps.iter().filter(|t| t.workload == w.name).map(|t| t.hi)),
-                )
-                .fold(0.0f64, f64::max)
-                .max(1.0)
-                * 1.1;
-            let xmax_clients = r
-                .plan
-                .clients
-                .iter()
-                .map(|&c| c as f64)
-                .chain(published.iter().map(|p| f64::from(p.clients)))
-                .fold(1.0f64, f64::max);
-            let xmax = xmax_clients * 1.3;
-            let measured_max = r.plan.clients.iter().copied().max().unwrap_or(1) as f64;
-            let mut chart = ChartBuilder::on(&chart_area)
-                .caption(format!("{} ({}): {}", w.name, w.about, w.unit), ("sans-serif", 17))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d((0.8..xmax).log_scale().base(2.0), 0.0..ymax)
-                .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_desc("clients (log scale)")
-                .y_desc(w.unit)
-                .x_label_formatter(&|x| format!("{x:.0}"))
-                .y_label_formatter(&|y| short(*y))
-                .label_style(("sans-serif", 13))
-                .axis_desc_style(("sans-serif", 14))
-                .draw()
-                .map_err(err)?;
-            let mut entries: Vec<(Mark, String)> = Vec::new();
-            for (vi, v) in e.variants.iter().enumerate() {
-                let color = COLORS[vi % COLORS.len()];
-                let pts: Vec<(f64, f64, f64, f64)> = r
-                    .plan
-                    .clients
-                    .iter()
-                    .filter_map(|&c| r.row(w.name, v.name, c).map(|s| (c as f64, s.min, s.median, s.max)))
-                    .collect();
-                if let Some(sens) = &r.sensitivity {
-                    let band: Vec<(f64, f64, f64, f64)> = r
-                        .plan
-                        .clients
-                        .iter()
-                        .filter_map(|&c| {
-                            sens.tps_band(w.name, v.name, c).map(|t| (c as f64, t.lo, t.base, t.hi))
-                        })
-                        .collect();
-                    if band.len() > 1 {
-                        let outline: Vec<(f64, f64)> = band
-                            .iter()
-                            .map(|b| (b.0, b.3))
-                            .chain(band.iter().rev().map(|b| (b.0, b.1)))
-                            .collect();
-                        chart
-                            .draw_series(std::iter::once(Polygon::new(outline, color.mix(0.15).filled())))
-                            .map_err(err)?;
-                    }
-                    chart
-                        .draw_series(band.iter().map(|b| {
-                            ErrorBar::new_vertical(b.0, b.1, b.2, b.3, color.mix(0.6).stroke_width(3), 14)
-                        }))
-                        .map_err(err)?;
-                }
-                if !pts.is_empty() {
-                    chart
-                        .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), color.stroke_width(2)))
-                        .map_err(err)?;
-                    chart
-                        .draw_series(pts.iter().map(|p| ErrorBar::new_vertical(p.0, p.1, p.2, p.3, color, 8)))
-                        .map_err(err)?;
-                    chart
-                        .draw_series(pts.iter().map(|p| Circle::new((p.0, p.2), 3, color.filled())))
-                        .map_err(err)?;
-                    entries.push((Mark::Line(color), format!("{}: {kind}", v.name)));
-                }
-                if let Some(f) =
-                    r.usl.iter().find(|u| u.workload == w.name && u.variant == v.name).and_then(|u| u.fit)
-                {
-                    // Over the measured client counts only: the fit describes those.
-                    let curve: Vec<(f64, f64)> = (0..=120)
-                        .map(|i| measured_max.powf(f64::from(i) / 120.0))
-                        .map(|n| (n, f.throughput(n)))
-                        .filter(|p| p.1 <= ymax)
-                        .collect();
-                    chart
-                        .draw_series(DashedLineSeries::new(curve, 6, 4, color.stroke_width(1)))
-                        .map_err(err)?;
-                }
-                for (si, s) in series.iter().enumerate() {
-                    let mut pub_pts: Vec<_> =
-                        published.iter().filter(|p| p.variant == v.name && p.series == *s).collect();
-                    pub_pts.sort_by_key(|p| p.clients);
-                    if pub_pts.is_empty() {
-                        continue;
-                    }
-                    let xy: Vec<(f64, f64)> = pub_pts.iter().map(|p| (f64::from(p.clients), p.tps)).collect();
-                    if xy.len() > 1 {
-                        chart
-                            .draw_series(DashedLineSeries::new(
-                                xy.clone(),
-                                2,
-                                3,
-                                color.mix(0.6).stroke_width(1),
-                            ))
-                            .map_err(err)?;
-                    }
-                    chart
-                        .draw_series(pub_pts.iter().filter_map(|p| match (p.low, p.high) {
-                            (Some(lo), Some(hi)) => {
-                                Some(ErrorBar::new_vertical(f64::from(p.clients), lo, p.tps, hi, color, 6))
-                            }
-                            _ => None,
-                        }))
-                        .map_err(err)?;
-                    if si % 2 == 0 {
-                        chart
-                            .draw_series(xy.iter().map(|&p| TriangleMarker::new(p, 7, color.filled())))
-                            .map_err(err)?;
-                    } else {
-                        chart
-                            .draw_series(xy.iter().map(|&p| Cross::new(p, 6, color.stroke_width(2))))
-                            .map_err(err)?;
-                    }
-                }
-            }
-            for (si, s) in series.iter().enumerate() {
-                let mark = if si % 2 == 0 { Mark::Triangle(BLACK) } else { Mark::Cross(BLACK) };
-                let whose =
-                    if crate::experiments::measured::is_measured_series(s) { "yours" } else { "published" };
-                entries.push((mark, format!("{whose} ({s}), in each variant's colour")));
-            }
-            entries.push((
-                Mark::Dashed(BLACK),
-                format!("USL fit to the {kind} medians (measured range), in each variant's colour"),
-            ));
-            if let Some(sens) = &r.sensitivity {
-                entries.push((
-                    Mark::Band(BLACK),
-                    format!(
-                        "median's band over {} perturbations (each assumed constant x0.5, x2), in each variant's colour",
-                        sens.perturbations.len()
-                    ),
-                ));
-            }
-            legend(&legend_area, &entries, legend_rows, PANEL.0 as i32)?;
-        }
-        root.present().map_err(err)?;
+        .flat_map(|s| s.points.iter().map(|q| q.x))
+        .chain(p.bands.iter().flat_map(|b| b.points.iter().map(|q| q.0)))
+        .filter(|x| *x >= 1.0)
+        .collect();
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0f64, f64::max);
+    let (lo, hi) = if xs.is_empty() { (1.0, 2.0) } else { (lo, hi) };
+    let pad = 0.25 + 0.05 * (hi.log2() - lo.log2());
+    let (x0, x1) = (lo.log2() - pad, hi.log2() + pad);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.hi.unwrap_or(q.y).max(q.y)))
+        .chain(p.bands.iter().flat_map(|b| b.points.iter().map(|q| q.3)))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    let title_lines = wrap(&p.title, 16.0, f64::from(pw) - 30.0);
+    let (title_area, plot_area) = area.split_vertically(8 + 20 * title_lines.len() as u32);
+    for (i, l) in title_lines.iter().enumerate() {
+        let style = ("sans-serif", 16)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        title_area.draw(&Text::new(l.clone(), (pw as i32 / 2, 6 + 20 * i as i32), style)).map_err(err)?;
     }
-    Ok(text)
-}
-
-/// The colour of a time category.
-fn category_color(name: &str, tranche_index: &mut usize) -> RGBColor {
-    match name {
-        "running" => RGBColor(44, 160, 44),
-        "runnable (no core)" => RGBColor(127, 127, 127),
-        "sleep" => RGBColor(158, 218, 229),
-        "Lock:* (heavyweight)" => RGBColor(140, 86, 75),
-        "IO:WALSync" => RGBColor(148, 103, 189),
-        "Timeout:SpinDelay" => RGBColor(219, 219, 141),
-        "other" => RGBColor(220, 220, 220),
-        _ => {
-            let c = TRANCHE_COLORS[*tranche_index % TRANCHE_COLORS.len()];
-            *tranche_index += 1;
-            c
-        }
-    }
-}
-
-/// Pixel size of one (workload, variant) panel of the time plot.
-const TIME_PANEL: (u32, u32) = (440, 340);
-/// Width of the legend column to the right of the time plot's panels.
-const TIME_LEGEND_W: u32 = 300;
-
-/// Renders "where the time went" as SVG text, or `None` when no point carries a time split (a
-/// native run). A panel per (workload, variant), workloads in rows and variants in columns;
-/// in each, one stacked bar per client count of the shares of the simulated backends' virtual
-/// time ([`time_shares`]: running, each LWLock tranche's waits, heavyweight locks, WAL flush,
-/// sleep, runnable without a core, other), summing to 1. The legend is on the right.
-///
-/// # Errors
-/// A drawing error from plotters, as text.
-pub fn render_time_svg(r: &ExperimentResult) -> Result<Option<String>, String> {
-    let Some(t) = time_shares(r) else {
-        return Ok(None);
-    };
-    Ok(Some(draw_time(r, &t)?))
-}
-
-fn draw_time(r: &ExperimentResult, t: &TimeShares) -> Result<String, String> {
-    let e = r.plan.experiment;
-    let (cols, rows) = (e.variants.len().max(1), r.plan.workloads.len().max(1));
-    let legend_h = t.categories.len() as u32 * LEGEND_ROW + 40;
-    let height = HEADER + (rows as u32 * TIME_PANEL.1).max(legend_h);
-    let mut tranche = 0;
-    let colors: Vec<RGBColor> = t.categories.iter().map(|c| category_color(c, &mut tranche)).collect();
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, (cols as u32 * TIME_PANEL.0 + TIME_LEGEND_W, height))
-            .into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(HEADER);
-        header(&top, &format!("{}: where the simulated backends' virtual time went", e.name), r)?;
-        let (grid, legend_area) = body.split_horizontally(cols as u32 * TIME_PANEL.0);
-        let (grid, _) = grid.split_vertically(rows as u32 * TIME_PANEL.1);
-        let panels = grid.split_evenly((rows, cols));
-        let clients = &r.plan.clients;
-        let n = clients.len();
-        for (wi, w) in r.plan.workloads.iter().enumerate() {
-            for (vi, v) in e.variants.iter().enumerate() {
-                let area = &panels[wi * cols + vi];
-                let mut chart = ChartBuilder::on(area)
-                    .caption(format!("{} / {}", w.name, v.name), ("sans-serif", 16))
-                    .margin(10)
-                    .x_label_area_size(36)
-                    .y_label_area_size(52)
-                    .build_cartesian_2d(-0.6..n as f64 - 0.4, 0.0..1.0)
-                    .map_err(err)?;
-                chart
-                    .configure_mesh()
-                    .disable_x_mesh()
-                    .light_line_style(WHITE)
-                    .y_labels(11)
-                    .x_labels(0)
-                    .x_desc("clients")
-                    .y_desc("share of virtual time")
-                    .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
-                    .label_style(("sans-serif", 13))
-                    .axis_desc_style(("sans-serif", 13))
-                    .draw()
-                    .map_err(err)?;
-                // Client counts under the bars (the axis is continuous; the bars are categories).
-                let base = area.get_base_pixel();
-                for (ci, &c) in clients.iter().enumerate() {
-                    let (px, py) = chart.backend_coord(&(ci as f64, 0.0));
-                    let style =
-                        ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
-                    area.draw(&Text::new(c.to_string(), (px - base.0, py - base.1 + 6), style))
-                        .map_err(err)?;
-                }
-                for (ci, &c) in clients.iter().enumerate() {
-                    let Some(row) =
-                        t.rows.iter().find(|x| x.workload == w.name && x.variant == v.name && x.clients == c)
-                    else {
-                        continue;
-                    };
-                    let x = ci as f64;
-                    let mut y0 = 0.0;
-                    for (k, &share) in row.shares.iter().enumerate() {
-                        if share <= 0.0 {
-                            continue;
-                        }
-                        let y1 = (y0 + share).min(1.0);
-                        chart
-                            .draw_series(std::iter::once(Rectangle::new(
-                                [(x - 0.35, y0), (x + 0.35, y1)],
-                                colors[k].filled(),
-                            )))
-                            .map_err(err)?;
-                        y0 = y1;
-                    }
-                }
-            }
-        }
-        let entries: Vec<(Mark, String)> =
-            t.categories.iter().zip(&colors).rev().map(|(c, &col)| (Mark::Box(col), c.clone())).collect();
-        legend_area
-            .draw(&Text::new("top of the bars first:".to_string(), (14, 14), ("sans-serif", 14)))
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(10)
+        .margin_right(18)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, 0.0..ymax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(8)
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(232, 232, 232))
+        .x_desc("clients (log2 scale; labels at the counts run)")
+        .y_desc(p.y_desc.as_str())
+        .y_label_formatter(&|y| short(*y))
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    let l2 = |x: f64| x.max(1e-9).log2();
+    let base = plot_area.get_base_pixel();
+    let px = |x: f64| f64::from(chart.backend_coord(&(l2(x), 0.0)).0);
+    for t in client_ticks(&xs, px, 30.0) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(l2(t), 0.0), (l2(t), ymax)],
+                RGBColor(225, 225, 225).stroke_width(1),
+            )))
             .map_err(err)?;
-        let (_, below) = legend_area.split_vertically(34);
-        legend(&below, &entries, entries.len().max(1), TIME_LEGEND_W as i32)?;
-        root.present().map_err(err)?;
+        let (x, y) = chart.backend_coord(&(l2(t), 0.0));
+        let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+        plot_area.draw(&Text::new(format!("{t:.0}"), (x - base.0, y - base.1 + 5), style)).map_err(err)?;
     }
-    Ok(text)
+    for b in &p.bands {
+        let pts: Vec<(f64, f64, f64, f64)> = b.points.iter().map(|q| (l2(q.0), q.1, q.2, q.3)).collect();
+        if pts.len() > 1 {
+            let outline: Vec<(f64, f64)> =
+                pts.iter().map(|q| (q.0, q.3)).chain(pts.iter().rev().map(|q| (q.0, q.1))).collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(outline, b.colour.mix(0.15).filled())))
+                .map_err(err)?;
+        }
+        chart
+            .draw_series(
+                pts.iter().map(|q| {
+                    ErrorBar::new_vertical(q.0, q.1, q.2, q.3, b.colour.mix(0.5).stroke_width(3), 14)
+                }),
+            )
+            .map_err(err)?;
+    }
+    for c in &p.curves {
+        let pts: Vec<(f64, f64)> = c.points.iter().filter(|q| q.1 <= ymax).map(|q| (l2(q.0), q.1)).collect();
+        chart.draw_series(DashedLineSeries::new(pts, 5, 4, c.colour.stroke_width(1))).map_err(err)?;
+    }
+    let order = |k: Kind| match k {
+        Kind::Published => 0,
+        Kind::Predicted { .. } | Kind::Measured => 1,
+        Kind::Fitted => 2,
+    };
+    let mut sorted = series.clone();
+    sorted.sort_by_key(|s| order(s.kind));
+    for s in sorted {
+        let mut pts: Vec<Pt> = s.points.clone();
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let xy: Vec<(f64, f64)> = pts.iter().map(|q| (l2(q.x), q.y)).collect();
+        let st = s.style;
+        match s.kind {
+            Kind::Fitted => {
+                chart
+                    .draw_series(
+                        xy.iter()
+                            .map(|&q| EmptyElement::at(q) + Circle::new((0, 0), 9, BLACK.stroke_width(2))),
+                    )
+                    .map_err(err)?;
+            }
+            Kind::Published => {
+                let (d, g) = st.dash.unwrap_or((2, 3));
+                if xy.len() > 1 {
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            xy.clone(),
+                            d,
+                            g,
+                            st.colour.mix(0.6).stroke_width(1),
+                        ))
+                        .map_err(err)?;
+                }
+                chart
+                    .draw_series(pts.iter().filter_map(|q| match (q.lo, q.hi) {
+                        (Some(lo), Some(hi)) => {
+                            Some(ErrorBar::new_vertical(l2(q.x), lo, q.y, hi, st.colour.mix(0.7), 6))
+                        }
+                        _ => None,
+                    }))
+                    .map_err(err)?;
+                for &q in &xy {
+                    with_marker!(st.marker, q, 6, st.colour, false, |m| {
+                        chart.draw_series(std::iter::once(m)).map_err(err)?;
+                    });
+                }
+            }
+            Kind::Predicted { .. } | Kind::Measured => {
+                match st.dash {
+                    None => chart
+                        .draw_series(LineSeries::new(xy.clone(), st.colour.stroke_width(2)))
+                        .map_err(err)?,
+                    Some((d, g)) => chart
+                        .draw_series(DashedLineSeries::new(xy.clone(), d, g, st.colour.stroke_width(2)))
+                        .map_err(err)?,
+                };
+                chart
+                    .draw_series(pts.iter().filter_map(|q| match (q.lo, q.hi) {
+                        (Some(lo), Some(hi)) => {
+                            Some(ErrorBar::new_vertical(l2(q.x), lo, q.y, hi, st.colour, 8))
+                        }
+                        _ => None,
+                    }))
+                    .map_err(err)?;
+                for &q in &xy {
+                    with_marker!(st.marker, q, 4, st.colour, true, |m| {
+                        chart.draw_series(std::iter::once(m)).map_err(err)?;
+                    });
+                }
+            }
+        }
+    }
+    if series.iter().any(|s| s.kind == Kind::Predicted { calibrated: false }) {
+        let (x, y) = chart.backend_coord(&(x0, ymax));
+        let style = ("sans-serif", 13).into_font().color(&RGBColor(120, 120, 120));
+        plot_area
+            .draw(&Text::new("uncalibrated prediction".to_string(), (x - base.0 + 8, y - base.1 + 6), style))
+            .map_err(err)?;
+    }
+    Ok(())
 }
