@@ -235,10 +235,10 @@ fn template(
             .unwrap_or_default();
         // Keys the host gives that the base lacks (its caches) join the section.
         for (k, v, _) in host {
-            if let Some(short) = k.strip_prefix(&format!("{section}.")) {
-                if !keys.iter().any(|(kk, _)| kk == short) {
-                    keys.push((short.to_string(), v.clone()));
-                }
+            if let Some(short) = k.strip_prefix(&format!("{section}."))
+                && !keys.iter().any(|(kk, _)| kk == short)
+            {
+                keys.push((short.to_string(), v.clone()));
             }
         }
         if keys.is_empty() {

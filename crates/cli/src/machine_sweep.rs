@@ -664,9 +664,25 @@ mod tests {
             transactions: 1000,
             scale: 1,
             jobs: 1,
+            script: Script::Builtin("select-only".into()),
         };
         let t: Vec<u64> = plan.points().iter().map(|p| p.per_client).collect();
         assert_eq!(t, vec![1000, 334, 8]);
+    }
+
+    #[test]
+    fn scripts_are_built_ins_by_name_or_files() {
+        let s = Script::parse("tpcb").map_err(|f| f.message).unwrap();
+        assert_eq!(s.label(), "-b tpcb-like");
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let s = Script::parse(f.path().to_str().unwrap()).map_err(|f| f.message).unwrap();
+        assert_eq!(s.args()[0], "-f");
+        let e = Script::parse("no-such-script").unwrap_err();
+        assert!(
+            e.message.starts_with("--script \"no-such-script\": neither a script file nor a built-in"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
