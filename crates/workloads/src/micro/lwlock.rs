@@ -317,8 +317,8 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
                 s.spawn(move || {
                     let _me = backends.attach(BackendId(t as u32));
                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(t as u64));
-                    let mut hist =
-                        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
+                    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2)
+                        .expect("1..=1e10 at 2 significant digits are valid histogram bounds");
                     let (mut ops, mut exclusive, mut torn) = (0u64, 0u64, 0u64);
                     gate.arrive_and_wait();
                     while !stop.load(Ordering::Relaxed) {
@@ -371,7 +371,8 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
 
 fn summarize(lock: LockUnderTest, run: RowRun, counters: Option<LwLockCounters>) -> LwLockBenchRow {
     let RowRun { threads: res, pair, elapsed, profile } = run;
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2)
+        .expect("1..=1e10 at 2 significant digits are valid histogram bounds");
     let (mut ops, mut excl, mut torn) = (0, 0, 0);
     for r in &res {
         ops += r.ops;
