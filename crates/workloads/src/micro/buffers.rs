@@ -17,7 +17,7 @@
 //! contents (scan: tuple counts seen; vm-delete: every tuple of a thread's page carries that
 //! thread's delete count; a lost update or a torn page fails the row).
 
-use super::error::BenchError;
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::fmt;
 use std::str::FromStr;
@@ -123,15 +123,7 @@ impl BuffersConfig {
     /// # Errors
     /// A one-line message naming the bad parameter.
     pub fn validate(&self) -> Result<(), BenchError> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(BenchError::Config(format!("--threads must be 1..=1024, got {}", self.threads)));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(BenchError::Config(format!(
-                "--duration must be above 0 and at most 3600 s, got {:?}",
-                self.duration
-            )));
-        }
+        check_threads_and_duration(self.threads, self.duration)?;
         if self.headers.is_empty() {
             return Err(BenchError::Config("--header: no header design given".into()));
         }

@@ -5,6 +5,7 @@ use lockstack_bufmgr::BufferError;
 use lockstack_common::AttachError;
 use lockstack_lmgr::LmgrConfigError;
 use lockstack_xlog::WalError;
+use std::time::Duration;
 
 /// Why a micro-benchmark was refused or failed. Displayed as one line: a setting's message
 /// names its flag (`--threads must be 1..=1024, got 0`); the others are the failing layer's
@@ -36,4 +37,21 @@ impl From<BenchError> for String {
     fn from(e: BenchError) -> String {
         e.to_string()
     }
+}
+
+/// The ranges every timed micro-benchmark shares: `--threads` 1..=1024 and `--duration` above
+/// 0 and at most an hour.
+///
+/// # Errors
+/// [`BenchError::Config`] naming the flag.
+pub(crate) fn check_threads_and_duration(threads: usize, duration: Duration) -> Result<(), BenchError> {
+    if threads == 0 || threads > 1024 {
+        return Err(BenchError::Config(format!("--threads must be 1..=1024, got {threads}")));
+    }
+    if duration.is_zero() || duration > Duration::from_secs(3600) {
+        return Err(BenchError::Config(format!(
+            "--duration must be above 0 and at most 3600 s, got {duration:?}"
+        )));
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@
 //! end the pair must equal the number of exclusive operations (a lost update means the lock
 //! failed). The LWLock rows also report the `LWLOCK_STATS` counters of the run's tranche.
 
-use super::error::BenchError;
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
@@ -120,15 +120,7 @@ impl LwLockBenchConfig {
     /// # Errors
     /// A one-line message naming the bad parameter.
     pub fn validate(&self) -> Result<(), BenchError> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(BenchError::Config(format!("--threads must be 1..=1024, got {}", self.threads)));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(BenchError::Config(format!(
-                "--duration must be above 0 and at most 3600 s, got {:?}",
-                self.duration
-            )));
-        }
+        check_threads_and_duration(self.threads, self.duration)?;
         if !(0.0..=1.0).contains(&self.shared_ratio) {
             return Err(BenchError::Config(format!(
                 "--shared-ratio must be between 0 and 1, got {}",

@@ -7,7 +7,7 @@
 //! WAL's insert position must equal the bytes the workers' records occupy (no reservation
 //! lost or doubled), and the WAL's record counter must equal the workers' own count.
 
-use super::error::BenchError;
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -112,15 +112,7 @@ impl WalBenchConfig {
     /// # Errors
     /// A one-line message naming the bad parameter.
     pub fn validate(&self) -> Result<(), BenchError> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(BenchError::Config(format!("--threads must be 1..=1024, got {}", self.threads)));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(BenchError::Config(format!(
-                "--duration must be above 0 and at most 3600 s, got {:?}",
-                self.duration
-            )));
-        }
+        check_threads_and_duration(self.threads, self.duration)?;
         if self.record_size > 1024 * 1024 {
             return Err(BenchError::Config(format!(
                 "--record-size must be at most 1048576 bytes, got {}",
