@@ -89,7 +89,8 @@ impl DescArray {
         let stride = padding.stride();
         debug_assert!(stride.is_multiple_of(align_of::<BufferDesc>()));
         let size = stride.checked_mul(len.max(1)).expect("descriptor array size overflows");
-        let layout = Layout::from_size_align(size, DESC_LINE).expect("descriptor array layout");
+        let layout = Layout::from_size_align(size, DESC_LINE)
+            .expect("DESC_LINE is a power of two and the size was checked for overflow");
         // SAFETY: `layout` has a non-zero size.
         let raw = unsafe { alloc(layout) };
         let Some(base) = NonNull::new(raw) else { handle_alloc_error(layout) };

@@ -512,7 +512,7 @@ impl Smgr for FileSmgr {
     }
 
     fn extend(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
-        let f = self.get(rel, fork, true)?.expect("created");
+        let f = self.get(rel, fork, true)?.expect("a get with create set always yields the file");
         let n = f.nblocks.load(Ordering::Acquire);
         if block.0 != n {
             return Err(self.err(

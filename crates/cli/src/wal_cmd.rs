@@ -123,7 +123,7 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
     cfg.commit_every = args.commit_every;
     cfg.validate().map_err(|e| {
         Failure::input(crate::name_flags(
-            &e,
+            &e.to_string(),
             &[
                 ("wal_buffers", "--wal-buffers"),
                 ("commit_delay", "--commit-delay-us"),
@@ -132,7 +132,7 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
         ))
     })?;
     crate::prepare_json(args.common.json.as_deref())?;
-    let report = wal::run(&cfg).map_err(|e| Failure { message: e, code: 2 })?;
+    let report = wal::run(&cfg).map_err(|e| Failure { message: e.to_string(), code: 2 })?;
     print_report(&report);
     crate::write_json(args.common.json.as_deref(), &report)?;
     if !report.invariant_ok {

@@ -225,6 +225,7 @@ fn sources_and_docs_cite_no_tracker_numbers() {
     let mut all = vec![root.join("README.md"), root.join("justfile"), root.join(".ci/run")];
     files(&root.join("crates"), &["rs"], &mut all);
     files(&root.join("benches"), &["rs"], &mut all);
+    files(&root.join("tools"), &["py", "sh", "md"], &mut all);
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "md") {

@@ -137,7 +137,10 @@ fn deadlock_check_counted(g: &WaitGraph, start: BackendId, max_backends: usize) 
         if d.find_lock_cycle(start).is_none() {
             return (Outcome::NoDeadlock, d.steps);
         }
-        let details = d.details[..d.n_details].iter().map(|e| e.clone().expect("detail filled")).collect();
+        let details = d.details[..d.n_details]
+            .iter()
+            .map(|e| e.clone().expect("the first n_details details are always filled"))
+            .collect();
         return (Outcome::Hard(details), d.steps);
     }
     let steps = d.steps;

@@ -28,7 +28,9 @@ pub fn item_id(page: &[u8], off: OffsetNumber) -> ItemId {
     assert!(off >= 1 && off <= max_offset_number(page), "offset number {off} out of range");
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
     touch(page[at..].as_ptr(), SIZE_OF_ITEM_ID, Access::Read);
-    ItemId::unpack(u32::from_le_bytes(page[at..at + 4].try_into().expect("4 bytes")))
+    ItemId::unpack(u32::from_le_bytes(
+        page[at..at + 4].try_into().expect("a 4-byte range of a page converts to [u8; 4]"),
+    ))
 }
 
 /// Overwrites the line pointer `off` (for marking items dead, unused or redirected).
@@ -134,7 +136,9 @@ pub fn get_item(page: &[u8], off: OffsetNumber) -> Option<&[u8]> {
 #[inline]
 pub fn item_data(page: &[u8], off: OffsetNumber) -> &[u8] {
     let at = SIZE_OF_PAGE_HEADER + (off as usize - 1) * SIZE_OF_ITEM_ID;
-    let lp = u32::from_le_bytes(page[at..at + SIZE_OF_ITEM_ID].try_into().expect("4 bytes"));
+    let lp = u32::from_le_bytes(
+        page[at..at + SIZE_OF_ITEM_ID].try_into().expect("a 4-byte range of a page converts to [u8; 4]"),
+    );
     touch(page[at..].as_ptr(), SIZE_OF_ITEM_ID, Access::Read);
     let start = (lp & 0x7FFF) as usize;
     let len = ((lp >> 17) & 0x7FFF) as usize;

@@ -220,7 +220,7 @@ pub fn is_new(page: &[u8]) -> bool {
 #[inline]
 pub fn lsn(page: &[u8]) -> u64 {
     check(page);
-    u64::from_le_bytes(page[0..8].try_into().expect("8 bytes"))
+    u64::from_le_bytes(page[0..8].try_into().expect("an 8-byte range of a page converts to [u8; 8]"))
 }
 
 /// Sets the page LSN (`PageSetLSN`).
@@ -302,7 +302,7 @@ pub fn special_mut(page: &mut [u8]) -> &mut [u8] {
 #[inline]
 pub fn prune_xid(page: &[u8]) -> u32 {
     check(page);
-    u32::from_le_bytes(page[20..24].try_into().expect("4 bytes"))
+    u32::from_le_bytes(page[20..24].try_into().expect("a 4-byte range of a page converts to [u8; 4]"))
 }
 
 /// Sets `pd_prune_xid`.

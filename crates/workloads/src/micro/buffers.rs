@@ -17,6 +17,7 @@
 //! contents (scan: tuple counts seen; vm-delete: every tuple of a thread's page carries that
 //! thread's delete count; a lost update or a torn page fails the row).
 
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::fmt;
 use std::str::FromStr;
@@ -121,39 +122,37 @@ impl BuffersConfig {
     ///
     /// # Errors
     /// A one-line message naming the bad parameter.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(format!("--threads must be 1..=1024, got {}", self.threads));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(format!("--duration must be above 0 and at most 3600 s, got {:?}", self.duration));
-        }
+    pub fn validate(&self) -> Result<(), BenchError> {
+        check_threads_and_duration(self.threads, self.duration)?;
         if self.headers.is_empty() {
-            return Err("--header: no header design given".into());
+            return Err(BenchError::Config("--header: no header design given".into()));
         }
         if self.scenario != BufferScenario::HotPin && self.vm_checks.is_empty() {
-            return Err("--vm-check: no visibility-check variant given".into());
+            return Err(BenchError::Config("--vm-check: no visibility-check variant given".into()));
         }
         if self.table_pages == 0 || self.table_pages > 1 << 20 {
-            return Err(format!("--table-pages must be 1..=1048576, got {}", self.table_pages));
+            return Err(BenchError::Config(format!(
+                "--table-pages must be 1..=1048576, got {}",
+                self.table_pages
+            )));
         }
         if self.scenario == BufferScenario::VmDelete && (self.table_pages as usize) < self.threads {
-            return Err(format!(
+            return Err(BenchError::Config(format!(
                 "--table-pages ({}) must be at least --threads ({}) for vm-delete: each thread owns a page",
                 self.table_pages, self.threads
-            ));
+            )));
         }
         // Each worker holds at most 2 pins at a time (heap page + VM page).
         let min = (2 * self.threads + 8).max(16);
         if self.pool_buffers < min || self.pool_buffers > lockstack_bufmgr::MAX_BUFFERS {
-            return Err(format!(
+            return Err(BenchError::Config(format!(
                 "--pool-buffers must be {min}..={} for {} threads, got {}",
                 lockstack_bufmgr::MAX_BUFFERS,
                 self.threads,
                 self.pool_buffers
-            ));
+            )));
         }
-        self.mapping.validate().map_err(|e| format!("--mapping: {e}"))
+        self.mapping.validate().map_err(|e| BenchError::Config(format!("--mapping: {e}")))
     }
 
     fn rows(&self) -> Vec<(HeaderKind, Option<VmCheck>)> {
@@ -252,16 +251,17 @@ fn tuple(thread_tag: u32) -> [u8; TUPLE_LEN] {
 
 /// Builds the table: `pages` heap pages of `TUPLES_PER_PAGE` tuples, all-visible in page flag
 /// and VM.
-fn load(bb: &BackendBuffers, pages: u32) -> Result<(), String> {
+fn load(bb: &BackendBuffers, pages: u32) -> Result<(), BenchError> {
     let vm = VisibilityMap::new(REL);
     let mut vmbuf = VmBuffer::new();
     for p in 0..pages {
-        vm.pin(bb, p, &mut vmbuf).map_err(|e| e.to_string())?;
-        let (buf, blk) = bb.extend(REL, ForkNumber::Main).map_err(|e| e.to_string())?;
+        vm.pin(bb, p, &mut vmbuf)?;
+        let (buf, blk) = bb.extend(REL, ForkNumber::Main)?;
         let mut g = bb.lock(buf, LwLockMode::Exclusive);
         page::init(g.page_mut(), 0);
         for _ in 0..TUPLES_PER_PAGE {
-            page::add_item(g.page_mut(), &tuple(blk.0), None).ok_or("page full while loading")?;
+            page::add_item(g.page_mut(), &tuple(blk.0), None)
+                .ok_or_else(|| BenchError::Check("page full while loading".into()))?;
         }
         g.mark_dirty();
         vm.set(&mut g, &vmbuf, VISIBILITYMAP_ALL_VISIBLE, 0);
@@ -282,12 +282,12 @@ struct Worker<'a> {
 
 impl Worker<'_> {
     /// One batch of operations; returns how many, or a message on a failed check.
-    fn batch(&mut self, vmbuf: &mut VmBuffer, deletes: &mut u64) -> Result<u64, String> {
+    fn batch(&mut self, vmbuf: &mut VmBuffer, deletes: &mut u64) -> Result<u64, BenchError> {
         let bb = &self.bb;
         match self.cfg.scenario {
             BufferScenario::HotPin => {
                 for _ in 0..64 {
-                    let b = bb.read_block(REL, BlockNumber(0)).map_err(|e| e.to_string())?;
+                    let b = bb.read_block(REL, BlockNumber(0))?;
                     bb.release(b);
                 }
                 Ok(64)
@@ -300,9 +300,9 @@ impl Worker<'_> {
                 let batch = n.min(64);
                 for i in 0..batch {
                     let blk = (start + i + (*deletes as u32)) % n;
-                    let b = bb.read_block(REL, BlockNumber(blk)).map_err(|e| e.to_string())?;
+                    let b = bb.read_block(REL, BlockNumber(blk))?;
                     let g = bb.lock(b, LwLockMode::Shared);
-                    let visible = self.vm.is_all_visible(&g, vmbuf, check).map_err(|e| e.to_string())?;
+                    let visible = self.vm.is_all_visible(&g, vmbuf, check)?;
                     // A sequential scan returns every tuple of the page, all-visible or not
                     // (PostgreSQL's heapgettup_pagemode skips only the visibility test on an
                     // all-visible page): read each tuple's header word.
@@ -320,7 +320,9 @@ impl Worker<'_> {
                     drop(g);
                     bb.release(b);
                     if seen != TUPLES_PER_PAGE || !visible {
-                        return Err(format!("page {blk}: saw {seen} tuples, all-visible {visible}"));
+                        return Err(BenchError::Check(format!(
+                            "page {blk}: saw {seen} tuples, all-visible {visible}"
+                        )));
                     }
                 }
                 *deletes += u64::from(batch);
@@ -330,22 +332,22 @@ impl Worker<'_> {
                 let check = self.check.expect("vm-delete rows have a check");
                 let blk = self.t as u32;
                 for _ in 0..16 {
-                    let b = bb.read_block(REL, BlockNumber(blk)).map_err(|e| e.to_string())?;
-                    let mut g =
-                        self.vm.lock_heap_for_update(bb, b, vmbuf, check).map_err(|e| e.to_string())?;
+                    let b = bb.read_block(REL, BlockNumber(blk))?;
+                    let mut g = self.vm.lock_heap_for_update(bb, b, vmbuf, check)?;
                     self.vm.clear_for_update(&mut g, vmbuf, check);
                     *deletes += 1;
                     let stamp = *deletes;
                     let p = g.page_mut();
                     for o in 1..=page::max_offset_number(p) {
-                        let t = page::get_item_mut(p, o).ok_or("missing tuple")?;
+                        let t = page::get_item_mut(p, o)
+                            .ok_or_else(|| BenchError::Check("missing tuple".into()))?;
                         // "xmax": the delete count, at bytes 4..12.
                         t[4..12].copy_from_slice(&stamp.to_le_bytes());
                     }
                     g.mark_dirty();
                     if self.cfg.vacuum_every > 0 && stamp.is_multiple_of(u64::from(self.cfg.vacuum_every)) {
                         drop(g);
-                        self.vm.pin(bb, blk, vmbuf).map_err(|e| e.to_string())?;
+                        self.vm.pin(bb, blk, vmbuf)?;
                         let mut g = bb.lock(b, LwLockMode::Exclusive);
                         self.vm.set(&mut g, vmbuf, VISIBILITYMAP_ALL_VISIBLE, 0);
                     } else {
@@ -374,15 +376,17 @@ fn lwlock_counts(d: &stats::LwLockStatsSnapshot) -> BufferLwLockCounts {
 }
 
 /// After a vm-delete row: every tuple of thread `t`'s page carries the thread's delete count.
-fn check_deletes(bb: &BackendBuffers, counts: &[u64]) -> Result<(), String> {
+fn check_deletes(bb: &BackendBuffers, counts: &[u64]) -> Result<(), BenchError> {
     for (t, &n) in counts.iter().enumerate() {
-        let b = bb.read_block(REL, BlockNumber(t as u32)).map_err(|e| e.to_string())?;
+        let b = bb.read_block(REL, BlockNumber(t as u32))?;
         let g = bb.lock(b, LwLockMode::Shared);
         for o in 1..=page::max_offset_number(g.page()) {
-            let it = page::get_item(g.page(), o).ok_or("missing tuple")?;
+            let it = page::get_item(g.page(), o).ok_or_else(|| BenchError::Check("missing tuple".into()))?;
             let got = u64::from_le_bytes(it[4..12].try_into().expect("8 bytes"));
             if got != n || u32::from_le_bytes(it[0..4].try_into().expect("4 bytes")) != t as u32 {
-                return Err(format!("page {t} tuple {o}: delete count {got}, expected {n}"));
+                return Err(BenchError::Check(format!(
+                    "page {t} tuple {o}: delete count {got}, expected {n}"
+                )));
             }
         }
         drop(g);
@@ -391,7 +395,11 @@ fn check_deletes(bb: &BackendBuffers, counts: &[u64]) -> Result<(), String> {
     Ok(())
 }
 
-fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> Result<BuffersRow, String> {
+fn run_row(
+    cfg: &BuffersConfig,
+    header: HeaderKind,
+    check: Option<VmCheck>,
+) -> Result<BuffersRow, BenchError> {
     let lwlock = if header == HeaderKind::Spinlock { LwLockKind::Pg92 } else { LwLockKind::Atomic };
     let pcfg = BufferPoolConfig {
         nbuffers: cfg.pool_buffers,
@@ -401,7 +409,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         lwlock_kind: lwlock,
         desc_padding: lockstack_bufmgr::DescPadding::default(),
     };
-    let pool = BufferPool::in_memory(pcfg).map_err(|e| e.to_string())?;
+    let pool = BufferPool::in_memory(pcfg)?;
     let pages = if cfg.scenario == BufferScenario::HotPin { 1 } else { cfg.table_pages };
     load(&pool.attach_auxiliary(), pages)?;
     pool.reset_stats();
@@ -409,12 +417,12 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let mut elapsed = Duration::ZERO;
-    let results: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::measured_scope(|s| {
+    let results: Vec<Result<(u64, u64), BenchError>> = lockstack_common::sync::thread::measured_scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (pool, stop, gate) = (Arc::clone(&pool), &stop, &gate);
                 s.spawn(move || {
-                    let bb = pool.attach(BackendId(t as u32)).map_err(|e| e.to_string())?;
+                    let bb = pool.attach(BackendId(t as u32))?;
                     let mut w = Worker { bb, vm: VisibilityMap::new(REL), check, cfg, t };
                     let mut vmbuf = VmBuffer::new();
                     let (mut ops, mut deletes) = (0u64, 0u64);
@@ -441,8 +449,10 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
         let start = Instant::now();
         lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
-        let r: Vec<Result<(u64, u64, Instant, Instant), String>> =
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".into()))).collect();
+        let r: Vec<Result<(u64, u64, Instant, Instant), BenchError>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(BenchError::Check("worker panicked".into()))))
+            .collect();
         elapsed = super::workers_interval(
             r.iter().filter_map(|x| x.as_ref().ok()).map(|x| (x.2, x.3)),
             start.elapsed(),
@@ -460,11 +470,11 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
                 ops += o;
                 deletes.push(d);
             }
-            Err(e) => error = error.or(Some(e)),
+            Err(e) => error = error.or(Some(e.to_string())),
         }
     }
     if error.is_none() && cfg.scenario == BufferScenario::VmDelete {
-        error = check_deletes(&pool.attach_auxiliary(), &deletes).err();
+        error = check_deletes(&pool.attach_auxiliary(), &deletes).err().map(|e| e.to_string());
     }
     if error.is_none() {
         error = pool.check_invariants().err().map(|e| e.to_string());
@@ -485,7 +495,7 @@ fn run_row(cfg: &BuffersConfig, header: HeaderKind, check: Option<VmCheck>) -> R
 ///
 /// # Errors
 /// The message of [`BuffersConfig::validate`], or a pool set-up failure.
-pub fn run(cfg: &BuffersConfig) -> Result<BuffersReport, String> {
+pub fn run(cfg: &BuffersConfig) -> Result<BuffersReport, BenchError> {
     cfg.validate()?;
     let mut rows = Vec::new();
     for (h, c) in cfg.rows() {
@@ -565,13 +575,13 @@ mod tests {
     fn bad_parameters_are_rejected() {
         let mut c = cfg(BufferScenario::VmDelete);
         c.table_pages = 2;
-        assert!(run(&c).unwrap_err().contains("--table-pages"));
+        assert!(run(&c).unwrap_err().to_string().contains("--table-pages"));
         c.table_pages = 64;
         c.pool_buffers = 4;
-        assert!(run(&c).unwrap_err().contains("--pool-buffers"));
+        assert!(run(&c).unwrap_err().to_string().contains("--pool-buffers"));
         c.pool_buffers = 256;
         c.threads = 0;
-        assert!(run(&c).unwrap_err().contains("--threads"));
+        assert!(run(&c).unwrap_err().to_string().contains("--threads"));
         assert!("bogus".parse::<BufferScenario>().is_err());
     }
 }

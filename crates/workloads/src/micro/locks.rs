@@ -7,6 +7,7 @@
 //! VXID locks every one of those goes through a LockManager partition lock; with both on,
 //! none does. The report gives throughput and the lock manager's and LWLocks' counters.
 
+use super::error::BenchError;
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -49,18 +50,21 @@ impl LocksConfig {
     ///
     /// # Errors
     /// A one-line message naming the flag.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BenchError> {
         if !(1..=1024).contains(&self.threads) {
-            return Err(format!("--threads must be 1..=1024, got {}", self.threads));
+            return Err(BenchError::Config(format!("--threads must be 1..=1024, got {}", self.threads)));
         }
         if !(1..=1000).contains(&self.relations) {
-            return Err(format!("--relations must be 1..=1000, got {}", self.relations));
+            return Err(BenchError::Config(format!("--relations must be 1..=1000, got {}", self.relations)));
         }
         if !self.partitions.is_power_of_two() || self.partitions > 1024 {
-            return Err(format!("--partitions must be a power of two in 1..=1024, got {}", self.partitions));
+            return Err(BenchError::Config(format!(
+                "--partitions must be a power of two in 1..=1024, got {}",
+                self.partitions
+            )));
         }
         if self.duration.is_zero() {
-            return Err("--duration must be above 0".into());
+            return Err(BenchError::Config("--duration must be above 0".into()));
         }
         Ok(())
     }
@@ -104,7 +108,7 @@ pub struct LocksReport {
 ///
 /// # Errors
 /// The config's validation message.
-pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
+pub fn run(cfg: &LocksConfig) -> Result<LocksReport, BenchError> {
     cfg.validate()?;
     let lmgr = Lmgr::new(LmgrConfig {
         max_backends: cfg.threads,
@@ -112,8 +116,7 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, String> {
         fast_path: if cfg.fast_path { FastPath::PG92 } else { FastPath::Off },
         vxid: cfg.vxid,
         ..LmgrConfig::default()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();

@@ -7,6 +7,7 @@
 //! end the pair must equal the number of exclusive operations (a lost update means the lock
 //! failed). The LWLock rows also report the `LWLOCK_STATS` counters of the run's tranche.
 
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
@@ -67,7 +68,7 @@ impl LockUnderTest {
     ///
     /// # Errors
     /// A message naming the unknown entry and the valid ones.
-    pub fn parse_list(s: &str) -> Result<Vec<LockUnderTest>, String> {
+    pub fn parse_list(s: &str) -> Result<Vec<LockUnderTest>, BenchError> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
             if part == "all" {
@@ -77,15 +78,15 @@ impl LockUnderTest {
             match Self::ALL.iter().find(|l| l.name() == part) {
                 Some(l) => out.push(*l),
                 None => {
-                    return Err(format!(
+                    return Err(BenchError::Config(format!(
                         "unknown lock implementation '{part}' (valid: all, pg92, atomic, read-biased, parking_lot, std)"
-                    ));
+                    )));
                 }
             }
         }
         out.dedup();
         if out.is_empty() {
-            return Err("no lock implementation given".into());
+            return Err(BenchError::Config("no lock implementation given".into()));
         }
         Ok(out)
     }
@@ -118,24 +119,28 @@ impl LwLockBenchConfig {
     ///
     /// # Errors
     /// A one-line message naming the bad parameter.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(format!("--threads must be 1..=1024, got {}", self.threads));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(format!("--duration must be above 0 and at most 3600 s, got {:?}", self.duration));
-        }
+    pub fn validate(&self) -> Result<(), BenchError> {
+        check_threads_and_duration(self.threads, self.duration)?;
         if !(0.0..=1.0).contains(&self.shared_ratio) {
-            return Err(format!("--shared-ratio must be between 0 and 1, got {}", self.shared_ratio));
+            return Err(BenchError::Config(format!(
+                "--shared-ratio must be between 0 and 1, got {}",
+                self.shared_ratio
+            )));
         }
         if self.wait_sampling_hz > 100_000 {
-            return Err(format!("--wait-sampling-hz must be at most 100000, got {}", self.wait_sampling_hz));
+            return Err(BenchError::Config(format!(
+                "--wait-sampling-hz must be at most 100000, got {}",
+                self.wait_sampling_hz
+            )));
         }
         if self.spin_rounds > 64 {
-            return Err(format!("--spin-rounds must be at most 64, got {}", self.spin_rounds));
+            return Err(BenchError::Config(format!(
+                "--spin-rounds must be at most 64, got {}",
+                self.spin_rounds
+            )));
         }
         if self.hold_ns > 1_000_000_000 {
-            return Err(format!("--hold-ns must be at most 1e9, got {}", self.hold_ns));
+            return Err(BenchError::Config(format!("--hold-ns must be at most 1e9, got {}", self.hold_ns)));
         }
         Ok(())
     }
@@ -304,8 +309,8 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
                 s.spawn(move || {
                     let _me = backends.attach(BackendId(t as u32));
                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(t as u64));
-                    let mut hist =
-                        Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
+                    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2)
+                        .expect("1..=1e10 at 2 significant digits are valid histogram bounds");
                     let (mut ops, mut exclusive, mut torn) = (0u64, 0u64, 0u64);
                     gate.arrive_and_wait();
                     while !stop.load(Ordering::Relaxed) {
@@ -358,7 +363,8 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
 
 fn summarize(lock: LockUnderTest, run: RowRun, counters: Option<LwLockCounters>) -> LwLockBenchRow {
     let RowRun { threads: res, pair, elapsed, profile } = run;
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).expect("histogram bounds");
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2)
+        .expect("1..=1e10 at 2 significant digits are valid histogram bounds");
     let (mut ops, mut excl, mut torn) = (0, 0, 0);
     for r in &res {
         ops += r.ops;
@@ -402,7 +408,7 @@ fn lw_row<L: LwLockImpl>(which: LockUnderTest, lock: L, cfg: &LwLockBenchConfig)
 ///
 /// # Errors
 /// The message of [`LwLockBenchConfig::validate`].
-pub fn run(cfg: &LwLockBenchConfig) -> Result<LwLockBenchReport, String> {
+pub fn run(cfg: &LwLockBenchConfig) -> Result<LwLockBenchReport, BenchError> {
     cfg.validate()?;
     let previous_spin = lockstack_lwlock::spin_rounds();
     lockstack_lwlock::set_spin_rounds(cfg.spin_rounds);
@@ -473,11 +479,11 @@ mod tests {
             wait_sampling_hz: 0,
             spin_rounds: 10,
         };
-        assert!(run(&cfg).unwrap_err().contains("--threads"));
+        assert!(run(&cfg).unwrap_err().to_string().contains("--threads"));
         cfg.threads = 1;
         cfg.shared_ratio = 1.5;
-        assert!(run(&cfg).unwrap_err().contains("--shared-ratio"));
-        assert!(LockUnderTest::parse_list("atomic,bogus").unwrap_err().contains("bogus"));
+        assert!(run(&cfg).unwrap_err().to_string().contains("--shared-ratio"));
+        assert!(LockUnderTest::parse_list("atomic,bogus").unwrap_err().to_string().contains("bogus"));
         assert_eq!(LockUnderTest::parse_list("all").unwrap().len(), 5);
     }
 }

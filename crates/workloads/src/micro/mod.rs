@@ -1,9 +1,12 @@
 //! Micro-experiments that exercise one subsystem crate at a time.
 
 pub mod buffers;
+mod error;
 pub mod locks;
 pub mod lwlock;
 pub mod wal;
+
+pub use error::BenchError;
 
 use std::time::Duration;
 

@@ -7,6 +7,7 @@
 //! WAL's insert position must equal the bytes the workers' records occupy (no reservation
 //! lost or doubled), and the WAL's record counter must equal the workers' own count.
 
+use super::error::{BenchError, check_threads_and_duration};
 use lockstack_common::sync::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -110,22 +111,20 @@ impl WalBenchConfig {
     ///
     /// # Errors
     /// A one-line message naming the bad parameter.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(format!("--threads must be 1..=1024, got {}", self.threads));
-        }
-        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err(format!("--duration must be above 0 and at most 3600 s, got {:?}", self.duration));
-        }
+    pub fn validate(&self) -> Result<(), BenchError> {
+        check_threads_and_duration(self.threads, self.duration)?;
         if self.record_size > 1024 * 1024 {
-            return Err(format!("--record-size must be at most 1048576 bytes, got {}", self.record_size));
+            return Err(BenchError::Config(format!(
+                "--record-size must be at most 1048576 bytes, got {}",
+                self.record_size
+            )));
         }
         if let Some(us) = self.flush_delay_us
             && us > 1_000_000
         {
-            return Err(format!("--flush-delay-us must be at most 1000000, got {us}"));
+            return Err(BenchError::Config(format!("--flush-delay-us must be at most 1000000, got {us}")));
         }
-        self.wal_config().validate().map_err(|e| e.to_string())
+        Ok(self.wal_config().validate()?)
     }
 }
 
@@ -189,32 +188,32 @@ pub struct WalBenchReport {
 ///
 /// # Errors
 /// A bad parameter (the message of [`WalBenchConfig::validate`]) or a WAL failure.
-pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
+pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, BenchError> {
     cfg.validate()?;
-    let wal = Wal::open(cfg.wal_config()).map_err(|e| e.to_string())?;
+    let wal = Wal::open(cfg.wal_config())?;
     let payload: Vec<u8> = (0..cfg.record_size).map(|i| (i * 31 + 7) as u8).collect();
     let stop = AtomicBool::new(false);
     let gate = lockstack_common::StartGate::new();
     let before = stats::snapshot();
     let mut elapsed = Duration::ZERO;
-    let per_thread: Vec<Result<(u64, u64), String>> = lockstack_common::sync::thread::scope(|s| {
+    let per_thread: Vec<Result<(u64, u64), BenchError>> = lockstack_common::sync::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let mut b = wal
                     .attach(BackendId(t as u32))
                     .expect("one thread per backend id, below the auxiliary range");
                 let (stop, gate, payload) = (&stop, &gate, &payload);
-                s.spawn(move || -> Result<(u64, u64), String> {
+                s.spawn(move || -> Result<(u64, u64), BenchError> {
                     let rec =
                         Record { rmid: 10, info: 0, xid: TransactionId(1000 + t as u32), data: payload };
                     let (mut n, mut commits) = (0u64, 0u64);
                     gate.arrive_and_wait();
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..32 {
-                            let end = b.insert(&rec).map_err(|e| e.to_string())?;
+                            let end = b.insert(&rec)?;
                             n += 1;
                             if cfg.commit_every > 0 && n.is_multiple_of(u64::from(cfg.commit_every)) {
-                                b.commit(end).map_err(|e| e.to_string())?;
+                                b.commit(end)?;
                                 commits += 1;
                             }
                         }
@@ -229,7 +228,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
         stop.store(true, Ordering::Relaxed);
         let r = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
+            .map(|h| h.join().unwrap_or_else(|_| Err(BenchError::Check("a worker panicked".into()))))
             .collect();
         elapsed = start.elapsed();
         r
@@ -241,7 +240,7 @@ pub fn run(cfg: &WalBenchConfig) -> Result<WalBenchReport, String> {
         records += n;
         commits += c;
     }
-    wal.shutdown().map_err(|e| e.to_string())?;
+    wal.shutdown()?;
     let ws = wal.stats();
     let rec_bytes = maxalign(24 + cfg.record_size as u64);
     let invariant_ok = ws.records == records
@@ -273,12 +272,12 @@ mod tests {
         let ok = WalBenchConfig::new(InsertMode::SingleLock, 1, 100, Duration::from_secs(1));
         let mut c = ok.clone();
         c.threads = 0;
-        assert!(run(&c).unwrap_err().contains("--threads"));
+        assert!(run(&c).unwrap_err().to_string().contains("--threads"));
         let mut c = ok.clone();
         c.record_size = 2 << 20;
-        assert!(run(&c).unwrap_err().contains("--record-size"));
+        assert!(run(&c).unwrap_err().to_string().contains("--record-size"));
         let mut c = ok;
         c.wal_buffers = 2;
-        assert!(run(&c).unwrap_err().contains("wal_buffers"));
+        assert!(run(&c).unwrap_err().to_string().contains("wal_buffers"));
     }
 }
