@@ -108,7 +108,7 @@ impl Session {
             Some(_) => LockTupleMode::Share,
         };
         let mode = tmode.hwlock();
-        let r = self.modify_row_locked(t, key, new_cols, lock_bits, tmode, wait, &mut tuplock);
+        let r = self.modify_row_locked(t, key, new_cols, lock_bits, (tmode, wait), &mut tuplock);
         if let Some(tag) = tuplock {
             self.lm.unlock(tag, mode, false);
         }
@@ -127,8 +127,7 @@ impl Session {
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
-        tmode: LockTupleMode,
-        wait: WaitPolicy,
+        (tmode, wait): (LockTupleMode, WaitPolicy),
         tuplock: &mut Option<LockTag>,
     ) -> Result<Option<Row>, EngineError> {
         let mode = tmode.hwlock();
