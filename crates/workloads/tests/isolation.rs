@@ -208,7 +208,11 @@ fn unsupported_sql_names_file_line_session_and_step() {
         isolation::load_spec_text("bad.spec", "setup { SELECT now(); }\nsession s step a {}").unwrap_err();
     assert!(e.to_string().starts_with("bad.spec:1: setup: unsupported function \"now\""), "{e}");
     // An unsupported type, setting or isolation level: the file, line and statement.
-    let e = isolation::load_spec_text("bad.spec", "\nsetup { CREATE TABLE t (x float); }\n").unwrap_err();
+    let e = isolation::load_spec_text(
+        "bad.spec",
+        "\nsetup { CREATE TABLE t (x float); }\nsession s\nstep a { BEGIN; }\n",
+    )
+    .unwrap_err();
     assert!(e.to_string().starts_with("bad.spec:2: setup: unsupported: column type \"float\""), "{e}");
     assert!(e.to_string().ends_with("in: CREATE TABLE t (x float)"), "{e}");
     let text = "session s\nstep a { SET work_mem = 10; }\nstep b { BEGIN ISOLATION LEVEL SERIALIZABLE; }";

@@ -443,6 +443,22 @@ impl Session {
         key: i64,
         lock: LockClauseStrength,
     ) -> Result<Option<Row>, EngineError> {
+        self.select_with(t, key, lock, WaitPolicy::Block)
+    }
+
+    /// [`Session::select`] with a wait policy for its row lock: `NOWAIT` fails with `could not
+    /// obtain lock on row in relation "t"` and `SKIP LOCKED` returns no row where the tuple
+    /// lock or a holder of the row would make it wait (a plain read ignores the policy).
+    ///
+    /// # Errors
+    /// As [`Session::select`], and NOWAIT's error.
+    pub fn select_with(
+        &mut self,
+        t: TableId,
+        key: i64,
+        lock: LockClauseStrength,
+        wait: WaitPolicy,
+    ) -> Result<Option<Row>, EngineError> {
         self.top_level_only("a statement on pgbench's tables")?;
         self.statement(|s| {
             let mode =
@@ -456,7 +472,7 @@ impl Session {
             } else {
                 visibility::XMAX_SHR_LOCK
             };
-            s.modify_row(t, key, |_| Ok(None), Some(bits))
+            s.modify_row(t, key, |_| Ok(None), Some(bits), wait)
         })
     }
 

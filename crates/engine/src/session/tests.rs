@@ -334,3 +334,49 @@ fn a_commit_on_a_new_clog_page_survives_the_late_extension_by_the_page_first_xid
     let t = r.table_sums(TableId::Tellers).unwrap();
     assert_eq!((t.rows, t.balance, t.duplicate_keys.len()), (10, 7, 0));
 }
+
+/// NOWAIT and SKIP LOCKED on pgbench's tables: a row another transaction holds FOR UPDATE
+/// fails NOWAIT with PostgreSQL's message and is skipped by SKIP LOCKED, in both strengths;
+/// a row held FOR SHARE is shared by a FOR SHARE NOWAIT; the failed and skipped requests
+/// leave no lock behind, so the row is free once the holder commits.
+#[test]
+fn nowait_and_skip_locked_on_pgbench_tables() {
+    let e = engine(2, 1);
+    let mut a = e.session(BackendId(0)).unwrap();
+    let mut b = e.session(BackendId(1)).unwrap();
+    a.begin();
+    assert!(a.select(TableId::Accounts, 7, LockClauseStrength::ForUpdate).unwrap().is_some());
+    for strength in [LockClauseStrength::ForShare, LockClauseStrength::ForUpdate] {
+        b.begin();
+        let err = b.select_with(TableId::Accounts, 7, strength, WaitPolicy::Error).unwrap_err();
+        assert_eq!(err.to_string(), "could not obtain lock on row in relation \"pgbench_accounts\"");
+        b.rollback().unwrap();
+        b.begin();
+        assert_eq!(b.select_with(TableId::Accounts, 7, strength, WaitPolicy::Skip).unwrap(), None);
+        // Another row is not held: locked at once.
+        assert!(b.select_with(TableId::Accounts, 8, strength, WaitPolicy::Error).unwrap().is_some());
+        b.rollback().unwrap();
+    }
+    a.commit().unwrap();
+    a.begin();
+    assert!(a.select(TableId::Accounts, 7, LockClauseStrength::ForShare).unwrap().is_some());
+    b.begin();
+    assert!(
+        b.select_with(TableId::Accounts, 7, LockClauseStrength::ForShare, WaitPolicy::Error)
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        b.select_with(TableId::Accounts, 7, LockClauseStrength::ForUpdate, WaitPolicy::Skip).unwrap(),
+        None
+    );
+    b.rollback().unwrap();
+    a.commit().unwrap();
+    b.begin();
+    assert!(
+        b.select_with(TableId::Accounts, 7, LockClauseStrength::ForUpdate, WaitPolicy::Error)
+            .unwrap()
+            .is_some()
+    );
+    b.commit().unwrap();
+}

@@ -76,6 +76,7 @@ impl Session {
                     Ok(Some(c))
                 },
                 None,
+                WaitPolicy::Block,
             )?;
             Ok(r.is_some())
         })
@@ -98,6 +99,7 @@ impl Session {
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
+        wait: WaitPolicy,
     ) -> Result<Option<Row>, EngineError> {
         let mut tuplock: Option<LockTag> = None;
         let tmode = match lock_bits {
@@ -106,7 +108,7 @@ impl Session {
             Some(_) => LockTupleMode::Share,
         };
         let mode = tmode.hwlock();
-        let r = self.modify_row_locked(t, key, new_cols, lock_bits, tmode, &mut tuplock);
+        let r = self.modify_row_locked(t, key, new_cols, lock_bits, (tmode, wait), &mut tuplock);
         if let Some(tag) = tuplock {
             self.lm.unlock(tag, mode, false);
         }
@@ -125,7 +127,7 @@ impl Session {
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
         lock_bits: Option<u16>,
-        tmode: LockTupleMode,
+        (tmode, wait): (LockTupleMode, WaitPolicy),
         tuplock: &mut Option<LockTag>,
     ) -> Result<Option<Row>, EngineError> {
         let mode = tmode.hwlock();
@@ -187,20 +189,36 @@ impl Session {
                     // running member in turn): queue on the version first, so that only its
                     // first waiter sleeps on the xids. Tuple locks are never fast-path
                     // eligible; they go to the main table.
+                    // NOWAIT and SKIP LOCKED try both without waiting and give up where
+                    // either would wait (`heap_lock_tuple`'s LockWaitError / LockWaitSkip).
+                    let give_up = |wait| match wait {
+                        WaitPolicy::Skip => Ok(None),
+                        _ => Err(EngineError::Sql(format!(
+                            "could not obtain lock on row in relation \"{}\"",
+                            t.name()
+                        ))),
+                    };
                     if tuplock.is_none() {
                         let db = self.engine.lmgr.database();
                         let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
-                        self.lm.lock(tag, mode, LockOptions::XACT)?;
-                        *tuplock = Some(tag);
-                    }
-                    match check {
-                        UpdateCheck::Wait(other) => self.lm.xact_lock_table_wait(other)?,
-                        UpdateCheck::WaitMulti(others) => {
-                            for other in others {
-                                self.lm.xact_lock_table_wait(other)?;
-                            }
+                        let opts = LockOptions { session: false, dont_wait: wait != WaitPolicy::Block };
+                        match self.lm.lock(tag, mode, opts) {
+                            Ok(_) => *tuplock = Some(tag),
+                            Err(lockstack_lmgr::LockError::NotAvailable { .. }) => return give_up(wait),
+                            Err(e) => return Err(e.into()),
                         }
+                    }
+                    let holders = match check {
+                        UpdateCheck::Wait(other) => vec![other],
+                        UpdateCheck::WaitMulti(others) => others,
                         _ => unreachable!("matched above"),
+                    };
+                    for other in holders {
+                        if wait == WaitPolicy::Block {
+                            self.lm.xact_lock_table_wait(other)?;
+                        } else if !self.conditional_xact_lock_table_wait(other)? {
+                            return give_up(wait);
+                        }
                     }
                     self.take_snapshot();
                     continue;

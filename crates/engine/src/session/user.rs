@@ -198,13 +198,13 @@ impl Session {
                     let v = row.get(i).cloned().flatten().unwrap_or_else(|| t.default_value(i));
                     vals.push(coerce(&t.def.name, c, v).map_err(sql_err)?);
                 }
-                if let Some(k) = t.def.primary_key {
-                    if s.key_is_live(&t, k, &vals[k])? {
-                        return Err(sql_err(format!(
-                            "duplicate key value violates unique constraint \"{}\"",
-                            t.def.pkey_name()
-                        )));
-                    }
+                if let Some(k) = t.def.primary_key
+                    && s.key_is_live(&t, k, &vals[k])?
+                {
+                    return Err(sql_err(format!(
+                        "duplicate key value violates unique constraint \"{}\"",
+                        t.def.pkey_name()
+                    )));
                 }
                 let (slots, filler) = encode_row(&t.def, &vals);
                 let mut tup = tuple::form_tuple(xid, s.cid, &slots, filler.len(), 0);

@@ -195,17 +195,20 @@ fn a_waiter_on_a_subxid_wakes_at_rollback_to() {
     a.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all).unwrap();
     let sub = a.cur_xid();
     let e2 = Arc::clone(&e);
-    let waiter = std::thread::spawn(move || {
+    let waiter = lockstack_common::sync::thread::spawn(move || {
         let mut b = e2.session(BackendId(1)).unwrap();
         b.begin();
         let got = b.select_rows(&query(Some((Update, WaitPolicy::Block)), Some(1)), &mut all);
         b.commit().unwrap();
         got.map(|rows| rows[0][0].clone())
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = lockstack_common::sync::Instant::now() + std::time::Duration::from_secs(10);
     while e.lmgr.waiting_for(BackendId(1)).map(|w| w.0) != Some(LockTag::transaction(sub)) {
-        assert!(std::time::Instant::now() < deadline, "the waiter never slept on the subxid's lock");
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(
+            lockstack_common::sync::Instant::now() < deadline,
+            "the waiter never slept on the subxid's lock"
+        );
+        lockstack_common::sync::sleep(std::time::Duration::from_millis(1));
     }
     a.rollback_to_savepoint("sp").unwrap();
     assert_eq!(waiter.join().unwrap().unwrap(), Value::Int(1), "woken while a's transaction runs");

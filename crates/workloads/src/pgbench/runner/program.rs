@@ -10,7 +10,7 @@ use lockstack_common::sync::Instant;
 use crate::pgbench::expr::{self, ClientRng, Expr, Value, Vars};
 use crate::pgbench::script::{Command, Script, SleepArg, SqlCommand, SqlValue, Table};
 use lockstack_engine::engine::EngineError;
-use lockstack_engine::session::{LockClauseStrength, Session};
+use lockstack_engine::session::{LockClauseStrength, Session, WaitPolicy};
 
 /// A SQL value with its variables resolved to slots.
 #[derive(Clone, Debug)]
@@ -30,7 +30,7 @@ pub(super) enum Op {
     Begin,
     Commit,
     Rollback,
-    Select { table: Table, key: Val, lock: LockClauseStrength },
+    Select { table: Table, key: Val, lock: LockClauseStrength, wait: WaitPolicy },
     Update { table: Table, column: usize, delta: Val, key: Val },
     InsertHistory { values: [Option<Val>; 5] },
 }
@@ -109,10 +109,11 @@ impl Program {
                             SqlCommand::Begin => Op::Begin,
                             SqlCommand::Commit => Op::Commit,
                             SqlCommand::Rollback => Op::Rollback,
-                            SqlCommand::Select { table, key, lock, .. } => Op::Select {
+                            SqlCommand::Select { table, key, lock, wait, .. } => Op::Select {
                                 table: *table,
                                 key: val(key, &mut slot_of, scale_const),
                                 lock: *lock,
+                                wait: *wait,
                             },
                             SqlCommand::Update { table, column, delta, key } => Op::Update {
                                 table: *table,
@@ -231,8 +232,8 @@ pub(super) fn run_command(
         }
         Op::Commit => s.commit(),
         Op::Rollback => s.rollback(),
-        Op::Select { table, key, lock } => match sql_key(key, vars)? {
-            Some(k) => s.select(table.rel(), k, *lock).map(|_| ()),
+        Op::Select { table, key, lock, wait } => match sql_key(key, vars)? {
+            Some(k) => s.select_with(table.rel(), k, *lock, *wait).map(|_| ()),
             None => Ok(()),
         },
         Op::Update { table, column, delta, key } => match sql_key(key, vars)? {

@@ -6,7 +6,9 @@
 //! engine runs against pgbench's tables by key:
 //!
 //! * `BEGIN` / `START TRANSACTION`, `END` / `COMMIT`, `ROLLBACK` / `ABORT`;
-//! * `SELECT col[, col] FROM t WHERE key = expr [FOR UPDATE | FOR SHARE]`;
+//! * `SELECT col[, col] FROM t WHERE key = expr [FOR UPDATE | FOR SHARE [OF t] [NOWAIT | SKIP
+//!   LOCKED]]` (`FOR KEY SHARE` and `FOR NO KEY UPDATE` are refused: the engine runs pgbench's
+//!   tables with 9.2's two strengths);
 //! * `UPDATE t SET col = col + expr WHERE key = expr` (or `col - expr`);
 //! * `INSERT INTO pgbench_history (cols) VALUES (...)`.
 //!
@@ -20,7 +22,7 @@ use sqlparser::ast::{self, SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use lockstack_engine::session::LockClauseStrength;
+use lockstack_engine::session::{LockClauseStrength, WaitPolicy};
 use lockstack_engine::tables::TableId;
 
 use super::expr::{self, Expr};
@@ -114,6 +116,8 @@ pub enum SqlCommand {
         key: SqlValue,
         /// `FOR UPDATE` / `FOR SHARE`.
         lock: LockClauseStrength,
+        /// `NOWAIT` (`Error`), `SKIP LOCKED` (`Skip`) or neither (`Block`).
+        wait: WaitPolicy,
     },
     /// `UPDATE table SET column = column + delta WHERE key = key_value`.
     Update {
@@ -483,6 +487,15 @@ fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
     if upper == "ABORT" || upper == "ABORT TRANSACTION" || upper == "ABORT WORK" {
         return Ok(SqlCommand::Rollback);
     }
+    let words = upper.split_whitespace().collect::<Vec<_>>().join(" ");
+    for strength in ["FOR KEY SHARE", "FOR NO KEY UPDATE"] {
+        if words.contains(strength) {
+            return Err(format!(
+                "unsupported: {strength} on pgbench's tables (FOR UPDATE and FOR SHARE are): {}",
+                unsupported(trimmed).trim_start_matches("unsupported statement: ")
+            ));
+        }
+    }
     let (bound, names) = bind_variables(trimmed);
     let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &bound).map_err(|_| unsupported(trimmed))?;
     let [stmt] = stmts.as_slice() else { return Err(unsupported(trimmed)) };
@@ -498,8 +511,8 @@ fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
 /// A clause of an otherwise supported statement that changes what it does and that the engine
 /// does not implement: refused by name, never parsed and dropped. Isolation levels other than
 /// READ COMMITTED (PostgreSQL runs READ UNCOMMITTED as READ COMMITTED) and READ ONLY
-/// transactions (`xact.c`), `AND CHAIN`, `SET TRANSACTION`, and row-lock clauses with `OF`,
-/// `NOWAIT` or `SKIP LOCKED` (`heapam.c`'s wait policies).
+/// transactions (`xact.c`), `AND CHAIN`, `SET TRANSACTION`, and a row-lock clause whose `OF`
+/// names a relation the query does not read (PostgreSQL's error for it).
 fn unsupported_clause(stmt: &Statement) -> Option<String> {
     use ast::{TransactionAccessMode as A, TransactionIsolationLevel as L, TransactionMode as M};
     match stmt {
@@ -514,13 +527,17 @@ fn unsupported_clause(stmt: &Statement) -> Option<String> {
         Statement::Commit { chain: true, .. } | Statement::Rollback { chain: true, .. } => {
             Some("AND CHAIN".into())
         }
-        Statement::Query(q) => q.locks.iter().find_map(|l| {
-            if l.of.is_some() {
-                Some("FOR UPDATE/SHARE OF".into())
-            } else {
-                l.nonblock.as_ref().map(|n| format!("{n}"))
-            }
-        }),
+        Statement::Query(q) => {
+            let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+            let from: Vec<String> =
+                sel.from.iter().map(|f| f.relation.to_string().to_ascii_lowercase()).collect();
+            q.locks.iter().find_map(|l| {
+                let of = l.of.as_ref()?.to_string().to_ascii_lowercase();
+                (!from.contains(&of)).then(|| {
+                    format!("relation \"{of}\" in FOR {} clause not found in FROM clause", l.lock_type)
+                })
+            })
+        }
         _ => None,
     }
 }
@@ -610,12 +627,21 @@ fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
                 }
             }
             let key = key_predicate(sel.selection.as_ref(), table, names)?;
-            let lock = match q.locks.as_slice() {
-                [] => LockClauseStrength::None,
-                [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
-                    ast::LockType::Update => LockClauseStrength::ForUpdate,
-                    ast::LockType::Share => LockClauseStrength::ForShare,
-                },
+            // `OF` names the query's one table (checked by `unsupported_clause`), so it locks
+            // what the clause without it would.
+            let (lock, wait) = match q.locks.as_slice() {
+                [] => (LockClauseStrength::None, WaitPolicy::Block),
+                [l] => (
+                    match l.lock_type {
+                        ast::LockType::Update => LockClauseStrength::ForUpdate,
+                        ast::LockType::Share => LockClauseStrength::ForShare,
+                    },
+                    match l.nonblock {
+                        None => WaitPolicy::Block,
+                        Some(ast::NonBlock::Nowait) => WaitPolicy::Error,
+                        Some(ast::NonBlock::SkipLocked) => WaitPolicy::Skip,
+                    },
+                ),
                 _ => return None,
             };
             // Nothing else may be present (GROUP BY, ORDER BY, LIMIT, DISTINCT, ...): the
@@ -626,16 +652,16 @@ fn convert(stmt: &Statement, names: &[String]) -> Option<SqlCommand> {
                 from.relation,
                 sel.selection.as_ref()?,
             );
-            match lock {
-                LockClauseStrength::None => {}
-                LockClauseStrength::ForUpdate => canon.push_str(" for update"),
-                LockClauseStrength::ForShare => canon.push_str(" for share"),
+            // The lock clause's fields were all read above.
+            for l in &q.locks {
+                canon.push_str(&format!(" {l}"));
             }
             (normalize(&canon) == normalize(&q.to_string())).then_some(SqlCommand::Select {
                 table,
                 columns,
                 key,
                 lock,
+                wait,
             })
         }
         Statement::Update(u) => {

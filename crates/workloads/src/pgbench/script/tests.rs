@@ -26,7 +26,8 @@ fn builtins_parse_into_the_expected_commands() {
             table: Table::Accounts,
             columns: vec![2],
             key: SqlValue::Var("aid".into()),
-            lock: LockClauseStrength::None
+            lock: LockClauseStrength::None,
+            wait: WaitPolicy::Block
         }
     );
     assert!(matches!(sql[5], SqlCommand::InsertHistory { values } if values[4] == Some(SqlValue::Now)));
@@ -92,10 +93,10 @@ fn custom_scripts_and_errors() {
     }
 }
 
-/// BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION,
-/// FOR ... OF, NOWAIT, SKIP LOCKED and INSERT's ON CONFLICT / RETURNING were accepted and
-/// dropped (a REPEATABLE READ script ran as READ COMMITTED); each is refused, naming the file
-/// and line, and what PostgreSQL runs as READ COMMITTED is accepted.
+/// BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION, FOR ... OF another
+/// table, FOR KEY SHARE / NO KEY UPDATE and INSERT's ON CONFLICT / RETURNING are refused,
+/// naming the file and line, never run as something else; what PostgreSQL runs as READ
+/// COMMITTED is accepted.
 #[test]
 fn clauses_that_would_be_dropped_are_refused() {
     for ok in [
@@ -117,13 +118,13 @@ fn clauses_that_would_be_dropped_are_refused() {
         ("COMMIT AND CHAIN;", "unsupported: AND CHAIN"),
         ("ROLLBACK AND CHAIN;", "unsupported: AND CHAIN"),
         (
-            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE OF pgbench_accounts;",
-            "unsupported: FOR UPDATE/SHARE OF",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE OF pgbench_tellers;",
+            "unsupported: relation \"pgbench_tellers\" in FOR UPDATE clause not found in FROM clause",
         ),
-        ("SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE NOWAIT;", "unsupported: NOWAIT"),
+        ("SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR KEY SHARE;", "unsupported: FOR KEY SHARE"),
         (
-            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR SHARE SKIP LOCKED;",
-            "unsupported: SKIP LOCKED",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR NO KEY UPDATE NOWAIT;",
+            "unsupported: FOR NO KEY UPDATE",
         ),
         ("INSERT INTO pgbench_history (tid) VALUES (1) ON CONFLICT DO NOTHING;", "unsupported statement"),
         ("INSERT INTO pgbench_history (tid) VALUES (1) RETURNING tid;", "unsupported statement"),
@@ -148,6 +149,38 @@ fn set_variables_named_like_parts_of_set() {
                 assert_eq!(format!("{expr:?}"), format!("{:?}", expr::parse("5 + 1").unwrap()), "{name}");
             }
             c => panic!("{name}: {c:?}"),
+        }
+    }
+}
+
+/// The row-lock clauses pgbench's tables run: FOR UPDATE and FOR SHARE, with OF their own
+/// table and NOWAIT or SKIP LOCKED, each read into its strength and wait policy.
+#[test]
+fn row_lock_clauses_are_read() {
+    for (sql, want_lock, want_wait) in [
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = :a FOR UPDATE",
+            LockClauseStrength::ForUpdate,
+            WaitPolicy::Block,
+        ),
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = :a FOR SHARE NOWAIT",
+            LockClauseStrength::ForShare,
+            WaitPolicy::Error,
+        ),
+        (
+            "select abalance from pgbench_accounts where aid = :a for update of pgbench_accounts skip locked",
+            LockClauseStrength::ForUpdate,
+            WaitPolicy::Skip,
+        ),
+    ] {
+        let s = parse_script("lock.sql", &format!("\\set a 1\n{sql};\n"))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        match &s.commands[1].1 {
+            Command::Sql { cmd: SqlCommand::Select { lock, wait, .. }, .. } => {
+                assert_eq!((*lock, *wait), (want_lock, want_wait), "{sql}");
+            }
+            other => panic!("{sql}: {other:?}"),
         }
     }
 }
