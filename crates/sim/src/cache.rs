@@ -113,7 +113,7 @@ pub(crate) struct Caches {
     /// ([`Caches::key`]), as a physically indexed cache does with pages the kernel hands out in
     /// order. Indexing by the virtual address would make the sets, and so the evictions, depend
     /// on where address-space randomisation put each mapping, and repeated runs would differ.
-    pages: crate::machine::LineMap<u64>,
+    pages: crate::units::LineMap<u64>,
     /// The page [`Caches::key`] looked up last and its colour (+1; 0: none), which saves the
     /// map look-up for consecutive lines of one page.
     last_page: (u64, u64),
@@ -135,11 +135,11 @@ impl Caches {
         let groups = cores / cores_per_llc.max(1);
         Caches {
             l1: (0..cores).map(|_| SetLru::new(L1_LINES, L1_WAYS)).collect(),
-            pages: crate::machine::LineMap::default(),
+            pages: crate::units::LineMap::default(),
             last_page: (0, 0),
             private: (0..cores).map(|_| SetLru::new(sizes.private_lines(), sizes.private_ways)).collect(),
             llc: (0..groups).map(|_| SetLru::new(sizes.llc_lines(), sizes.llc_ways)).collect(),
-            llc_hit: crate::machine::ps(sizes.llc_hit_ns),
+            llc_hit: crate::units::ps(sizes.llc_hit_ns),
             private_evictions: 0,
             llc_evictions: 0,
             back_invalidations: 0,

@@ -9,6 +9,13 @@
 
 use crate::profile::{InvalidProfile, MachineProfile};
 
+/// A constant's error where a profile's is expected (`MachineProfile::validate`'s callers).
+impl From<ConstantError> for InvalidProfile {
+    fn from(e: ConstantError) -> Self {
+        InvalidProfile { message: e.to_string() }
+    }
+}
+
 /// Why a constant could not be named or set, or an `assumed` list is wrong (each one line).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConstantError {

@@ -43,6 +43,7 @@ pub mod stats;
 pub mod task;
 #[cfg(feature = "sim")]
 pub mod timer;
+mod units;
 
 pub use constants::ConstantError;
 pub use exec::{BlockedTask, SimError, Simulation};

@@ -4,14 +4,11 @@
 //! Time is kept in picoseconds (`u64`) inside the model so that sub-nanosecond costs add up
 //! exactly; the public API speaks [`std::time::Duration`].
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 
 use crate::cache::{Caches, Lookup};
 use crate::profile::MachineProfile;
-
-/// Picoseconds per nanosecond.
-pub(crate) const PS_PER_NS: f64 = 1000.0;
+pub(crate) use crate::units::{LineMap, PS_PER_NS, ps};
 
 /// log2 of the coherence unit: 64-byte lines (x86, and the unit the seeds' padding assumes;
 /// POWER8's 128-byte line is not modelled, see docs/sim.md).
@@ -27,11 +24,6 @@ pub enum Access {
     /// A locked read-modify-write (CAS, fetch_add, swap): exclusive, plus the RMW's own cost,
     /// and the line stays busy until the RMW completes.
     Rmw,
-}
-
-/// Converts a cost in ns to picoseconds.
-pub(crate) fn ps(ns: f64) -> u64 {
-    (ns * PS_PER_NS).round() as u64
 }
 
 /// The costs of a profile in picoseconds, and the topology as lookup tables.
@@ -279,31 +271,6 @@ pub(crate) enum Served {
     /// The task waits behind the queue's head; it is resumed when it becomes the head.
     Queued,
 }
-
-/// A multiplicative hasher for line numbers (the standard SipHash would dominate the model's
-/// cost per operation).
-#[derive(Default)]
-pub(crate) struct LineHasher(u64);
-
-impl Hasher for LineHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
-/// Hash maps keyed by line numbers or addresses.
-pub(crate) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
 /// Every line touched so far, and the caches' tags when they have a capacity.
 #[derive(Debug, Default)]

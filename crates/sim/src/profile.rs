@@ -300,12 +300,6 @@ impl From<&str> for InvalidProfile {
     }
 }
 
-impl From<crate::constants::ConstantError> for InvalidProfile {
-    fn from(e: crate::constants::ConstantError) -> Self {
-        InvalidProfile { message: e.to_string() }
-    }
-}
-
 /// Why a profile could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProfileError {

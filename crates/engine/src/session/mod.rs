@@ -70,6 +70,11 @@ mod user;
 pub use rowlock::{RowLockStrength, WaitPolicy};
 pub use user::{NewValues, RowChange, RowPredicate, RowQuery};
 
+/// A SQL-level error message as the engine's error (the user tables' statements and row locks).
+fn sql_err(m: String) -> EngineError {
+    EngineError::Sql(m)
+}
+
 /// Resource manager ids in WAL records (PostgreSQL's `RM_XACT_ID`, `RM_HEAP_ID`).
 const RM_XACT: u8 = 1;
 const RM_HEAP: u8 = 10;

@@ -6,7 +6,6 @@
 //! docs/engine.md, "User tables".
 
 use super::update::tid_bytes;
-use super::user::sql_err;
 use super::*;
 use crate::usertable::{UserTable, Value, decode_row};
 

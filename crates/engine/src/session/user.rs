@@ -76,10 +76,6 @@ enum Changed {
     Newer(Tid),
 }
 
-pub(super) fn sql_err(m: String) -> EngineError {
-    EngineError::Sql(m)
-}
-
 impl Session {
     /// The user table named `name`.
     ///
