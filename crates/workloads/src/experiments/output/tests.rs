@@ -336,3 +336,32 @@ fn a_written_result_reads_back_and_redraws_the_same_plots() {
     let e = load::read_result(&w.json).unwrap_err().to_string();
     assert!(e.starts_with(&w.json.display().to_string()), "{e}");
 }
+
+#[test]
+fn titles_and_legend_lines_are_wrapped_to_the_plot() {
+    let long = "old_snapshot_threshold (9.6): OldSnapshotTimeMapLock taken by every snapshot, and the fix, \
+                with a word longer than any line: ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    for (size, width) in [(19.0, 300.0), (13.0, 200.0), (14.0, 696.0)] {
+        let lines = svg::wrap(long, size, width);
+        assert!(lines.len() > 1, "{lines:?}");
+        for l in &lines {
+            assert!(svg::text_width(l, size) <= width, "{l:?} is wider than {width} at {size}");
+        }
+        // Nothing is lost: the words come back in order.
+        assert_eq!(lines.join(" ").replace("- ", "").replace("-", ""), long.replace("-", ""));
+    }
+    // Every title, subtitle and legend line of a plot fits its width.
+    let mut r = synthetic("old-snapshot", Some("power8-192"), &[1, 32, 64]);
+    r.calibrated_to =
+        Some(find("pgxact").unwrap().calibrations().map(|c| c.line()).collect::<Vec<_>>().join("; "));
+    let fig = throughput::figure(&r, &[]);
+    let width = f64::from(fig.panel_size.0) - 24.0;
+    for l in svg::wrap(&fig.title, 19.0, width) {
+        assert!(svg::text_width(&l, 19.0) <= width, "{l}");
+    }
+    let subtitle: Vec<String> = fig.subtitle.iter().flat_map(|s| svg::wrap(s, 14.0, width)).collect();
+    assert!(subtitle.len() > fig.subtitle.len(), "the calibration line is long enough to wrap: {subtitle:?}");
+    for l in &subtitle {
+        assert!(svg::text_width(l, 14.0) <= width, "{l}");
+    }
+}

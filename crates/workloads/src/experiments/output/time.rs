@@ -43,19 +43,22 @@ pub struct TimeRow {
     pub shares: Vec<f64>,
 }
 
+/// The lock stack's own named waits that are no LWLock tranche: a backend registry's spinlock
+/// and the engine's free-page list.
+const OWN_WAITS: [&str; 2] =
+    [lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS, lockstack_engine::engine::FREE_PAGES_WAIT_CLASS];
+
 /// The category a simulated wait class is booked under: `unclassified` is `no wait event`; a
-/// class with a `:` is already PostgreSQL's `type:event` (or the harness's); a bare name is an
-/// LWLock tranche (`LWLock:<name>`) when it is one of `lockstack_common`'s built-in tranches,
-/// and otherwise the lock stack's own named wait (`ProcStructLock`), kept as it is.
+/// class with a `:` is already PostgreSQL's `type:event` (or the harness's); a bare name is the
+/// lock stack's own named wait when it is one of [`OWN_WAITS`] (kept as it is), and otherwise
+/// an LWLock tranche, built in or registered (`LWLock:<name>`).
 pub fn category_of(class: &str) -> String {
     if class == "unclassified" {
         NO_WAIT_EVENT.into()
-    } else if class.contains(':') {
+    } else if class.contains(':') || OWN_WAITS.contains(&class) {
         class.into()
-    } else if lockstack_common::tranche::TrancheId::all_named().iter().any(|t| t.name() == class) {
-        format!("LWLock:{class}")
     } else {
-        class.into()
+        format!("LWLock:{class}")
     }
 }
 
