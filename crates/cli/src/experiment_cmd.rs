@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use clap::Args;
+use clap::{Args, Parser};
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
 use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output, points};
 use lockstack_workloads::settings;
@@ -254,7 +254,11 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
         return merge(&args, sim);
     }
     if args.name == "plot" {
-        return crate::experiment_plot::run(&args, args.dir.as_deref(), args.out.as_deref(), sim);
+        let only_plot = args.dir.as_deref().is_some_and(|dir| {
+            plain_plot(dir, args.out.as_deref()).as_deref() == Some(format!("{args:?}").as_str())
+        }) && sim.machine.is_none()
+            && sim.machine_set.is_empty();
+        return crate::experiment_plot::run(only_plot, args.dir.as_deref(), args.out.as_deref());
     }
     if args.name == "validation" {
         return validation(&args);
@@ -443,4 +447,21 @@ fn consistency<'a>(mut pts: impl Iterator<Item = &'a driver::Point>) -> Result<(
         )));
     }
     Ok(())
+}
+
+/// `experiment plot`'s own arguments, parsed again to see whether anything else was given.
+#[derive(Parser, Debug)]
+struct OnlyPlot {
+    #[command(flatten)]
+    args: ExperimentArgs,
+}
+
+/// The arguments that `experiment plot DIR [--out OUT]` alone would give.
+fn plain_plot(dir: &Path, out: Option<&Path>) -> Option<String> {
+    let mut argv: Vec<std::ffi::OsString> = vec!["plot".into(), "plot".into(), dir.into()];
+    if let Some(o) = out {
+        argv.push("--out".into());
+        argv.push(o.into());
+    }
+    OnlyPlot::try_parse_from(argv).ok().map(|p| format!("{:?}", p.args))
 }

@@ -5,48 +5,21 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use lockstack_workloads::experiments::output::{self, load};
 
 use crate::Failure;
-use crate::experiment_cmd::ExperimentArgs;
-use crate::sim_cmd::SimArgs;
 
-/// `experiment plot`'s own arguments, parsed again to see whether anything else was given.
-#[derive(Parser, Debug)]
-struct OnlyPlot {
-    #[command(flatten)]
-    args: ExperimentArgs,
-}
-
-/// The arguments that `experiment plot DIR [--out OUT]` alone would give.
-fn plain(dir: &Path, out: Option<&Path>) -> Option<String> {
-    let mut argv: Vec<std::ffi::OsString> = vec!["plot".into(), "plot".into(), dir.into()];
-    if let Some(o) = out {
-        argv.push("--out".into());
-        argv.push(o.into());
-    }
-    OnlyPlot::try_parse_from(argv).ok().map(|p| format!("{:?}", p.args))
-}
-
-/// Runs `experiment plot`: `dir` is DIR, `out` is `--out` (default DIR).
+/// Runs `experiment plot`: `dir` is DIR, `out` is `--out` (default DIR); `only_plot` says that
+/// nothing but DIR and `--out` was given (the caller, which owns the arguments, checks).
 ///
 /// # Errors
 /// No DIR, an option other than `--out`, a DIR without any `NAME.json`, or a file that cannot
 /// be read back: exit 1 naming it. A plot that cannot be written: exit 1 naming the file.
-pub(crate) fn run(
-    args: &ExperimentArgs,
-    dir: Option<&Path>,
-    out: Option<&Path>,
-    sim: &SimArgs,
-) -> Result<(), Failure> {
+pub(crate) fn run(only_plot: bool, dir: Option<&Path>, out: Option<&Path>) -> Result<(), Failure> {
     let Some(dir) = dir else {
         return Err(Failure::input("experiment plot needs DIR, a directory holding NAME.json files of runs"));
     };
-    if plain(dir, out).as_deref() != Some(format!("{args:?}").as_str())
-        || sim.machine.is_some()
-        || !sim.machine_set.is_empty()
-    {
+    if !only_plot {
         return Err(Failure::input(
             "experiment plot takes DIR and --out only: the plan and machine come from NAME.json",
         ));
