@@ -43,7 +43,7 @@ fn measured_rows_are_tabled_and_drawn_and_progress_reaches_a_file() {
     assert_eq!(rows.len(), 2, "{stdout}");
     assert!(rows[0].contains("12345") && rows[1].contains("23456"), "{rows:?}");
     let svg = std::fs::read_to_string(out.join("fastpath.svg")).unwrap();
-    assert!(svg.contains("yours (measured (mine.csv))"), "legend lacks the user's series");
+    assert!(svg.contains(": yours, measured (mine.csv)"), "legend lacks the user's series");
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("experiment fastpath: point ")).collect();
     assert!(!lines.is_empty(), "{stderr}");
     assert!(lines.last().unwrap().starts_with("experiment fastpath: point 6 of 6 done, "), "{stderr}");
