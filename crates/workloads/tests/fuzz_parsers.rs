@@ -139,20 +139,20 @@ proptest! {
                 let vars = vars();
                 let mut rng = expr::client_rng(1, 0);
                 if let Err(m) = expr::eval(&e, &vars, &mut rng) {
-                    one_line(&m)?;
+                    one_line(&m.to_string())?;
                 }
                 if let Err(m) = expr::eval(&e.fold_constants(), &vars, &mut rng) {
-                    one_line(&m)?;
+                    one_line(&m.to_string())?;
                 }
             }
-            Err(m) => one_line(&m)?,
+            Err(m) => one_line(&m.to_string())?,
         }
     }
 
     #[test]
     fn isolation_sql(seed in 0..SQL.len(), muts in mutations()) {
         if let Err(e) = sql::parse_block(&mutate(SQL[seed], &muts)) {
-            one_line(&e)?;
+            one_line(&e.to_string())?;
         }
     }
 }

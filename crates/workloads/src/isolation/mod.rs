@@ -15,9 +15,12 @@
 //! files as `pg_regress` does (the expected file or its `_1` .. `_9` alternatives).
 
 mod conn;
+mod error;
 mod runner;
 pub mod spec;
 pub mod sql;
+
+pub use error::SqlError;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -9,6 +9,8 @@ use lockstack_engine::session::{RowLockStrength, WaitPolicy};
 use lockstack_engine::usertable::{ColumnDef, ColumnType, TableDef, Value};
 use lockstack_lmgr::LockMode;
 
+use super::SqlError;
+
 #[path = "sql_lexer.rs"]
 mod lexer;
 
@@ -176,7 +178,7 @@ pub struct Query {
 }
 
 /// A literal: an integer (optionally negative), a quoted string, or NULL.
-fn literal(p: &mut P) -> Result<Value, String> {
+fn literal(p: &mut P) -> Result<Value, SqlError> {
     if p.eat("null") {
         return Ok(Value::Null);
     }
@@ -184,22 +186,22 @@ fn literal(p: &mut P) -> Result<Value, String> {
         p.i += 1;
         return Ok(Value::Text(s));
     }
-    p.int().map(Value::Int).map_err(|_| "expected a constant (integer, 'string' or NULL)".to_string())
+    p.int().map(Value::Int).map_err(|_| SqlError::Expected("a constant (integer, 'string' or NULL)"))
 }
 
 /// One column definition or table constraint of `CREATE TABLE`, added to `def`.
-fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
+fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), SqlError> {
     if p.eat("primary") {
         if !p.eat("key") || !p.eat_p('(') {
-            return Err("expected PRIMARY KEY (column)".into());
+            return Err(SqlError::Expected("PRIMARY KEY (column)"));
         }
         let c = p.name()?;
         if !p.eat_p(')') {
-            return Err("unsupported: a primary key of more than one column".into());
+            return Err(SqlError::Unsupported("a primary key of more than one column"));
         }
-        let k = def.column(&c).ok_or_else(|| format!("column \"{c}\" named in key does not exist"))?;
+        let k = def.column(&c).ok_or_else(|| SqlError::KeyColumnMissing(c.clone()))?;
         if def.primary_key.replace(k).is_some() {
-            return Err(format!("multiple primary keys for table \"{}\" are not allowed", def.name));
+            return Err(SqlError::MultiplePrimaryKeys(def.name.clone()));
         }
         def.columns[k].not_null = true;
         return Ok(());
@@ -207,25 +209,24 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
     if p.eat("foreign") {
         // Accepted without a foreign-key check (the runner does not model RI triggers).
         if !p.eat("key") || !p.eat_p('(') {
-            return Err("expected FOREIGN KEY (column)".into());
+            return Err(SqlError::Expected("FOREIGN KEY (column)"));
         }
         let c = p.name()?;
-        def.column(&c)
-            .ok_or_else(|| format!("column \"{c}\" referenced in foreign key constraint does not exist"))?;
+        def.column(&c).ok_or_else(|| SqlError::ForeignKeyColumnMissing(c.clone()))?;
         if !p.eat_p(')') || !p.eat("references") {
-            return Err("unsupported: a foreign key of more than one column".into());
+            return Err(SqlError::Unsupported("a foreign key of more than one column"));
         }
         p.name()?;
         if p.eat_p('(') {
             p.name()?;
             if !p.eat_p(')') {
-                return Err("expected ) after REFERENCES table (column".into());
+                return Err(SqlError::Expected(") after REFERENCES table (column"));
             }
         }
         return Ok(());
     }
     let name = p.name()?;
-    let tname = p.word().ok_or_else(|| format!("expected a type for column \"{name}\""))?.to_string();
+    let tname = p.word().ok_or_else(|| SqlError::ExpectedColumnType(name.clone()))?.to_string();
     p.i += 1;
     let (ty, serial) = match tname.as_str() {
         "int" | "integer" | "int4" => (ColumnType::Int4, false),
@@ -235,25 +236,22 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
         "text" => (ColumnType::Text, false),
         "numeric" | "decimal" if p.t.get(p.i) != Some(&T::P('(')) => (ColumnType::Numeric, false),
         _ => {
-            return Err(format!(
-                "unsupported: column type \"{tname}\" (int4, int8, serial, bigserial, text, numeric without \
-                 precision)"
-            ));
+            return Err(SqlError::UnsupportedColumnType(tname));
         }
     };
     let mut c = ColumnDef { name, ty, default: None, serial, not_null: serial };
     loop {
         if p.eat("primary") {
             if !p.eat("key") {
-                return Err("expected KEY after PRIMARY".into());
+                return Err(SqlError::Expected("KEY after PRIMARY"));
             }
             if def.primary_key.replace(def.columns.len()).is_some() {
-                return Err(format!("multiple primary keys for table \"{}\" are not allowed", def.name));
+                return Err(SqlError::MultiplePrimaryKeys(def.name.clone()));
             }
             c.not_null = true;
         } else if p.eat("not") {
             if !p.eat("null") {
-                return Err("expected NULL after NOT".into());
+                return Err(SqlError::Expected("NULL after NOT"));
             }
             c.not_null = true;
         } else if p.eat("null") {
@@ -265,7 +263,7 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
             if p.eat_p('(') {
                 p.name()?;
                 if !p.eat_p(')') {
-                    return Err("expected ) after REFERENCES table (column".into());
+                    return Err(SqlError::Expected(") after REFERENCES table (column"));
                 }
             }
         } else {
@@ -276,10 +274,10 @@ fn column_def(p: &mut P, def: &mut TableDef) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_create(p: &mut P) -> Result<TableDef, String> {
+fn parse_create(p: &mut P) -> Result<TableDef, SqlError> {
     let name = p.name()?;
     if !p.eat_p('(') {
-        return Err("expected ( after CREATE TABLE name".into());
+        return Err(SqlError::Expected("( after CREATE TABLE name"));
     }
     let mut def = TableDef { name, columns: Vec::new(), primary_key: None };
     // A table without columns is valid SQL (PostgreSQL 9.4+).
@@ -292,33 +290,35 @@ fn parse_create(p: &mut P) -> Result<TableDef, String> {
             break;
         }
         if !p.eat_p(',') {
-            return Err("unsupported: column constraint or option in CREATE TABLE (expected , or ))".into());
+            return Err(SqlError::Unsupported(
+                "column constraint or option in CREATE TABLE (expected , or ))",
+            ));
         }
     }
     Ok(def)
 }
 
-fn parse_insert(p: &mut P) -> Result<Insert, String> {
+fn parse_insert(p: &mut P) -> Result<Insert, SqlError> {
     if !p.eat("into") {
-        return Err("expected INTO after INSERT".into());
+        return Err(SqlError::Expected("INTO after INSERT"));
     }
     let table = p.name()?;
     let columns = if p.eat_p('(') {
         let c = p.names()?;
         if !p.eat_p(')') {
-            return Err("expected ) after the column list".into());
+            return Err(SqlError::Expected(") after the column list"));
         }
         Some(c)
     } else {
         None
     };
     if !p.eat("values") {
-        return Err("unsupported: INSERT without VALUES".into());
+        return Err(SqlError::Unsupported("INSERT without VALUES"));
     }
     let mut rows = Vec::new();
     loop {
         if !p.eat_p('(') {
-            return Err("expected ( before a row of VALUES".into());
+            return Err(SqlError::Expected("( before a row of VALUES"));
         }
         let mut row = Vec::new();
         loop {
@@ -327,7 +327,7 @@ fn parse_insert(p: &mut P) -> Result<Insert, String> {
                 break;
             }
             if !p.eat_p(',') {
-                return Err("unsupported: VALUES other than constants".into());
+                return Err(SqlError::Unsupported("VALUES other than constants"));
             }
         }
         rows.push(row);
@@ -339,35 +339,35 @@ fn parse_insert(p: &mut P) -> Result<Insert, String> {
 }
 
 /// A WHERE clause ([`Cond`]).
-fn cond(p: &mut P) -> Result<Cond, String> {
+fn cond(p: &mut P) -> Result<Cond, SqlError> {
     if matches!(p.t.get(p.i + 1), Some(T::P('('))) {
         let call = parse_call(p)?;
         if !(p.eat("is") && p.eat("not") && p.eat("null")) {
-            return Err("unsupported: a function in WHERE other than f(...) IS NOT NULL".into());
+            return Err(SqlError::Unsupported("a function in WHERE other than f(...) IS NOT NULL"));
         }
         return Ok(Cond::CallNotNull(call));
     }
     let c = p.name()?;
     if !p.eat_p('=') {
-        return Err("unsupported: WHERE other than column = constant".into());
+        return Err(SqlError::Unsupported("WHERE other than column = constant"));
     }
     let v = literal(p)?;
     if p.word() == Some("and") || p.word() == Some("or") {
-        return Err("unsupported: AND / OR in WHERE".into());
+        return Err(SqlError::Unsupported("AND / OR in WHERE"));
     }
     Ok(Cond::Eq(c, v))
 }
 
-fn parse_update(p: &mut P) -> Result<Update, String> {
+fn parse_update(p: &mut P) -> Result<Update, SqlError> {
     let table = p.name()?;
     if !p.eat("set") {
-        return Err("expected SET".into());
+        return Err(SqlError::Expected("SET"));
     }
     let mut set = Vec::new();
     loop {
         let c = p.name()?;
         if !p.eat_p('=') {
-            return Err("expected = in SET".into());
+            return Err(SqlError::Expected("= in SET"));
         }
         let e = if p.eat("default") {
             Expr::Default
@@ -376,7 +376,7 @@ fn parse_update(p: &mut P) -> Result<Update, String> {
             let delta = if p.eat_p('+') {
                 p.int()?
             } else if p.eat_p('-') {
-                p.int()?.checked_neg().ok_or("integer out of range")?
+                p.int()?.checked_neg().ok_or(SqlError::NegatedIntegerOutOfRange)?
             } else {
                 0
             };
@@ -394,10 +394,10 @@ fn parse_update(p: &mut P) -> Result<Update, String> {
 }
 
 /// The rest of `SELECT` after the keyword, for a query with `FROM`.
-fn parse_query(p: &mut P) -> Result<Query, String> {
+fn parse_query(p: &mut P) -> Result<Query, SqlError> {
     let columns = if p.eat_p('*') { None } else { Some(p.names()?) };
     if !p.eat("from") {
-        return Err("expected FROM".into());
+        return Err(SqlError::Expected("FROM"));
     }
     let table = p.name()?;
     let mut q = Query { table, columns, filter: None, order_by: None, limit: None, lock: None };
@@ -407,7 +407,7 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
     loop {
         if p.eat("order") {
             if !p.eat("by") {
-                return Err("expected BY after ORDER".into());
+                return Err(SqlError::Expected("BY after ORDER"));
             }
             let c = p.name()?;
             let desc = p.eat("desc");
@@ -417,7 +417,7 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
             q.order_by = Some((c, desc));
         } else if p.eat("limit") {
             let n = p.int()?;
-            q.limit = Some(u64::try_from(n).map_err(|_| "LIMIT must not be negative".to_string())?);
+            q.limit = Some(u64::try_from(n).map_err(|_| SqlError::NegativeLimit)?);
         } else if p.eat("for") {
             let strength = if p.eat("update") {
                 RowLockStrength::Update
@@ -428,23 +428,23 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
             } else if p.eat("key") && p.eat("share") {
                 RowLockStrength::KeyShare
             } else {
-                return Err("expected UPDATE, NO KEY UPDATE, SHARE or KEY SHARE after FOR".into());
+                return Err(SqlError::Expected("UPDATE, NO KEY UPDATE, SHARE or KEY SHARE after FOR"));
             };
             if p.eat("of") {
-                return Err("unsupported: FOR ... OF".into());
+                return Err(SqlError::Unsupported("FOR ... OF"));
             }
             let wait = if p.eat("nowait") {
                 WaitPolicy::Error
             } else if p.eat("skip") {
                 if !p.eat("locked") {
-                    return Err("expected LOCKED after SKIP".into());
+                    return Err(SqlError::Expected("LOCKED after SKIP"));
                 }
                 WaitPolicy::Skip
             } else {
                 WaitPolicy::Block
             };
             if q.lock.replace((strength, wait)).is_some() {
-                return Err("unsupported: more than one locking clause".into());
+                return Err(SqlError::Unsupported("more than one locking clause"));
             }
         } else {
             return Ok(q);
@@ -459,7 +459,7 @@ fn parse_query(p: &mut P) -> Result<Query, String> {
 /// commas; returns whether the level is REPEATABLE READ. SERIALIZABLE (predicate locks) and
 /// READ ONLY change what a transaction may do, which the runner does not implement: they are
 /// refused, never run as another level.
-fn transaction_modes(p: &mut P) -> Result<bool, String> {
+fn transaction_modes(p: &mut P) -> Result<bool, SqlError> {
     let mut first = true;
     let mut repeatable_read = false;
     loop {
@@ -469,7 +469,7 @@ fn transaction_modes(p: &mut P) -> Result<bool, String> {
         first = false;
         if p.eat("isolation") {
             if !p.eat("level") {
-                return Err("expected LEVEL after ISOLATION".into());
+                return Err(SqlError::Expected("LEVEL after ISOLATION"));
             }
             if p.eat("read") && (p.eat("committed") || p.eat("uncommitted")) {
                 repeatable_read = false;
@@ -480,24 +480,22 @@ fn transaction_modes(p: &mut P) -> Result<bool, String> {
                 continue;
             }
             if p.eat("serializable") {
-                return Err(
-                    "unsupported: ISOLATION LEVEL SERIALIZABLE (READ COMMITTED and REPEATABLE READ are \
-                     implemented)"
-                        .into(),
-                );
+                return Err(SqlError::Unsupported(
+                    "ISOLATION LEVEL SERIALIZABLE (READ COMMITTED and REPEATABLE READ are implemented)",
+                ));
             }
-            return Err("expected an isolation level after ISOLATION LEVEL".into());
+            return Err(SqlError::Expected("an isolation level after ISOLATION LEVEL"));
         } else if p.eat("read") {
             if p.eat("write") {
                 continue;
             }
             if p.eat("only") {
-                return Err("unsupported: READ ONLY transactions".into());
+                return Err(SqlError::Unsupported("READ ONLY transactions"));
             }
-            return Err("expected READ WRITE or READ ONLY".into());
+            return Err(SqlError::Expected("READ WRITE or READ ONLY"));
         } else if p.eat("not") {
             if !p.eat("deferrable") {
-                return Err("expected DEFERRABLE after NOT".into());
+                return Err(SqlError::Expected("DEFERRABLE after NOT"));
             }
         } else if !p.eat("deferrable") {
             return Ok(repeatable_read);
@@ -508,17 +506,18 @@ fn transaction_modes(p: &mut P) -> Result<bool, String> {
 /// Parses one statement (no trailing semicolon).
 ///
 /// # Errors
-/// A one-line description of what is not supported or malformed.
-pub fn parse_statement(sql: &str) -> Result<Statement, String> {
+/// A [`SqlError`]: what is not supported or malformed, displayed on one line.
+pub fn parse_statement(sql: &str) -> Result<Statement, SqlError> {
     // Messages quote the statement on one line, whatever its line breaks.
     let sql = &sql.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut p = P { t: tokens(sql).map_err(|e| format!("unsupported SQL ({e}): {sql}"))?, i: 0 };
-    let first = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
+    let mut p =
+        P { t: tokens(sql).map_err(|e| SqlError::Lexical { error: Box::new(e), sql: sql.clone() })?, i: 0 };
+    let first = p.word().ok_or_else(|| SqlError::UnsupportedSql(sql.clone()))?.to_string();
     p.i += 1;
     let st = match first.as_str() {
         "begin" | "start" => {
             if first == "start" && !p.eat("transaction") {
-                return Err(format!("unsupported SQL: {sql}"));
+                return Err(SqlError::UnsupportedSql(sql.clone()));
             }
             if first == "begin" {
                 let _ = p.eat("transaction") || p.eat("work");
@@ -533,17 +532,17 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
             let _ = p.eat("transaction") || p.eat("work");
             if first == "rollback" && p.eat("to") {
                 p.eat("savepoint");
-                Statement::RollbackTo(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
+                Statement::RollbackTo(p.name().map_err(|_| SqlError::ExpectedSavepointName(sql.clone()))?)
             } else {
                 Statement::Rollback
             }
         }
         "savepoint" => {
-            Statement::Savepoint(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
+            Statement::Savepoint(p.name().map_err(|_| SqlError::ExpectedSavepointName(sql.clone()))?)
         }
         "release" => {
             p.eat("savepoint");
-            Statement::Release(p.name().map_err(|_| format!("expected a savepoint name: {sql}"))?)
+            Statement::Release(p.name().map_err(|_| SqlError::ExpectedSavepointName(sql.clone()))?)
         }
         "lock" => {
             p.eat("table");
@@ -557,33 +556,27 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                 if p.eat("local") {
                     // SET LOCAL reverts at the end of the transaction; the connection keeps
                     // one saved value per transaction for SET only.
-                    return Err(format!("unsupported: SET LOCAL (use SET): {sql}"));
+                    return Err(SqlError::SetLocal(sql.clone()));
                 }
                 if p.eat("transaction") || (p.eat("session") && p.word() == Some("characteristics")) {
-                    return Err(format!(
-                        "unsupported: SET TRANSACTION / SET SESSION CHARACTERISTICS (only the default \
-                         READ COMMITTED transactions are implemented): {sql}"
-                    ));
+                    return Err(SqlError::SetTransaction(sql.clone()));
                 }
             }
-            let name = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
+            let name = p.word().ok_or_else(|| SqlError::UnsupportedSql(sql.clone()))?.to_string();
             p.i += 1;
             let guc = match name.as_str() {
                 "deadlock_timeout" => Guc::DeadlockTimeout,
                 "lock_timeout" => Guc::LockTimeout,
                 "statement_timeout" => Guc::StatementTimeout,
                 _ => {
-                    return Err(format!(
-                        "unsupported parameter \"{name}\" (supported: deadlock_timeout, lock_timeout, \
-                         statement_timeout)"
-                    ));
+                    return Err(SqlError::UnsupportedParameter(name));
                 }
             };
             let value = if first == "reset" {
                 None
             } else {
                 if !(p.eat_p('=') || p.eat("to")) {
-                    return Err(format!("expected = or TO after SET {name}"));
+                    return Err(SqlError::ExpectedSetSeparator(name));
                 }
                 // A negative number is valid syntax; the range check is the server's (an ERROR
                 // when the step runs, not a bad spec).
@@ -607,24 +600,24 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                             None => Some(format!("{sign}{n}")),
                         }
                     }
-                    _ => return Err(format!("expected a value for {name}")),
+                    _ => return Err(SqlError::ExpectedSetValue(name)),
                 }
             };
             Statement::Set { guc, value }
         }
-        "insert" => Statement::Insert(parse_insert(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
-        "update" => Statement::Update(parse_update(&mut p).map_err(|e| format!("{e} in: {sql}"))?),
+        "insert" => Statement::Insert(parse_insert(&mut p).map_err(|e| e.in_statement(sql))?),
+        "update" => Statement::Update(parse_update(&mut p).map_err(|e| e.in_statement(sql))?),
         "delete" => {
             if !p.eat("from") {
-                return Err(format!("unsupported SQL: {sql}"));
+                return Err(SqlError::UnsupportedSql(sql.clone()));
             }
             let table = p.name()?;
             let filter =
-                if p.eat("where") { Some(cond(&mut p).map_err(|e| format!("{e} in: {sql}"))?) } else { None };
+                if p.eat("where") { Some(cond(&mut p).map_err(|e| e.in_statement(sql))?) } else { None };
             Statement::Delete { table, filter }
         }
         "select" if p.t.get(p.i) == Some(&T::P('*')) || p.t.iter().any(|t| *t == T::Word("from".into())) => {
-            Statement::Query(parse_query(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
+            Statement::Query(parse_query(&mut p).map_err(|e| e.in_statement(sql))?)
         }
         "select" if p.word() == Some("current_setting") => {
             p.i += 1;
@@ -633,16 +626,13 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                     p.i += 1;
                     n.to_ascii_lowercase()
                 }
-                _ => return Err(format!("expected current_setting('name'): {sql}")),
+                _ => return Err(SqlError::ExpectedSettingName(sql.clone())),
             };
             if !p.eat_p(')') {
-                return Err(format!("expected ) after current_setting('name': {sql}"));
+                return Err(SqlError::ExpectedSettingClose(sql.clone()));
             }
             if !matches!(name.as_str(), "default_transaction_isolation" | "transaction_isolation") {
-                return Err(format!(
-                    "unsupported: current_setting('{name}') (default_transaction_isolation, \
-                     transaction_isolation): {sql}"
-                ));
+                return Err(SqlError::UnsupportedSetting { name, sql: sql.clone() });
             }
             let compare = if p.eat_p('=') || p.eat_p('!') {
                 let eq = p.t.get(p.i - 1) == Some(&T::P('='));
@@ -652,9 +642,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
                         Some((eq, v))
                     }
                     _ => {
-                        return Err(format!(
-                            "unsupported: a comparison of current_setting with a non-string: {sql}"
-                        ));
+                        return Err(SqlError::NonStringSettingComparison(sql.clone()));
                     }
                 }
             } else {
@@ -665,9 +653,10 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         "select" => {
             let mut calls = Vec::new();
             loop {
-                let f = p.word().ok_or_else(|| format!("unsupported SQL: {sql}"))?.to_string();
-                let call = parse_call(&mut p).map_err(|e| {
-                    if e.starts_with("unsupported function") { format!("{e} in: {sql}") } else { e }
+                let f = p.word().ok_or_else(|| SqlError::UnsupportedSql(sql.clone()))?.to_string();
+                let call = parse_call(&mut p).map_err(|e| match e {
+                    SqlError::UnsupportedFunction(_) => e.in_statement(sql),
+                    e => e,
                 })?;
                 let col = if p.eat("as") { p.name()? } else { f };
                 calls.push((col, call));
@@ -679,21 +668,21 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
         }
         "create" => {
             if !p.eat("table") {
-                return Err(format!("unsupported SQL: {sql}"));
+                return Err(SqlError::UnsupportedSql(sql.clone()));
             }
-            Statement::CreateTable(parse_create(&mut p).map_err(|e| format!("{e} in: {sql}"))?)
+            Statement::CreateTable(parse_create(&mut p).map_err(|e| e.in_statement(sql))?)
         }
         "drop" => {
             if !p.eat("table") {
-                return Err(format!("unsupported SQL: {sql}"));
+                return Err(SqlError::UnsupportedSql(sql.clone()));
             }
             let if_exists = p.eat("if") && p.eat("exists");
             Statement::DropTable { tables: p.names()?, if_exists }
         }
-        _ => return Err(format!("unsupported SQL: {sql}")),
+        _ => return Err(SqlError::UnsupportedSql(sql.clone())),
     };
     if !p.done() {
-        return Err(format!("unsupported SQL (unexpected text at the end): {sql}"));
+        return Err(SqlError::TrailingText(sql.clone()));
     }
     Ok(st)
 }
@@ -702,7 +691,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement, String> {
 ///
 /// # Errors
 /// The first statement's error.
-pub fn parse_block(sql: &str) -> Result<Vec<Statement>, String> {
+pub fn parse_block(sql: &str) -> Result<Vec<Statement>, SqlError> {
     split_statements(sql).iter().map(|s| parse_statement(s)).collect()
 }
 

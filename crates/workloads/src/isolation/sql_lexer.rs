@@ -2,6 +2,8 @@
 //! strings, numbers, punctuation), the split of a step into statements at top-level
 //! semicolons, and the token cursor the parser (`sql.rs`) reads. Touches no lock.
 
+use crate::isolation::SqlError;
+
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum T {
     Word(String),
@@ -11,7 +13,7 @@ pub(super) enum T {
     P(char),
 }
 
-pub(super) fn tokens(sql: &str) -> Result<Vec<T>, String> {
+pub(super) fn tokens(sql: &str) -> Result<Vec<T>, SqlError> {
     let c: Vec<char> = sql.chars().collect();
     let mut i = 0;
     let mut out = Vec::new();
@@ -37,7 +39,7 @@ pub(super) fn tokens(sql: &str) -> Result<Vec<T>, String> {
             i += 1;
             loop {
                 match c.get(i) {
-                    None => return Err(format!("unterminated quoted string starting with {ch}")),
+                    None => return Err(SqlError::UnterminatedQuote(ch)),
                     Some(&q) if q == ch && c.get(i + 1) == Some(&ch) => {
                         s.push(ch);
                         i += 2;
@@ -61,7 +63,7 @@ pub(super) fn tokens(sql: &str) -> Result<Vec<T>, String> {
             out.push(T::P('!'));
             i += 2;
         } else {
-            return Err(format!("unexpected character '{ch}'"));
+            return Err(SqlError::UnexpectedCharacter(ch));
         }
     }
     Ok(out)
@@ -142,7 +144,7 @@ impl P {
     pub(super) fn done(&self) -> bool {
         self.i >= self.t.len()
     }
-    pub(super) fn name(&mut self) -> Result<String, String> {
+    pub(super) fn name(&mut self) -> Result<String, SqlError> {
         match self.t.get(self.i).cloned() {
             Some(T::Word(w)) => {
                 self.i += 1;
@@ -152,26 +154,26 @@ impl P {
                 self.i += 1;
                 Ok(q)
             }
-            _ => Err("expected a table name".into()),
+            _ => Err(SqlError::Expected("a table name")),
         }
     }
-    pub(super) fn names(&mut self) -> Result<Vec<String>, String> {
+    pub(super) fn names(&mut self) -> Result<Vec<String>, SqlError> {
         let mut v = vec![self.name()?];
         while self.eat_p(',') {
             v.push(self.name()?);
         }
         Ok(v)
     }
-    pub(super) fn int(&mut self) -> Result<i64, String> {
+    pub(super) fn int(&mut self) -> Result<i64, SqlError> {
         let neg = self.eat_p('-');
         match self.t.get(self.i).cloned() {
             Some(T::Num(n)) => {
                 self.i += 1;
                 // Parse with the sign so that i64::MIN (whose magnitude is no i64) is accepted.
                 let text = if neg { format!("-{n}") } else { n.clone() };
-                text.parse().map_err(|_| format!("integer out of range: {text}"))
+                text.parse().map_err(|_| SqlError::IntegerOutOfRange(text))
             }
-            _ => Err("expected an integer argument".into()),
+            _ => Err(SqlError::Expected("an integer argument")),
         }
     }
 }

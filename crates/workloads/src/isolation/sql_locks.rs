@@ -6,6 +6,7 @@
 use lockstack_lmgr::LockMode;
 
 use super::lexer::P;
+use crate::isolation::SqlError;
 
 /// An advisory-lock function (`src/backend/utils/adt/lockfuncs.c`, 8.2+; `_xact` 9.1+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,12 +56,12 @@ pub enum Call {
 }
 
 /// A call of an advisory-lock function: `name(args)`.
-pub(super) fn parse_call(p: &mut P) -> Result<Call, String> {
-    let f = p.word().ok_or("expected a function name")?.to_string();
+pub(super) fn parse_call(p: &mut P) -> Result<Call, SqlError> {
+    let f = p.word().ok_or(SqlError::Expected("a function name"))?.to_string();
     p.i += 1;
-    let mut call = parse_advisory(&f).ok_or_else(|| format!("unsupported function \"{f}\""))?;
+    let mut call = parse_advisory(&f).ok_or_else(|| SqlError::UnsupportedFunction(f.clone()))?;
     if !p.eat_p('(') {
-        return Err(format!("expected ( after {f}"));
+        return Err(SqlError::ExpectedOpenParen(f));
     }
     let mut args = Vec::new();
     if !p.eat_p(')') {
@@ -70,28 +71,28 @@ pub(super) fn parse_call(p: &mut P) -> Result<Call, String> {
                 break;
             }
             if !p.eat_p(',') {
-                return Err(format!("expected , or ) in arguments of {f}"));
+                return Err(SqlError::ExpectedCommaOrParen(f));
             }
         }
     }
     match &mut call {
-        Call::UnlockAll if !args.is_empty() => return Err(format!("{f}() takes no arguments")),
+        Call::UnlockAll if !args.is_empty() => return Err(SqlError::TakesNoArguments(f)),
         Call::UnlockAll => {}
         Call::Advisory(_, key) => {
             *key = match args[..] {
                 [k] => AdvisoryKey::Int8(k),
                 [a, b] => AdvisoryKey::Int4(
-                    i32::try_from(a).map_err(|_| format!("integer out of range: {a}"))?,
-                    i32::try_from(b).map_err(|_| format!("integer out of range: {b}"))?,
+                    i32::try_from(a).map_err(|_| SqlError::IntegerOutOfRange(a.to_string()))?,
+                    i32::try_from(b).map_err(|_| SqlError::IntegerOutOfRange(b.to_string()))?,
                 ),
-                _ => return Err(format!("{f} takes one bigint or two int arguments")),
+                _ => return Err(SqlError::AdvisoryArguments(f)),
             }
         }
     }
     Ok(call)
 }
 
-pub(super) fn parse_mode(p: &mut P) -> Result<LockMode, String> {
+pub(super) fn parse_mode(p: &mut P) -> Result<LockMode, SqlError> {
     let mut words = Vec::new();
     while let Some(w) = p.word() {
         if w == "mode" {
@@ -101,10 +102,10 @@ pub(super) fn parse_mode(p: &mut P) -> Result<LockMode, String> {
         p.i += 1;
     }
     if !p.eat("mode") {
-        return Err("expected IN <lockmode> MODE".into());
+        return Err(SqlError::Expected("IN <lockmode> MODE"));
     }
     let text = words.join(" ");
-    text.parse::<LockMode>().map_err(|_| format!("unknown lock mode \"{}\"", text.to_uppercase()))
+    text.parse::<LockMode>().map_err(|_| SqlError::UnknownLockMode(text.to_uppercase()))
 }
 
 fn parse_advisory(name: &str) -> Option<Call> {

@@ -137,7 +137,7 @@ fn bigint_keys_cover_the_whole_range() {
             )
         );
     }
-    let e = parse_statement("SELECT pg_advisory_lock(-9223372036854775809)").unwrap_err();
+    let e = parse_statement("SELECT pg_advisory_lock(-9223372036854775809)").unwrap_err().to_string();
     assert_eq!(e, "integer out of range: -9223372036854775809");
 }
 
@@ -176,10 +176,10 @@ fn unimplemented_transaction_modes_are_refused() {
         ("LOCK TABLE ONLY t", "unexpected text at the end"),
         ("DROP TABLE t CASCADE", "unexpected text at the end"),
     ] {
-        let e = parse_statement(bad).unwrap_err();
+        let e = parse_statement(bad).unwrap_err().to_string();
         assert!(e.contains(want), "{bad}: {e}");
     }
-    let e = parse_block("BEGIN\n  ISOLATION LEVEL\n  SERIALIZABLE;").unwrap_err();
+    let e = parse_block("BEGIN\n  ISOLATION LEVEL\n  SERIALIZABLE;").unwrap_err().to_string();
     assert!(!e.contains('\n'), "{e}");
 }
 
@@ -204,10 +204,12 @@ fn parses_savepoint_statements() {
 
 #[test]
 fn rejects_the_rest() {
-    assert!(parse_statement("MERGE INTO t USING u ON true").unwrap_err().contains("unsupported SQL"));
-    assert!(parse_statement("SELECT now()").unwrap_err().contains("unsupported function"));
-    assert!(parse_statement("SET work_mem = 1").unwrap_err().contains("unsupported parameter"));
-    assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().contains("unknown lock mode"));
+    assert!(
+        parse_statement("MERGE INTO t USING u ON true").unwrap_err().to_string().contains("unsupported SQL")
+    );
+    assert!(parse_statement("SELECT now()").unwrap_err().to_string().contains("unsupported function"));
+    assert!(parse_statement("SET work_mem = 1").unwrap_err().to_string().contains("unsupported parameter"));
+    assert!(parse_statement("LOCK t IN FOO MODE").unwrap_err().to_string().contains("unknown lock mode"));
     assert!(parse_statement("SELECT pg_advisory_lock(1, 2, 3)").is_err());
     assert_eq!(
         parse_statement("SET lock_timeout = -1").unwrap(),

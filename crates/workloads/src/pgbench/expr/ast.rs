@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::error::ExprError;
+
 /// A value: pgbench evaluates to a 64-bit integer, a double, or a boolean.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Value {
@@ -20,19 +22,27 @@ impl Value {
     /// pgbench's `coerceToInt`.
     ///
     /// # Errors
-    /// A double outside the 64-bit range, or NaN.
-    pub fn as_int(self) -> Result<i64, String> {
+    /// [`ExprError::DoubleToIntOverflow`]: a double outside the 64-bit range, or NaN.
+    pub fn to_int(self) -> Result<i64, ExprError> {
         match self {
             Value::Int(i) => Ok(i),
             Value::Bool(b) => Ok(i64::from(b)),
             Value::Double(d) => {
                 if d.is_nan() || d < i64::MIN as f64 || d >= i64::MAX as f64 {
-                    Err(format!("double to int overflow for {d}"))
+                    Err(ExprError::DoubleToIntOverflow(d))
                 } else {
                     Ok(d as i64)
                 }
             }
         }
+    }
+
+    /// [`Value::to_int`] with the error as its message, for callers that carry errors as text.
+    ///
+    /// # Errors
+    /// As [`Value::to_int`], displayed.
+    pub fn as_int(self) -> Result<i64, String> {
+        self.to_int().map_err(String::from)
     }
 
     /// The value as a double.

@@ -8,6 +8,7 @@ use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::ast::*;
+use super::error::ExprError;
 
 impl Expr {
     /// This expression with every `:name` replaced by what `var(name)` returns: an
@@ -44,7 +45,7 @@ impl Expr {
                 let x = x.fold_constants();
                 let folded = konst(&x).and_then(|v| match v {
                     Value::Double(d) => Some(Value::Double(-d)),
-                    v => v.as_int().ok()?.checked_neg().map(Value::Int),
+                    v => v.to_int().ok()?.checked_neg().map(Value::Int),
                 });
                 folded.map_or_else(|| Expr::Neg(Box::new(x)), Expr::Const)
             }
@@ -54,7 +55,7 @@ impl Expr {
             }
             Expr::BitNot(x) => {
                 let x = x.fold_constants();
-                match konst(&x).map(Value::as_int) {
+                match konst(&x).map(Value::to_int) {
                     Some(Ok(i)) => Expr::Const(Value::Int(!i)),
                     _ => Expr::BitNot(Box::new(x)),
                 }
@@ -103,29 +104,29 @@ impl Vars for HashMap<String, Value> {
     }
 }
 
-pub(super) fn checked(r: Option<i64>) -> Result<Value, String> {
-    r.map(Value::Int).ok_or_else(|| "bigint out of range".to_string())
+pub(super) fn checked(r: Option<i64>) -> Result<Value, ExprError> {
+    r.map(Value::Int).ok_or(ExprError::BigintOutOfRange)
 }
 
 /// Uniform integer in `[lb, ub]` (`getrand`).
-pub(super) fn uniform(rng: &mut ClientRng, lb: i64, ub: i64) -> Result<i64, String> {
+pub(super) fn uniform(rng: &mut ClientRng, lb: i64, ub: i64) -> Result<i64, ExprError> {
     if ub < lb {
-        return Err(format!("empty range given to random: {lb} > {ub}"));
+        return Err(ExprError::EmptyRange { func: "random", lb, ub });
     }
     if ub.checked_sub(lb).is_none() {
-        return Err("random range is too large".into());
+        return Err(ExprError::RandomRangeTooLarge);
     }
     Ok(rng.random_range(lb..=ub))
 }
 
 /// `random_exponential`: inverse-transform of an exponential distribution truncated to the
 /// range, `parameter > 0` (`getExponentialRand`).
-pub(super) fn exponential(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> Result<i64, String> {
+pub(super) fn exponential(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> Result<i64, ExprError> {
     if ub < lb {
-        return Err(format!("empty range given to random_exponential: {lb} > {ub}"));
+        return Err(ExprError::EmptyRange { func: "random_exponential", lb, ub });
     }
     if param <= 0.0 {
-        return Err(format!("exponential parameter must be greater than zero (got {param})"));
+        return Err(ExprError::ExponentialParameter(param));
     }
     let cut = (-param).exp();
     let u: f64 = 1.0 - rng.random::<f64>();
@@ -136,12 +137,12 @@ pub(super) fn exponential(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> 
 
 /// `random_gaussian`: Box-Muller normal draws rejected outside `±parameter` standard
 /// deviations, mapped onto the range; `parameter >= 2.0` (`getGaussianRand`).
-pub(super) fn gaussian(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> Result<i64, String> {
+pub(super) fn gaussian(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> Result<i64, ExprError> {
     if ub < lb {
-        return Err(format!("empty range given to random_gaussian: {lb} > {ub}"));
+        return Err(ExprError::EmptyRange { func: "random_gaussian", lb, ub });
     }
     if param < MIN_GAUSSIAN_PARAM {
-        return Err(format!("gaussian parameter must be at least {MIN_GAUSSIAN_PARAM:.6} (got {param:.6})"));
+        return Err(ExprError::GaussianParameter(param));
     }
     let stdev = loop {
         let r1: f64 = 1.0 - rng.random::<f64>();
@@ -159,14 +160,12 @@ pub(super) fn gaussian(rng: &mut ClientRng, lb: i64, ub: i64, param: f64) -> Res
 /// `random_zipfian`: rank `k` in `1..=n` with probability proportional to `k^-s`, by
 /// rejection (L. Devroye, *Non-Uniform Random Variate Generation*, 1986, X.6), the method
 /// pgbench 13+ uses for every `s`.
-pub(super) fn zipfian(rng: &mut ClientRng, lb: i64, ub: i64, s: f64) -> Result<i64, String> {
+pub(super) fn zipfian(rng: &mut ClientRng, lb: i64, ub: i64, s: f64) -> Result<i64, ExprError> {
     if ub < lb {
-        return Err(format!("empty range given to random_zipfian: {lb} > {ub}"));
+        return Err(ExprError::EmptyRange { func: "random_zipfian", lb, ub });
     }
     if !(MIN_ZIPFIAN_PARAM..=MAX_ZIPFIAN_PARAM).contains(&s) {
-        return Err(format!(
-            "zipfian parameter must be in range [{MIN_ZIPFIAN_PARAM:.3}, {MAX_ZIPFIAN_PARAM:.0}] (got {s})"
-        ));
+        return Err(ExprError::ZipfianParameter(s));
     }
     let n = (ub - lb + 1) as f64;
     let b = 2f64.powf(s - 1.0);
@@ -184,19 +183,19 @@ pub(super) fn zipfian(rng: &mut ClientRng, lb: i64, ub: i64, s: f64) -> Result<i
 /// Evaluates `e` with `vars` and the client's generator.
 ///
 /// # Errors
-/// Undefined variables, overflow, division by zero, bad random-function arguments: the
+/// An [`ExprError`](super::ExprError): undefined variables, overflow, division by zero, bad random-function arguments, displayed as the
 /// message pgbench would print.
-pub fn eval(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, String> {
+pub fn eval(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, ExprError> {
     Ok(match e {
         Expr::Const(v) => *v,
-        Expr::Var(name) => vars.get(name).ok_or_else(|| format!("undefined variable \"{name}\""))?,
-        Expr::Slot(i, name) => vars.slot(*i).ok_or_else(|| format!("undefined variable \"{name}\""))?,
+        Expr::Var(name) => vars.get(name).ok_or_else(|| ExprError::UndefinedVariable(name.to_string()))?,
+        Expr::Slot(i, name) => vars.slot(*i).ok_or_else(|| ExprError::UndefinedVariable(name.to_string()))?,
         Expr::Neg(x) => match eval(x, vars, rng)? {
             Value::Double(d) => Value::Double(-d),
-            v => checked(v.as_int()?.checked_neg())?,
+            v => checked(v.to_int()?.checked_neg())?,
         },
         Expr::Not(x) => Value::Bool(!eval(x, vars, rng)?.as_bool()),
-        Expr::BitNot(x) => Value::Int(!eval(x, vars, rng)?.as_int()?),
+        Expr::BitNot(x) => Value::Int(!eval(x, vars, rng)?.to_int()?),
         Expr::Binary(op, a, b) => {
             if *op == BinOp::And {
                 return Ok(Value::Bool(eval(a, vars, rng)?.as_bool() && eval(b, vars, rng)?.as_bool()));
@@ -228,14 +227,14 @@ pub fn eval(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, Str
 /// [`eval`] of an operand, with constants (most operands in pgbench scripts) taken without
 /// the recursive call.
 #[inline(always)]
-pub(super) fn operand(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, String> {
+pub(super) fn operand(e: &Expr, vars: &dyn Vars, rng: &mut ClientRng) -> Result<Value, ExprError> {
     match e {
         Expr::Const(v) => Ok(*v),
         _ => eval(e, vars, rng),
     }
 }
 
-pub(super) fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, String> {
+pub(super) fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, ExprError> {
     let doubles = matches!(x, Value::Double(_)) || matches!(y, Value::Double(_));
     match op {
         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div if doubles => {
@@ -246,19 +245,19 @@ pub(super) fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, String> {
                 BinOp::Mul => a * b,
                 _ => {
                     if b == 0.0 {
-                        return Err("division by zero".into());
+                        return Err(ExprError::DivisionByZero);
                     }
                     a / b
                 }
             }))
         }
-        BinOp::Add => checked(x.as_int()?.checked_add(y.as_int()?)),
-        BinOp::Sub => checked(x.as_int()?.checked_sub(y.as_int()?)),
-        BinOp::Mul => checked(x.as_int()?.checked_mul(y.as_int()?)),
+        BinOp::Add => checked(x.to_int()?.checked_add(y.to_int()?)),
+        BinOp::Sub => checked(x.to_int()?.checked_sub(y.to_int()?)),
+        BinOp::Mul => checked(x.to_int()?.checked_mul(y.to_int()?)),
         BinOp::Div | BinOp::Mod => {
-            let (a, b) = (x.as_int()?, y.as_int()?);
+            let (a, b) = (x.to_int()?, y.to_int()?);
             if b == 0 {
-                return Err("division by zero".into());
+                return Err(ExprError::DivisionByZero);
             }
             if b == -1 {
                 // i64::MIN / -1 overflows; i64::MIN % -1 is 0.
@@ -270,7 +269,7 @@ pub(super) fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, String> {
             let ord = if doubles {
                 x.as_double().partial_cmp(&y.as_double())
             } else {
-                Some(x.as_int()?.cmp(&y.as_int()?))
+                Some(x.to_int()?.cmp(&y.to_int()?))
             };
             let Some(ord) = ord else { return Ok(Value::Bool(op == BinOp::Ne)) };
             use std::cmp::Ordering::*;
@@ -283,29 +282,29 @@ pub(super) fn binary(op: BinOp, x: Value, y: Value) -> Result<Value, String> {
                 _ => ord != Less,
             }))
         }
-        BinOp::BitAnd => Ok(Value::Int(x.as_int()? & y.as_int()?)),
-        BinOp::BitOr => Ok(Value::Int(x.as_int()? | y.as_int()?)),
-        BinOp::BitXor => Ok(Value::Int(x.as_int()? ^ y.as_int()?)),
-        BinOp::Shl => Ok(Value::Int(x.as_int()?.wrapping_shl((y.as_int()? & 63) as u32))),
-        BinOp::Shr => Ok(Value::Int(x.as_int()?.wrapping_shr((y.as_int()? & 63) as u32))),
+        BinOp::BitAnd => Ok(Value::Int(x.to_int()? & y.to_int()?)),
+        BinOp::BitOr => Ok(Value::Int(x.to_int()? | y.to_int()?)),
+        BinOp::BitXor => Ok(Value::Int(x.to_int()? ^ y.to_int()?)),
+        BinOp::Shl => Ok(Value::Int(x.to_int()?.wrapping_shl((y.to_int()? & 63) as u32))),
+        BinOp::Shr => Ok(Value::Int(x.to_int()?.wrapping_shr((y.to_int()? & 63) as u32))),
         BinOp::And | BinOp::Or => unreachable!("short-circuited in eval"),
     }
 }
 
-pub(super) fn call(f: Func, v: &[Value], rng: &mut ClientRng) -> Result<Value, String> {
+pub(super) fn call(f: Func, v: &[Value], rng: &mut ClientRng) -> Result<Value, ExprError> {
     let any_double = v.iter().any(|x| matches!(x, Value::Double(_)));
     Ok(match f {
         Func::Abs => match v[0] {
             Value::Double(d) => Value::Double(d.abs()),
-            x => checked(x.as_int()?.checked_abs())?,
+            x => checked(x.to_int()?.checked_abs())?,
         },
         Func::Double => Value::Double(v[0].as_double()),
-        Func::Int => Value::Int(v[0].as_int()?),
+        Func::Int => Value::Int(v[0].to_int()?),
         Func::Exp => Value::Double(v[0].as_double().exp()),
         Func::Ln => {
             let d = v[0].as_double();
             if d <= 0.0 {
-                return Err("cannot take logarithm of a non-positive number".into());
+                return Err(ExprError::LogOfNonPositive);
             }
             Value::Double(d.ln())
         }
@@ -323,19 +322,19 @@ pub(super) fn call(f: Func, v: &[Value], rng: &mut ClientRng) -> Result<Value, S
                     it.fold(f64::MAX, f64::min)
                 })
             } else {
-                let mut acc = v[0].as_int()?;
+                let mut acc = v[0].to_int()?;
                 for x in &v[1..] {
-                    let x = x.as_int()?;
+                    let x = x.to_int()?;
                     acc = if greatest { acc.max(x) } else { acc.min(x) };
                 }
                 Value::Int(acc)
             }
         }
-        Func::Random => Value::Int(uniform(rng, v[0].as_int()?, v[1].as_int()?)?),
+        Func::Random => Value::Int(uniform(rng, v[0].to_int()?, v[1].to_int()?)?),
         Func::RandomExponential => {
-            Value::Int(exponential(rng, v[0].as_int()?, v[1].as_int()?, v[2].as_double())?)
+            Value::Int(exponential(rng, v[0].to_int()?, v[1].to_int()?, v[2].as_double())?)
         }
-        Func::RandomGaussian => Value::Int(gaussian(rng, v[0].as_int()?, v[1].as_int()?, v[2].as_double())?),
-        Func::RandomZipfian => Value::Int(zipfian(rng, v[0].as_int()?, v[1].as_int()?, v[2].as_double())?),
+        Func::RandomGaussian => Value::Int(gaussian(rng, v[0].to_int()?, v[1].to_int()?, v[2].as_double())?),
+        Func::RandomZipfian => Value::Int(zipfian(rng, v[0].to_int()?, v[1].to_int()?, v[2].as_double())?),
     })
 }

@@ -8,10 +8,12 @@
 //! overflow and division by zero are errors, as in pgbench.
 
 mod ast;
+mod error;
 mod eval;
 mod parse;
 
 pub use ast::{BinOp, Expr, Func, MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM, Value};
+pub use error::ExprError;
 pub use eval::{ClientRng, Vars, client_rng, eval};
 pub use parse::{MAX_EXPR_DEPTH, MAX_EXPR_LEN, parse};
 

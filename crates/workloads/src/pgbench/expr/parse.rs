@@ -2,6 +2,7 @@
 //! text to an [`Expr`], with bounds on its length and nesting depth.
 
 use super::ast::*;
+use super::error::ExprError;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Tok {
@@ -20,15 +21,15 @@ pub(super) enum Tok {
 /// A double constant as pgbench's scanner reads it (`strtodouble` over `strtod`, PostgreSQL 15
 /// `exprscan.l`): a value that overflows to infinity or underflows (to zero or a subnormal from
 /// a nonzero mantissa), where C's `strtod` sets `ERANGE`, is refused.
-pub(super) fn parse_double(text: &str) -> Result<f64, String> {
-    let bad = || format!("double constant out of range: \"{text}\"");
-    let d: f64 = text.parse().map_err(|_| format!("invalid number \"{text}\""))?;
+pub(super) fn parse_double(text: &str) -> Result<f64, ExprError> {
+    let bad = || ExprError::DoubleConstantOutOfRange(text.to_string());
+    let d: f64 = text.parse().map_err(|_| ExprError::InvalidNumber(text.to_string()))?;
     let mantissa = text.split(['e', 'E']).next().unwrap_or("");
     let nonzero = mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
     if d.is_infinite() || (nonzero && !d.is_normal()) { Err(bad()) } else { Ok(d) }
 }
 
-pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, ExprError> {
     let b = s.as_bytes();
     let mut i = 0;
     let mut out = Vec::new();
@@ -70,7 +71,9 @@ pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 // 2^63: only valid after a unary minus (pgbench's MAXINT_PLUS_ONE_CONST).
                 out.push(Tok::MaxIntPlusOne);
             } else {
-                out.push(Tok::Int(text.parse().map_err(|_| format!("bigint out of range: \"{text}\""))?));
+                out.push(Tok::Int(
+                    text.parse().map_err(|_| ExprError::BigintConstantOutOfRange(text.to_string()))?,
+                ));
             }
             continue;
         }
@@ -81,7 +84,7 @@ pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 i += 1;
             }
             if i == start {
-                return Err("expected a variable name after ':'".into());
+                return Err(ExprError::ExpectedVariableName);
             }
             out.push(Tok::Var(s[start..i].to_string()));
             continue;
@@ -125,7 +128,7 @@ pub(super) fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             '|' => Tok::Op("|"),
             '#' => Tok::Op("#"),
             '~' => Tok::Op("~"),
-            _ => return Err(format!("unexpected character '{}'", c.escape_debug())),
+            _ => return Err(ExprError::UnexpectedCharacter(c)),
         };
         out.push(tok);
         i += 1;
@@ -151,10 +154,6 @@ pub const MAX_EXPR_DEPTH: usize = 256;
 
 /// The longest expression text [`parse`] accepts, bytes.
 pub const MAX_EXPR_LEN: usize = 100_000;
-
-pub(super) fn too_deep() -> String {
-    format!("expression is too deeply nested (more than {MAX_EXPR_DEPTH} levels)")
-}
 
 pub(super) fn binop_info(t: &Tok) -> Option<(BinOp, u8)> {
     // Higher binds tighter (exprparse.y's precedence list, bottom = tightest).
@@ -197,17 +196,17 @@ impl Parser {
 
     /// Enters one level of parser recursion; fails beyond [`MAX_EXPR_DEPTH`], before the
     /// recursion itself could exhaust the stack.
-    fn enter(&mut self) -> Result<(), String> {
+    fn enter(&mut self) -> Result<(), ExprError> {
         self.nesting += 1;
-        if self.nesting > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok(()) }
+        if self.nesting > MAX_EXPR_DEPTH { Err(ExprError::TooDeep) } else { Ok(()) }
     }
 
     /// A node over children of depth `child`: fails when the tree gets too deep.
-    fn node(e: Expr, child: usize) -> Result<Parsed, String> {
-        if child + 1 > MAX_EXPR_DEPTH { Err(too_deep()) } else { Ok((e, child + 1)) }
+    fn node(e: Expr, child: usize) -> Result<Parsed, ExprError> {
+        if child + 1 > MAX_EXPR_DEPTH { Err(ExprError::TooDeep) } else { Ok((e, child + 1)) }
     }
 
-    fn expr(&mut self, min_prec: u8) -> Result<Parsed, String> {
+    fn expr(&mut self, min_prec: u8) -> Result<Parsed, ExprError> {
         self.enter()?;
         let (mut lhs, mut depth) = self.unary()?;
         while let Some((op, prec)) = self.peek().and_then(binop_info) {
@@ -219,14 +218,14 @@ impl Parser {
             let (rhs, rd) = self.expr(prec + 1)?;
             (lhs, depth) = Self::node(Expr::Binary(op, Box::new(lhs), Box::new(rhs)), depth.max(rd))?;
             if prec == 4 && matches!(self.peek().and_then(binop_info), Some((_, 4))) {
-                return Err("comparison operators cannot be chained".into());
+                return Err(ExprError::ChainedComparison);
             }
         }
         self.nesting -= 1;
         Ok((lhs, depth))
     }
 
-    fn unary(&mut self) -> Result<Parsed, String> {
+    fn unary(&mut self) -> Result<Parsed, ExprError> {
         if !matches!(self.peek(), Some(Tok::Op("-" | "+" | "~"))) {
             return self.primary_or_not();
         }
@@ -257,7 +256,7 @@ impl Parser {
         Ok(r)
     }
 
-    fn primary_or_not(&mut self) -> Result<Parsed, String> {
+    fn primary_or_not(&mut self) -> Result<Parsed, ExprError> {
         match self.peek() {
             Some(Tok::Ident(w)) if w.eq_ignore_ascii_case("not") => {
                 self.pos += 1;
@@ -270,7 +269,7 @@ impl Parser {
         }
     }
 
-    fn primary(&mut self) -> Result<Parsed, String> {
+    fn primary(&mut self) -> Result<Parsed, ExprError> {
         match self.next() {
             Some(Tok::Int(i)) => Ok((Expr::Const(Value::Int(i)), 1)),
             Some(Tok::Double(d)) => Ok((Expr::Const(Value::Double(d)), 1)),
@@ -279,13 +278,15 @@ impl Parser {
                 let e = self.expr(0)?;
                 match self.next() {
                     Some(Tok::RParen) => Ok(e),
-                    _ => Err("expected ')'".into()),
+                    _ => Err(ExprError::ExpectedCloseParen),
                 }
             }
             Some(Tok::Ident(name)) => self.ident(&name),
-            Some(Tok::MaxIntPlusOne) => Err("bigint out of range: \"9223372036854775808\"".into()),
-            Some(t) => Err(format!("syntax error at {t:?}")),
-            None => Err("unexpected end of expression".into()),
+            Some(Tok::MaxIntPlusOne) => {
+                Err(ExprError::BigintConstantOutOfRange("9223372036854775808".into()))
+            }
+            Some(t) => Err(ExprError::SyntaxError(format!("{t:?}"))),
+            None => Err(ExprError::UnexpectedEnd),
         }
     }
 
@@ -293,17 +294,16 @@ impl Parser {
     /// the parenthesis recursion stay small (unoptimised builds give every temporary its own
     /// stack slot).
     #[inline(never)]
-    fn ident(&mut self, name: &str) -> Result<Parsed, String> {
+    fn ident(&mut self, name: &str) -> Result<Parsed, ExprError> {
         if name.eq_ignore_ascii_case("true") {
             return Ok((Expr::Const(Value::Bool(true)), 1));
         }
         if name.eq_ignore_ascii_case("false") {
             return Ok((Expr::Const(Value::Bool(false)), 1));
         }
-        let (f, min, max) =
-            Func::lookup(name).ok_or_else(|| format!("unexpected function name \"{name}\""))?;
+        let (f, min, max) = Func::lookup(name).ok_or_else(|| ExprError::UnknownFunction(name.to_string()))?;
         if self.next() != Some(Tok::LParen) {
-            return Err(format!("expected '(' after function name \"{name}\""));
+            return Err(ExprError::ExpectedOpenParen(name.to_string()));
         }
         let mut args = Vec::new();
         let mut depth = 0;
@@ -317,12 +317,12 @@ impl Parser {
                 match self.next() {
                     Some(Tok::Comma) => continue,
                     Some(Tok::RParen) => break,
-                    _ => return Err(format!("expected ',' or ')' in call of \"{name}\"")),
+                    _ => return Err(ExprError::ExpectedCommaOrParen(name.to_string())),
                 }
             }
         }
         if args.len() < min || max.is_some_and(|m| args.len() > m) {
-            return Err(format!("wrong number of arguments ({}) for function \"{name}\"", args.len()));
+            return Err(ExprError::WrongArgumentCount { count: args.len(), name: name.to_string() });
         }
         Self::node(Expr::Call(f, args), depth)
     }
@@ -331,20 +331,20 @@ impl Parser {
 /// Parses one expression.
 ///
 /// # Errors
-/// A message naming what was wrong (unknown function, bad token, wrong argument count, an
+/// An [`ExprError`](super::ExprError) naming what was wrong (unknown function, bad token, wrong argument count, an
 /// expression longer than [`MAX_EXPR_LEN`] bytes or deeper than [`MAX_EXPR_DEPTH`] levels).
-pub fn parse(text: &str) -> Result<Expr, String> {
+pub fn parse(text: &str) -> Result<Expr, ExprError> {
     if text.len() > MAX_EXPR_LEN {
-        return Err(format!("expression is too long ({} bytes, at most {MAX_EXPR_LEN})", text.len()));
+        return Err(ExprError::TooLong(text.len()));
     }
     let toks = tokenize(text)?;
     if toks.is_empty() {
-        return Err("missing expression".into());
+        return Err(ExprError::MissingExpression);
     }
     let mut p = Parser { toks, pos: 0, nesting: 0 };
     let (e, _) = p.expr(0)?;
     if p.pos != p.toks.len() {
-        return Err(format!("unexpected {:?} after expression", p.toks[p.pos]));
+        return Err(ExprError::TrailingToken(format!("{:?}", p.toks[p.pos])));
     }
     Ok(e)
 }

@@ -1,11 +1,16 @@
 use super::*;
 use std::collections::HashMap;
 
+/// [`super::parse`] with the error as its message, which these tests compare.
+fn parse(s: &str) -> Result<Expr, String> {
+    super::parse(s).map_err(String::from)
+}
+
 fn ev(s: &str) -> Result<Value, String> {
     let mut vars = HashMap::new();
     vars.insert("scale".to_string(), Value::Int(10));
     vars.insert("x".to_string(), Value::Double(1.5));
-    eval(&parse(s)?, &vars, &mut client_rng(1, 0))
+    Ok(eval(&parse(s)?, &vars, &mut client_rng(1, 0))?)
 }
 
 #[test]
@@ -158,4 +163,26 @@ fn constant_folding_keeps_values_and_errors() {
         assert!(!matches!(parse(text).unwrap().fold_constants(), Expr::Const(_)), "{text}");
     }
     assert!(eval(&parse("9223372036854775807 + 1").unwrap().fold_constants(), &vars, &mut rng).is_err());
+}
+
+#[test]
+fn typed_errors_display_the_messages_pgbench_prints() {
+    let p = 1.0;
+    assert_eq!(
+        ExprError::GaussianParameter(p).to_string(),
+        format!("gaussian parameter must be at least {MIN_GAUSSIAN_PARAM:.6} (got {p:.6})")
+    );
+    assert_eq!(
+        ExprError::ZipfianParameter(0.5).to_string(),
+        format!(
+            "zipfian parameter must be in range [{MIN_ZIPFIAN_PARAM:.3}, {MAX_ZIPFIAN_PARAM:.0}] (got 0.5)"
+        )
+    );
+    assert_eq!(ev("random_zipfian(5, 1, 1.5)").unwrap_err(), "empty range given to random_zipfian: 5 > 1");
+    assert_eq!(super::parse(&"1+".repeat(MAX_EXPR_LEN)).unwrap_err(), ExprError::TooLong(2 * MAX_EXPR_LEN));
+    assert_eq!(
+        ExprError::TooDeep.to_string(),
+        format!("expression is too deeply nested (more than {MAX_EXPR_DEPTH} levels)")
+    );
+    assert_eq!(parse("random(1").unwrap_err(), "expected ',' or ')' in call of \"random\"");
 }

@@ -16,8 +16,6 @@
 //! query mode does this textually; we bind the value, which gives the same result). Anything
 //! else is an error `FILE:LINE: unsupported statement: ...`.
 
-use std::fmt;
-
 use sqlparser::ast::{self, SetExpr, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -26,6 +24,9 @@ use lockstack_engine::session::{LockClauseStrength, WaitPolicy};
 use lockstack_engine::tables::TableId;
 
 use super::expr::{self, Expr};
+
+mod error;
+pub use error::{BuiltinError, ScriptError, ScriptErrorKind};
 
 /// pgbench's four tables, as its scripts name them; each maps onto a relation of the
 /// engine's catalog ([`Table::rel`]).
@@ -187,25 +188,6 @@ pub struct Script {
     pub texts: Vec<String>,
 }
 
-/// A script that could not be parsed: `FILE:LINE: message`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScriptError {
-    /// The script's name (file name or built-in name).
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for ScriptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.message)
-    }
-}
-
-impl std::error::Error for ScriptError {}
-
 /// A built-in script: name, description and text exactly as `pgbench --show-script=NAME`
 /// prints it (PostgreSQL 15).
 #[derive(Copy, Clone, Debug)]
@@ -266,21 +248,16 @@ impl Builtin {
     /// Finds a built-in by name or unique prefix, as pgbench's `-b` does.
     ///
     /// # Errors
-    /// Unknown or ambiguous names, with the list of valid ones.
-    pub fn find(name: &str) -> Result<Builtin, String> {
+    /// [`BuiltinError`]: unknown (with the list of valid names) or ambiguous names.
+    pub fn find(name: &str) -> Result<Builtin, BuiltinError> {
         if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
             return Ok(*b);
         }
         let matches: Vec<&Builtin> = BUILTINS.iter().filter(|b| b.name.starts_with(name)).collect();
         match matches.as_slice() {
             [one] => Ok(**one),
-            [] => Err(format!(
-                "no builtin script found for name \"{name}\" (available: tpcb-like, simple-update, select-only)"
-            )),
-            _ => Err(format!(
-                "ambiguous builtin name: {} builtin scripts found for prefix \"{name}\"",
-                matches.len()
-            )),
+            [] => Err(BuiltinError::NotFound(name.to_string())),
+            _ => Err(BuiltinError::Ambiguous { count: matches.len(), prefix: name.to_string() }),
         }
     }
 
@@ -307,13 +284,9 @@ pub const MAX_SCRIPT_BYTES: u64 = 1 << 20;
 /// escaped); a text above [`MAX_SCRIPT_BYTES`] is refused at line 1.
 pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
     let file = &crate::input::one_line(file);
-    let err = |line: usize, message: String| ScriptError {
-        file: file.to_string(),
-        line,
-        message: crate::input::one_line(&message),
-    };
+    let err = |line: usize, kind: ScriptErrorKind| ScriptError { file: file.to_string(), line, kind };
     if text.len() as u64 > MAX_SCRIPT_BYTES {
-        return Err(err(1, format!("script is larger than {MAX_SCRIPT_BYTES} bytes, the most accepted")));
+        return Err(err(1, ScriptErrorKind::TooLarge));
     }
     let mut commands = Vec::new();
     let mut texts = Vec::new();
@@ -349,7 +322,7 @@ pub fn parse_script(file: &str, text: &str) -> Result<Script, ScriptError> {
         commands.push((sql_line, Command::Sql { text: piece.trim().to_string(), cmd }));
     }
     if commands.is_empty() {
-        return Err(err(1, "empty command list for script".into()));
+        return Err(err(1, ScriptErrorKind::Empty));
     }
     Ok(Script { name: file.to_string(), commands, weight: 1, texts })
 }
@@ -394,42 +367,43 @@ fn split_statements(code: &str, buf: &mut String) -> Vec<String> {
     out
 }
 
-fn parse_meta(meta: &str) -> Result<Command, String> {
+fn parse_meta(meta: &str) -> Result<Command, ScriptErrorKind> {
     let mut words = meta.split_whitespace();
     let name = words.next().unwrap_or("");
     match name.to_ascii_lowercase().as_str() {
         "set" => {
-            let var = words.next().ok_or("missing argument in command \"set\"")?;
+            let var = words.next().ok_or(ScriptErrorKind::MissingArgument("set"))?;
             if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(format!("invalid variable name: \"{var}\""));
+                return Err(ScriptErrorKind::InvalidVariableName(var.to_string()));
             }
             // The expression is what follows the variable name: skip the command word and the
             // name as words (searching for the name's text would find `s` inside "set").
             let after_name = meta.trim_start()[name.len()..].trim_start();
             let rest = after_name[var.len()..].trim();
-            let expr = expr::parse(rest).map_err(|e| format!("\\set {var}: {e}"))?;
+            let expr = expr::parse(rest)
+                .map_err(|error| ScriptErrorKind::SetExpression { var: var.to_string(), error })?;
             Ok(Command::Set { var: var.to_string(), expr })
         }
         "sleep" => {
-            let arg = words.next().ok_or("missing argument in command \"sleep\"")?;
+            let arg = words.next().ok_or(ScriptErrorKind::MissingArgument("sleep"))?;
             let unit = words.next().unwrap_or("s");
             if words.next().is_some() {
-                return Err("too many arguments in command \"sleep\"".into());
+                return Err(ScriptErrorKind::TooManySleepArguments);
             }
             let unit_us = match unit.to_ascii_lowercase().as_str() {
                 "us" => 1,
                 "ms" => 1_000,
                 "s" => 1_000_000,
-                other => return Err(format!("unrecognized time unit, must be us, ms or s: \"{other}\"")),
+                other => return Err(ScriptErrorKind::UnrecognizedTimeUnit(other.to_string())),
             };
             let amount = if let Some(v) = arg.strip_prefix(':') {
                 SleepArg::Var(v.to_string())
             } else {
-                SleepArg::Const(arg.parse().map_err(|_| format!("invalid sleep time: \"{arg}\""))?)
+                SleepArg::Const(arg.parse().map_err(|_| ScriptErrorKind::InvalidSleepTime(arg.to_string()))?)
             };
             Ok(Command::Sleep { amount, unit_us })
         }
-        _ => Err(format!("unsupported statement: \\{meta}")),
+        _ => Err(ScriptErrorKind::UnsupportedMetaCommand(meta.to_string())),
     }
 }
 
@@ -476,11 +450,16 @@ fn bind_variables(sql: &str) -> (String, Vec<String>) {
     (out, names)
 }
 
-fn unsupported(sql: &str) -> String {
-    format!("unsupported statement: {}", sql.split_whitespace().collect::<Vec<_>>().join(" "))
+/// `sql`'s words, single-spaced, as errors quote a statement.
+fn words_of(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
+fn unsupported(sql: &str) -> ScriptErrorKind {
+    ScriptErrorKind::UnsupportedStatement(words_of(sql))
+}
+
+fn parse_sql(sql: &str) -> Result<SqlCommand, ScriptErrorKind> {
     let trimmed = sql.trim();
     let upper = trimmed.to_ascii_uppercase();
     // sqlparser's PostgreSQL dialect does not know ABORT; PostgreSQL treats it as ROLLBACK.
@@ -490,20 +469,14 @@ fn parse_sql(sql: &str) -> Result<SqlCommand, String> {
     let words = upper.split_whitespace().collect::<Vec<_>>().join(" ");
     for strength in ["FOR KEY SHARE", "FOR NO KEY UPDATE"] {
         if words.contains(strength) {
-            return Err(format!(
-                "unsupported: {strength} on pgbench's tables (FOR UPDATE and FOR SHARE are): {}",
-                unsupported(trimmed).trim_start_matches("unsupported statement: ")
-            ));
+            return Err(ScriptErrorKind::UnsupportedLockStrength { strength, sql: words_of(trimmed) });
         }
     }
     let (bound, names) = bind_variables(trimmed);
     let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &bound).map_err(|_| unsupported(trimmed))?;
     let [stmt] = stmts.as_slice() else { return Err(unsupported(trimmed)) };
     if let Some(clause) = unsupported_clause(stmt) {
-        return Err(format!(
-            "unsupported: {clause}: {}",
-            unsupported(trimmed).trim_start_matches("unsupported statement: ")
-        ));
+        return Err(ScriptErrorKind::UnsupportedClause { clause, sql: words_of(trimmed) });
     }
     convert(stmt, &names).ok_or_else(|| unsupported(trimmed))
 }

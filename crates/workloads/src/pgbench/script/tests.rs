@@ -35,7 +35,7 @@ fn builtins_parse_into_the_expected_commands() {
     assert_eq!(Builtin::find("simple-update").unwrap().script().commands.len(), 9);
     assert_eq!(Builtin::find("select").unwrap().script().commands.len(), 2);
     assert!(Builtin::find("nope").is_err());
-    assert!(Builtin::find("s").unwrap_err().contains("ambiguous"));
+    assert!(Builtin::find("s").unwrap_err().to_string().contains("ambiguous"));
 }
 
 /// Our built-ins print exactly what PostgreSQL's pgbench prints, checked against the real
