@@ -90,25 +90,46 @@ fn positive(flag: &str, v: i64, max: i64) -> Result<u64, Failure> {
     Ok(v as u64)
 }
 
+/// Why a run's `--json` could not be read.
+#[derive(Debug, thiserror::Error)]
+enum RunJsonError {
+    /// The file cannot be read.
+    #[error("reading {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The file is not JSON.
+    #[error("parsing {}: {source}", path.display())]
+    Parse { path: PathBuf, source: serde_json::Error },
+    /// A top-level number is missing.
+    #[error("{}: no \"{key}\"", path.display())]
+    NoField { path: PathBuf, key: &'static str },
+    /// The run measured no transactions.
+    #[error("{}: no transactions ran", path.display())]
+    NoTransactions { path: PathBuf },
+    /// The simulated machine's misses are missing.
+    #[error("{}: no simulated_machine.misses_by_structure", path.display())]
+    NoMisses { path: PathBuf },
+}
+
 /// Reads a run's `--json`: tps and the section's misses by structure.
-fn read_run(json: &Path) -> Result<(f64, f64, Misses), String> {
-    let text = std::fs::read_to_string(json).map_err(|e| format!("reading {}: {e}", json.display()))?;
+fn read_run(json: &Path) -> Result<(f64, f64, Misses), RunJsonError> {
+    let path = || json.to_path_buf();
+    let text = std::fs::read_to_string(json).map_err(|source| RunJsonError::Read { path: path(), source })?;
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", json.display()))?;
-    let num = |key: &str| {
+        serde_json::from_str(&text).map_err(|source| RunJsonError::Parse { path: path(), source })?;
+    let num = |key: &'static str| {
         v.get(key)
             .and_then(serde_json::Value::as_f64)
-            .ok_or_else(|| format!("{}: no \"{key}\"", json.display()))
+            .ok_or_else(|| RunJsonError::NoField { path: path(), key })
     };
     let (transactions, elapsed) = (num("transactions")?, num("elapsed_s")?);
     if transactions <= 0.0 || elapsed <= 0.0 {
-        return Err(format!("{}: no transactions ran", json.display()));
+        return Err(RunJsonError::NoTransactions { path: path() });
     }
     let misses = v
         .get("simulated_machine")
         .and_then(|s| s.get("misses_by_structure"))
         .and_then(serde_json::Value::as_object)
-        .ok_or_else(|| format!("{}: no simulated_machine.misses_by_structure", json.display()))?;
+        .ok_or_else(|| RunJsonError::NoMisses { path: path() })?;
     let get = |m: &serde_json::Value, k: &str| m.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
     let by = misses
         .iter()

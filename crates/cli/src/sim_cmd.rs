@@ -163,24 +163,44 @@ pub(crate) fn machine_set_pairs(a: &SimArgs) -> Result<Vec<(String, f64)>, Failu
 /// # Errors
 /// The profile's own error (unknown, unreadable, invalid), one line; an unknown name also
 /// names the user directory's file it looked for.
-pub(crate) fn resolve_profile(spec: &str) -> Result<lockstack_sim::MachineProfile, String> {
+pub(crate) fn resolve_profile(spec: &str) -> Result<lockstack_sim::MachineProfile, ResolveProfileError> {
     use lockstack_workloads::experiments::user_dir;
     if let Some(p) = lockstack_sim::MachineProfile::builtin(spec) {
         return Ok(p);
     }
     if let Some(path) = user_dir::profile_path(spec) {
-        return lockstack_sim::MachineProfile::resolve(&path.to_string_lossy()).map_err(|e| e.to_string());
+        return Ok(lockstack_sim::MachineProfile::resolve(&path.to_string_lossy())?);
     }
     lockstack_sim::MachineProfile::resolve(spec).map_err(|e| match e {
         lockstack_sim::ProfileError::Unknown { .. } => match user_dir::dir() {
-            Ok(d) => format!(
-                "{e}; nor a user profile {} (`lockstack machine new {spec}` writes one)",
-                d.join(user_dir::MACHINES).join(format!("{spec}.toml")).display()
-            ),
-            Err(_) => e.to_string(),
+            Ok(d) => ResolveProfileError::NoUserProfile {
+                source: e,
+                file: d.join(user_dir::MACHINES).join(format!("{spec}.toml")),
+                spec: spec.to_string(),
+            },
+            Err(_) => ResolveProfileError::Profile(e),
         },
-        _ => e.to_string(),
+        _ => ResolveProfileError::Profile(e),
     })
+}
+
+/// Why [`resolve_profile`] found no profile.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResolveProfileError {
+    /// The profile's own error: unknown (and no user directory), unreadable, invalid.
+    #[error(transparent)]
+    Profile(#[from] lockstack_sim::ProfileError),
+    /// An unknown name that is not a user profile either; `file` is the user directory's file
+    /// looked for.
+    #[error("{source}; nor a user profile {} (`lockstack machine new {spec}` writes one)", file.display())]
+    NoUserProfile {
+        /// The profile crate's "unknown" error.
+        source: lockstack_sim::ProfileError,
+        /// `DIR/machines/SPEC.toml`.
+        file: std::path::PathBuf,
+        /// The name given.
+        spec: String,
+    },
 }
 
 /// The `--machine` profile with the `--machine-set` overrides applied.

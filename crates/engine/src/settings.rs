@@ -26,6 +26,15 @@ use lockstack_xlog::{WalConfig, WalSink};
 
 use crate::config::{EngineConfig, PRESET_SETTINGS, PRESETS};
 
+mod error;
+pub use error::SettingsError;
+
+impl SettingsError {
+    fn unknown_preset(name: &str) -> SettingsError {
+        SettingsError::UnknownPreset { name: name.to_string(), valid: PRESETS.join(", ") }
+    }
+}
+
 static LWLOCK: Nested<EngineConfig, LwLockKind> =
     Nested { knobs: lockstack_lwlock::KNOBS, get: |c| c.lwlock_kind, put: EngineConfig::set_lwlock_kind };
 static PROCARRAY: Nested<EngineConfig, ProcArrayConfig> =
@@ -121,8 +130,8 @@ pub fn knobs() -> Vec<KnobInfo> {
 /// # Errors
 /// A one-line message when the text has no `=`, the key is unknown (listing every valid key) or
 /// the value is not one the knob accepts (listing those). `cfg` is unchanged on error.
-pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), String> {
-    KNOBS.assign(cfg, assignment).map_err(|e| e.to_string())
+pub fn apply_set(cfg: &mut EngineConfig, assignment: &str) -> Result<(), SettingsError> {
+    Ok(KNOBS.assign(cfg, assignment)?)
 }
 
 impl EngineConfig {
@@ -140,12 +149,16 @@ impl EngineConfig {
     ///
     /// # Errors
     /// An unknown name, with the list of valid ones.
-    pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, String> {
-        let settings = EngineConfig::preset_settings(name)
-            .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
+    pub fn preset(name: &str, max_backends: usize, nbuffers: usize) -> Result<EngineConfig, SettingsError> {
+        let settings =
+            EngineConfig::preset_settings(name).ok_or_else(|| SettingsError::unknown_preset(name))?;
         let mut c = EngineConfig::new(max_backends, nbuffers);
         for (key, value) in settings {
-            KNOBS.set(&mut c, key, value).map_err(|e| format!("preset {name}: {e}"))?;
+            KNOBS.set(&mut c, key, value).map_err(|source| SettingsError::Preset {
+                prefix: "preset",
+                name: name.to_string(),
+                source,
+            })?;
         }
         Ok(c)
     }
@@ -226,7 +239,7 @@ impl CommandKnobs {
         preset: Option<&str>,
         flags: &[FlagAlias<'_>],
         sets: &[String],
-    ) -> Result<CommandConfig, String> {
+    ) -> Result<CommandConfig, SettingsError> {
         let (cfg, assigned) = self.resolve_in(&KNOBS, EngineConfig::new(1, 1024), preset, flags, sets)?;
         Ok(CommandConfig { cfg, assigned })
     }
@@ -245,27 +258,36 @@ impl CommandKnobs {
         preset: Option<&str>,
         flags: &[FlagAlias<'_>],
         sets: &[String],
-    ) -> Result<(R, Vec<&'static str>), String> {
+    ) -> Result<(R, Vec<&'static str>), SettingsError> {
         let mut cfg = base;
         let mut assigned = Vec::new();
         for (k, v) in self.defaults {
-            registry.set(&mut cfg, k, v).map_err(|e| format!("{}: {e}", self.command))?;
+            registry
+                .set(&mut cfg, k, v)
+                .map_err(|source| SettingsError::CommandDefault { command: self.command, source })?;
         }
         if let Some(name) = preset {
-            let settings = EngineConfig::preset_settings(name)
-                .ok_or_else(|| format!("unknown preset \"{name}\" (valid: {})", PRESETS.join(", ")))?;
+            let settings =
+                EngineConfig::preset_settings(name).ok_or_else(|| SettingsError::unknown_preset(name))?;
             for (k, v) in settings.iter().filter(|(k, _)| self.reads.contains(k)) {
-                registry.set(&mut cfg, k, v).map_err(|e| format!("--preset {name}: {e}"))?;
+                registry.set(&mut cfg, k, v).map_err(|source| SettingsError::Preset {
+                    prefix: "--preset",
+                    name: name.to_string(),
+                    source,
+                })?;
                 assigned.push(*k);
             }
         }
         for f in flags.iter().filter(|f| f.given) {
             if let Some(v) = f.value {
                 registry.set(&mut cfg, f.key, v).map_err(|e| match e {
-                    KnobError::BadValue { accepted, .. } => {
-                        format!("{} must be {accepted}, got \"{v}\" (knob {})", f.flag, f.key)
-                    }
-                    other => other.to_string(),
+                    KnobError::BadValue { accepted, .. } => SettingsError::BadFlag {
+                        flag: f.flag.to_string(),
+                        accepted,
+                        value: v.to_string(),
+                        key: f.key,
+                    },
+                    other => SettingsError::Knob(other),
                 })?;
             }
             assigned.push(f.key);
@@ -273,16 +295,16 @@ impl CommandKnobs {
         for a in sets {
             let key = lockstack_common::knob::key_of(a);
             if registry.info(key).is_some() && a.contains('=') && !self.reads.contains(&key) {
-                return Err(format!(
-                    "--set {key}: {} does not use this knob (it reads: {})",
-                    self.command,
-                    self.reads.join(", ")
-                ));
+                return Err(SettingsError::NotRead {
+                    key: key.to_string(),
+                    command: self.command,
+                    reads: self.reads.join(", "),
+                });
             }
             if let Some(f) = flags.iter().find(|f| f.given && f.key == key) {
-                return Err(format!("{} and --set {key} both set {key}: give one of them", f.flag));
+                return Err(SettingsError::FlagAndSet { flag: f.flag.to_string(), key: key.to_string() });
             }
-            registry.assign(&mut cfg, a).map_err(|e| e.to_string())?;
+            registry.assign(&mut cfg, a)?;
             if let Some(k) = self.reads.iter().find(|k| **k == key) {
                 assigned.push(k);
             }
@@ -298,7 +320,7 @@ impl CommandKnobs {
 /// # Errors
 /// The first failing assignment's message (`cfg` keeps the assignments before it), or
 /// [`validate`]'s.
-pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Result<(), String> {
+pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Result<(), SettingsError> {
     assignments.iter().try_for_each(|a| apply_set(cfg, a.as_ref()))?;
     validate(cfg, assignments)
 }
@@ -311,7 +333,7 @@ pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Re
 /// One line naming what is wrong: `--set KEY=VALUE: reason` for the last of `assignments`
 /// that set a knob of the failing subsystem (`lwlock.kind` excepted), otherwise
 /// `engine configuration: reason` (a preset's own value).
-pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<(), String> {
+pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<(), SettingsError> {
     let slru = |name: &str, buffers: usize, locking: SlruLocking| -> Result<(), String> {
         if !(2..=65536).contains(&buffers) {
             return Err(format!("{name} buffers must be 2..=65536, got {buffers}"));
@@ -336,8 +358,8 @@ pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<
         if let Err(reason) = r {
             let culprit = assignments.iter().map(AsRef::as_ref).rev().find(|a| a.trim().starts_with(prefix));
             return Err(match culprit {
-                Some(a) => format!("--set {}: {reason}", a.trim()),
-                None => format!("engine configuration: {reason}"),
+                Some(a) => SettingsError::Invalid { assignment: a.trim().to_string(), reason },
+                None => SettingsError::InvalidConfiguration { reason },
             });
         }
     }
@@ -362,18 +384,15 @@ pub const PGBENCH_BUFFER_HEADROOM: usize = 16_384;
 /// # Errors
 /// One line naming `-s` when the pool would exceed [`lockstack_bufmgr::MAX_BUFFERS`] (or the
 /// scale is not positive).
-pub fn pool_buffers(scale: i64, headroom: usize) -> Result<usize, String> {
+pub fn pool_buffers(scale: i64, headroom: usize) -> Result<usize, SettingsError> {
     let n = usize::try_from(scale)
         .ok()
         .filter(|&s| s > 0)
         .and_then(|s| s.checked_mul(BUFFERS_PER_SCALE))
         .and_then(|n| n.checked_add(headroom))
-        .ok_or_else(|| format!("-s {scale}: invalid scaling factor"))?;
+        .ok_or(SettingsError::BadScale { scale })?;
     if n > lockstack_bufmgr::MAX_BUFFERS {
-        return Err(format!(
-            "-s {scale}: buffer pool would need {n} buffers (max {})",
-            lockstack_bufmgr::MAX_BUFFERS
-        ));
+        return Err(SettingsError::PoolTooLarge { scale, need: n, max: lockstack_bufmgr::MAX_BUFFERS });
     }
     Ok(n)
 }
@@ -387,15 +406,11 @@ pub const BYTES_PER_SCALE: u64 = 36 << 20;
 ///
 /// # Errors
 /// One line naming `-s`, the estimate and the available memory.
-pub fn check_memory(scale: i64) -> Result<(), String> {
+pub fn check_memory(scale: i64) -> Result<(), SettingsError> {
     let Some(avail) = mem_available() else { return Ok(()) };
     let need = u64::try_from(scale).unwrap_or(0).saturating_mul(BYTES_PER_SCALE);
     if need > avail {
-        return Err(format!(
-            "-s {scale}: the tables would need about {} MiB in memory, but only {} MiB are available",
-            need >> 20,
-            avail >> 20
-        ));
+        return Err(SettingsError::OutOfMemory { scale, need_mib: need >> 20, avail_mib: avail >> 20 });
     }
     Ok(())
 }
@@ -494,7 +509,7 @@ mod tests {
                 assert_eq!(format!("{got:#?}"), format!("{want:#?}"), "preset {name}");
             }
         }
-        let e = EngineConfig::preset("pg10", 4, 1024).unwrap_err();
+        let e = EngineConfig::preset("pg10", 4, 1024).unwrap_err().to_string();
         assert!(e.contains("\"pg10\"") && e.contains("pg91, pg92, pg96, pg14, pg17"), "{e}");
     }
 
@@ -569,7 +584,7 @@ mod tests {
             (Some("pg10"), vec![], vec![], "unknown preset \"pg10\""),
         ] {
             let sets: Vec<String> = sets.into_iter().map(String::from).collect();
-            let e = LOCKS.resolve(preset, &flags, &sets).unwrap_err();
+            let e = LOCKS.resolve(preset, &flags, &sets).unwrap_err().to_string();
             assert!(e.contains(want) && !e.contains('\n'), "want {want:?}: {e}");
         }
     }
@@ -589,7 +604,7 @@ mod tests {
             (&["wal.buffers=70000"][..], "--set wal.buffers"),
         ] {
             let mut c = cfg();
-            let e = apply_all(&mut c, sets).unwrap_err();
+            let e = apply_all(&mut c, sets).unwrap_err().to_string();
             assert!(e.contains(want), "{sets:?}: {e}");
             assert_eq!(e.lines().count(), 1);
         }
@@ -607,6 +622,7 @@ mod tests {
         assert!(
             apply_all(&mut c, &["lmgr.deadlock_timeout=0"])
                 .unwrap_err()
+                .to_string()
                 .contains("(valid: 1..=3600000 (ms))")
         );
         apply_all(&mut c, &["lmgr.deadlock_timeout=25", "lmgr.lock_timeout=7"]).unwrap();
@@ -624,7 +640,7 @@ mod tests {
     fn pool_size_is_shared_and_bounded() {
         assert_eq!(pool_buffers(1, PGBENCH_BUFFER_HEADROOM).unwrap(), 2200 + 16_384);
         assert_eq!(pool_buffers(945, PGBENCH_BUFFER_HEADROOM).unwrap(), 945 * 2200 + 16_384);
-        let e = pool_buffers(946, PGBENCH_BUFFER_HEADROOM).unwrap_err();
+        let e = pool_buffers(946, PGBENCH_BUFFER_HEADROOM).unwrap_err().to_string();
         assert_eq!(e, "-s 946: buffer pool would need 2097584 buffers (max 2097152)");
         assert!(pool_buffers(0, 0).is_err() && pool_buffers(-3, 0).is_err());
         assert!(pool_buffers(i64::MAX, 1).is_err());
@@ -692,12 +708,12 @@ mod tests {
             "wal.flush=disk",
             "wal.synchronous_commit=maybe",
         ] {
-            let e = apply_set(&mut c, bad).unwrap_err();
+            let e = apply_set(&mut c, bad).unwrap_err().to_string();
             assert!(!e.contains('\n'), "{e}");
             assert!(e.contains("valid"), "{bad}: {e}");
         }
         assert_eq!(before, format!("{c:?}"));
-        let e = apply_set(&mut c, "nosuch.knob=1").unwrap_err();
+        let e = apply_set(&mut c, "nosuch.knob=1").unwrap_err().to_string();
         for k in knobs() {
             assert!(e.contains(k.key), "unknown-key error lists {}", k.key);
         }

@@ -309,7 +309,7 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
             return Ok(());
         }
         if Some(tag.rel) == t.index_oid() {
-            return crate::btree::verify_page(tag.rel.0, tag.block.0, p);
+            return crate::btree::verify_page(tag.rel.0, tag.block.0, p).map_err(|e| e.to_string());
         }
     }
     Ok(())

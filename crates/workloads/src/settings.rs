@@ -17,7 +17,8 @@ use lockstack_engine::settings::{CommandConfig, CommandKnobs, FlagAlias};
 use crate::sim_knobs::{self, SimKnobs};
 
 pub use lockstack_engine::settings::{
-    BUFFERS_PER_SCALE, BYTES_PER_SCALE, PGBENCH_BUFFER_HEADROOM, check_memory, pool_buffers, validate,
+    BUFFERS_PER_SCALE, BYTES_PER_SCALE, PGBENCH_BUFFER_HEADROOM, SettingsError, check_memory, pool_buffers,
+    validate,
 };
 
 /// What one run is configured with: the engine's configuration and the simulated machine's
@@ -62,8 +63,8 @@ pub fn knob_table() -> String {
 /// # Errors
 /// A one-line message when the text has no `=`, the key is unknown (listing every valid key) or
 /// the value is not one the knob accepts (listing those). `cfg` is unchanged on error.
-pub fn apply_set(cfg: &mut RunConfig, assignment: &str) -> Result<(), String> {
-    KNOBS.assign(cfg, assignment).map_err(|e| e.to_string())
+pub fn apply_set(cfg: &mut RunConfig, assignment: &str) -> Result<(), SettingsError> {
+    Ok(KNOBS.assign(cfg, assignment)?)
 }
 
 /// Applies every assignment in order (see [`apply_set`]), then checks the engine's resulting
@@ -73,7 +74,7 @@ pub fn apply_set(cfg: &mut RunConfig, assignment: &str) -> Result<(), String> {
 /// # Errors
 /// The first failing assignment's message (`cfg` keeps the assignments before it), or
 /// [`validate`]'s.
-pub fn apply_all<S: AsRef<str>>(cfg: &mut RunConfig, assignments: &[S]) -> Result<(), String> {
+pub fn apply_all<S: AsRef<str>>(cfg: &mut RunConfig, assignments: &[S]) -> Result<(), SettingsError> {
     assignments.iter().try_for_each(|a| apply_set(cfg, a.as_ref()))?;
     validate(&cfg.engine, assignments)
 }
@@ -90,7 +91,7 @@ pub fn resolve_command(
     preset: Option<&str>,
     flags: &[FlagAlias<'_>],
     sets: &[String],
-) -> Result<CommandConfig, String> {
+) -> Result<CommandConfig, SettingsError> {
     let base = RunConfig::new(EngineConfig::new(1, 1024));
     let (run, assigned) = command.resolve_in(&KNOBS, base, preset, flags, sets)?;
     Ok(CommandConfig { cfg: run.engine, assigned })
@@ -151,12 +152,12 @@ mod tests {
             ("sim.client_cpu_us=x", "invalid value \"x\" for --set sim.client_cpu_us"),
             ("nosuch=1", "sim.postgres_ipc"),
         ] {
-            let e = apply_set(&mut c, bad).unwrap_err();
+            let e = apply_set(&mut c, bad).unwrap_err().to_string();
             assert!(e.contains(want) && !e.contains('\n'), "{bad}: {e}");
         }
         const LOCKS: CommandKnobs =
             CommandKnobs { command: "lockstack locks", reads: &["lmgr.vxid"], defaults: &[] };
-        let e = resolve_command(&LOCKS, None, &[], &["sim.postgres_ipc=1".into()]).unwrap_err();
+        let e = resolve_command(&LOCKS, None, &[], &["sim.postgres_ipc=1".into()]).unwrap_err().to_string();
         assert!(e.starts_with("--set sim.postgres_ipc: lockstack locks does not use this knob"), "{e}");
     }
 }

@@ -194,37 +194,77 @@ pub(super) fn init_page(p: &mut [u8], o: Opaque) {
 ///
 /// # Errors
 /// A one-line reason.
-pub(crate) fn verify_page(rel: u32, block: u32, p: &[u8]) -> Result<(), String> {
+pub(crate) fn verify_page(rel: u32, block: u32, p: &[u8]) -> Result<(), BtreePageError> {
     let special = BLCKSZ - page::special_offset(p);
     if block == META_BLOCK {
         if special != 16 {
-            return Err(format!("B-tree metapage has {special} bytes of special space, not 16"));
+            return Err(BtreePageError::MetaSpecial { special });
         }
         let s = page::special(p);
         let owner = u32::from_le_bytes(s[META_REL].try_into().expect("4 bytes"));
-        return if owner == rel {
-            Ok(())
-        } else {
-            Err(format!("the file holds the B-tree of relation {owner}, not of relation {rel}"))
-        };
+        return if owner == rel { Ok(()) } else { Err(BtreePageError::OtherRelation { owner, rel }) };
     }
     if special != PAGE_OPAQUE_SIZE {
-        return Err(format!("B-tree page has {special} bytes of special space, not {PAGE_OPAQUE_SIZE}"));
+        return Err(BtreePageError::Special { special });
     }
     let o = opaque(p);
     let leaf = o.flags & F_LEAF != 0;
     if leaf != (o.level == 0) {
-        return Err(format!("B-tree page at level {} has leaf flag {leaf}", o.level));
+        return Err(BtreePageError::LeafFlag { level: o.level, leaf });
     }
     if !leaf && nitems(p) == 0 {
-        return Err("internal B-tree page has no items".into());
+        return Err(BtreePageError::EmptyInternal);
     }
     let want = if leaf { LEAF_ITEM } else { INTERNAL_ITEM };
     for off in 1..=nitems(p) {
         match page::get_item(p, off) {
             Some(b) if b.len() == want => {}
-            _ => return Err(format!("B-tree item {off} is not a normal item of {want} bytes")),
+            _ => return Err(BtreePageError::BadItem { off, want }),
         }
     }
     Ok(())
+}
+
+/// Why [`verify_page`] refused a B-tree page (a damaged or swapped file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BtreePageError {
+    /// The metapage's special space is not 16 bytes.
+    #[error("B-tree metapage has {special} bytes of special space, not 16")]
+    MetaSpecial {
+        /// Its size, bytes.
+        special: usize,
+    },
+    /// The metapage names another relation (a file swapped with another index's).
+    #[error("the file holds the B-tree of relation {owner}, not of relation {rel}")]
+    OtherRelation {
+        /// The relation the metapage names.
+        owner: u32,
+        /// The relation expected.
+        rel: u32,
+    },
+    /// A page's special space is not the opaque data's size.
+    #[error("B-tree page has {special} bytes of special space, not {PAGE_OPAQUE_SIZE}")]
+    Special {
+        /// Its size, bytes.
+        special: usize,
+    },
+    /// The leaf flag disagrees with the level (leaves are level 0).
+    #[error("B-tree page at level {level} has leaf flag {leaf}")]
+    LeafFlag {
+        /// The page's level.
+        level: u16,
+        /// Its leaf flag.
+        leaf: bool,
+    },
+    /// An internal page without items.
+    #[error("internal B-tree page has no items")]
+    EmptyInternal,
+    /// An item that is not normal or not of its level's length.
+    #[error("B-tree item {off} is not a normal item of {want} bytes")]
+    BadItem {
+        /// Its offset number.
+        off: u16,
+        /// The length its level's items have, bytes.
+        want: usize,
+    },
 }

@@ -37,15 +37,20 @@ pub enum Search {
     Interpolation,
 }
 
+/// A name [`Search`]'s parser does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown B-tree page search '{0}' (valid: interpolation, binary)")]
+pub struct UnknownSearch(pub String);
+
 impl std::str::FromStr for Search {
-    type Err = String;
+    type Err = UnknownSearch;
 
     /// Parses `interpolation` or `binary`.
-    fn from_str(s: &str) -> Result<Search, String> {
+    fn from_str(s: &str) -> Result<Search, UnknownSearch> {
         match s {
             "interpolation" => Ok(Search::Interpolation),
             "binary" => Ok(Search::Binary),
-            _ => Err(format!("unknown B-tree page search '{s}' (valid: interpolation, binary)")),
+            _ => Err(UnknownSearch(s.to_string())),
         }
     }
 }

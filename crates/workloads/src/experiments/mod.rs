@@ -26,6 +26,7 @@
 pub mod calibrate;
 pub mod catalog;
 pub mod driver;
+mod error;
 pub mod measured;
 pub mod output;
 pub mod points;
@@ -35,6 +36,8 @@ pub mod usl;
 pub mod validation;
 
 use serde::Serialize;
+
+pub use error::{CalibrationsError, PointsError, UnknownExperiment};
 
 use crate::micro::buffers::BufferScenario;
 
@@ -319,7 +322,7 @@ impl Experiment {
     ///
     /// # Errors
     /// The user's file does not parse (one line naming it).
-    pub fn user_calibrations(&self) -> Result<Vec<&'static Calibrated>, String> {
+    pub fn user_calibrations(&self) -> Result<Vec<&'static Calibrated>, &'static CalibrationsError> {
         Ok(user_dir::calibrations()?.iter().filter(|c| c.experiment == self.name).collect())
     }
 
@@ -338,10 +341,10 @@ pub fn all() -> &'static [Experiment] {
 ///
 /// # Errors
 /// An unknown name: a one-line message listing the valid ones.
-pub fn find(name: &str) -> Result<&'static Experiment, String> {
+pub fn find(name: &str) -> Result<&'static Experiment, UnknownExperiment> {
     all().iter().find(|e| e.name == name).ok_or_else(|| {
         let names: Vec<&str> = all().iter().map(|e| e.name).collect();
-        format!("unknown experiment \"{name}\" (valid: {})", names.join(", "))
+        UnknownExperiment { name: name.to_string(), valid: names.join(", ") }
     })
 }
 
@@ -371,14 +374,14 @@ struct CalibrationRow {
 
 /// Parses a calibrations file (`[[calibration]]` rows); the strings are leaked, once per
 /// process.
-pub(crate) fn parse_calibrations(text: &str) -> Result<Vec<Calibrated>, String> {
+pub(crate) fn parse_calibrations(text: &str) -> Result<Vec<Calibrated>, toml::de::Error> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct File {
         #[serde(default)]
         calibration: Vec<CalibrationRow>,
     }
-    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let f: File = toml::from_str(text)?;
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     Ok(f.calibration
         .into_iter()

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::driver::{self, ExperimentResult, Options, Plan, Point, PointSpec};
+use super::error::PointsError;
 use crate::report::MachineNote;
 
 /// The `format` field of a point file; a file with another is refused.
@@ -116,14 +117,11 @@ impl PlanId {
     /// # Errors
     /// An unknown experiment, options [`Plan::new`] refuses, or options that do not resolve
     /// to themselves (an edited file): one line.
-    pub fn plan(&self) -> Result<Plan, String> {
+    pub fn plan(&self) -> Result<Plan, PointsError> {
         let e = super::find(&self.experiment)?;
-        let plan = Plan::new(e, &self.options())?;
+        let plan = Plan::new(e, &self.options()).map_err(PointsError::Plan)?;
         if PlanId::of(&plan) != *self {
-            return Err(format!(
-                "the options of experiment {} do not resolve to themselves",
-                self.experiment
-            ));
+            return Err(PointsError::NotSelfResolving { experiment: self.experiment.clone() });
         }
         Ok(plan)
     }
@@ -179,8 +177,8 @@ pub fn run_one(
     spec: &PointSpec,
     context: BTreeMap<String, String>,
     machine: MachineNote,
-) -> Result<PointFile, String> {
-    let point = driver::run_point(plan, spec)?;
+) -> Result<PointFile, PointsError> {
+    let point = driver::run_point(plan, spec).map_err(PointsError::Run)?;
     Ok(PointFile {
         format: FORMAT.to_string(),
         plan: PlanId::of(plan),
@@ -198,12 +196,12 @@ pub fn run_one(
 ///
 /// # Errors
 /// The path and the I/O or encoding error, on one line.
-pub fn write(dir: &Path, file: &PointFile) -> Result<PathBuf, String> {
+pub fn write(dir: &Path, file: &PointFile) -> Result<PathBuf, PointsError> {
     let path = dir.join(file_name(&file.plan.experiment, file.index));
     let tmp = dir.join(format!(".{}.tmp", file_name(&file.plan.experiment, file.index)));
-    let text = serde_json::to_string_pretty(file).map_err(|e| format!("encoding the point file: {e}"))?;
-    std::fs::write(&tmp, text + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = serde_json::to_string_pretty(file).map_err(PointsError::Encode)?;
+    std::fs::write(&tmp, text + "\n").map_err(|source| PointsError::Io { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, &path).map_err(|source| PointsError::Io { path: path.clone(), source })?;
     Ok(path)
 }
 
@@ -236,40 +234,38 @@ fn is_point_file(name: &str) -> bool {
 /// files from different plans or contexts (naming the field); a point whose index is outside
 /// its plan or does not match the plan's point at that index; a point present twice (naming
 /// both files); points missing (naming their indexes, the first few).
-pub fn merge(dir: &Path) -> Result<Merged, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn merge(dir: &Path) -> Result<Merged, PointsError> {
+    let io = |source| PointsError::Io { path: dir.to_path_buf(), source };
+    let entries = std::fs::read_dir(dir).map_err(io)?;
     let mut paths = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entry = entry.map_err(io)?;
         if entry.file_name().to_str().is_some_and(is_point_file) {
             paths.push(entry.path());
         }
     }
     paths.sort();
     if paths.is_empty() {
-        return Err(format!(
-            "{}: no point files (NAME-point-K.json, written by --point K --out DIR)",
-            dir.display()
-        ));
+        return Err(PointsError::NoPointFiles { dir: dir.to_path_buf() });
     }
     let mut files: Vec<(PathBuf, PointFile)> = Vec::with_capacity(paths.len());
     for p in paths {
         let text = crate::input::read_text_file(&p, MAX_POINT_FILE_BYTES)?;
-        let f: PointFile =
-            serde_json::from_str(&text).map_err(|e| format!("{}: not a point file: {e}", p.display()))?;
+        let f: PointFile = serde_json::from_str(&text)
+            .map_err(|source| PointsError::NotAPointFile { path: p.clone(), source })?;
         if f.format != FORMAT {
-            return Err(format!("{}: format \"{}\", expected \"{FORMAT}\"", p.display(), f.format));
+            return Err(PointsError::Format { path: p, format: f.format });
         }
         files.push((p, f));
     }
     let (first_path, first) = (&files[0].0, &files[0].1);
     for (p, f) in &files[1..] {
         if let Some(d) = first.plan.difference(&f.plan) {
-            return Err(format!(
-                "{} and {} come from different plans: {d}",
-                first_path.display(),
-                p.display()
-            ));
+            return Err(PointsError::DifferentPlans {
+                first: first_path.clone(),
+                other: p.clone(),
+                difference: d,
+            });
         }
         if f.context != first.context {
             let key = first
@@ -281,27 +277,29 @@ pub fn merge(dir: &Path) -> Result<Merged, String> {
                 .unwrap_or_default();
             let show =
                 |m: &BTreeMap<String, String>| m.get(&key).map_or("none".to_string(), |v| format!("\"{v}\""));
-            return Err(format!(
-                "{} and {} come from different runs: {key} ({} vs {})",
-                first_path.display(),
-                p.display(),
-                show(&first.context),
-                show(&f.context)
-            ));
+            return Err(PointsError::DifferentRuns {
+                first: first_path.clone(),
+                other: p.clone(),
+                a: show(&first.context),
+                b: show(&f.context),
+                key,
+            });
         }
     }
-    let plan = first.plan.plan().map_err(|e| format!("{}: {e}", first_path.display()))?;
+    let plan = first
+        .plan
+        .plan()
+        .map_err(|e| PointsError::FilePlan { path: first_path.clone(), message: Box::new(e) })?;
     let specs = plan.point_specs();
     let mut slots: Vec<Option<(PathBuf, PointFile)>> = vec![None; specs.len()];
     for (p, f) in files {
         let Some(spec) = specs.get(f.index).filter(|_| f.total == specs.len()) else {
-            return Err(format!(
-                "{}: point {} of {}, but the plan has {} points",
-                p.display(),
-                f.index,
-                f.total,
-                specs.len()
-            ));
+            return Err(PointsError::OutOfPlan {
+                path: p,
+                index: f.index,
+                total: f.total,
+                points: specs.len(),
+            });
         };
         let q = &f.point;
         if q.run != spec.run
@@ -309,28 +307,19 @@ pub fn merge(dir: &Path) -> Result<Merged, String> {
             || q.clients != spec.clients
             || q.variant != spec.variant.name
         {
-            return Err(format!(
-                "{}: point {} is run {} {} c={} {}, but the plan's point {} is run {} {} c={} {}",
-                p.display(),
-                f.index,
-                q.run,
-                q.workload,
-                q.clients,
-                q.variant,
-                spec.index,
-                spec.run,
-                spec.workload.name,
-                spec.clients,
-                spec.variant.name
-            ));
+            return Err(PointsError::Mismatch {
+                path: p,
+                index: f.index,
+                plan_index: spec.index,
+                got: format!("run {} {} c={} {}", q.run, q.workload, q.clients, q.variant),
+                want: format!(
+                    "run {} {} c={} {}",
+                    spec.run, spec.workload.name, spec.clients, spec.variant.name
+                ),
+            });
         }
         if let Some((other, _)) = &slots[f.index] {
-            return Err(format!(
-                "point {} is present twice: {} and {}",
-                f.index,
-                other.display(),
-                p.display()
-            ));
+            return Err(PointsError::Twice { index: f.index, first: other.clone(), second: p });
         }
         let k = f.index;
         slots[k] = Some((p, f));
@@ -340,13 +329,12 @@ pub fn merge(dir: &Path) -> Result<Merged, String> {
     if !missing.is_empty() {
         let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
         let more = if missing.len() > shown.len() { ", ..." } else { "" };
-        return Err(format!(
-            "{}: {} of {} points missing: {}{more}",
-            dir.display(),
-            missing.len(),
-            specs.len(),
-            shown.join(", ")
-        ));
+        return Err(PointsError::Missing {
+            dir: dir.to_path_buf(),
+            missing: missing.len(),
+            points: specs.len(),
+            shown: format!("{}{more}", shown.join(", ")),
+        });
     }
     let slots: Vec<(PathBuf, PointFile)> = slots.into_iter().flatten().collect();
     let context = slots[0].1.context.clone();
@@ -405,21 +393,21 @@ mod tests {
         let last = &files[0];
         let saved = std::fs::read_to_string(last).unwrap();
         std::fs::remove_file(last).unwrap();
-        let err = merge(dir.path()).unwrap_err();
+        let err = merge(dir.path()).unwrap_err().to_string();
         assert!(err.contains("points missing") && err.contains(&format!("{}", specs.len() - 1)), "{err}");
         std::fs::write(last, &saved).unwrap();
         std::fs::write(dir.path().join("copy-point-0.json"), std::fs::read(&files[files.len() - 1]).unwrap())
             .unwrap();
-        assert!(merge(dir.path()).unwrap_err().contains("present twice"));
+        assert!(merge(dir.path()).unwrap_err().to_string().contains("present twice"));
         std::fs::write(dir.path().join("copy-point-0.json"), &saved[..saved.len() / 2]).unwrap();
-        assert!(merge(dir.path()).unwrap_err().contains("not a point file"));
+        assert!(merge(dir.path()).unwrap_err().to_string().contains("not a point file"));
         // A file from another plan names the field that differs.
         let mut other: PointFile = serde_json::from_str(&saved).unwrap();
         other.plan.seed = 7;
         std::fs::write(dir.path().join("copy-point-0.json"), serde_json::to_string(&other).unwrap()).unwrap();
-        let err = merge(dir.path()).unwrap_err();
+        let err = merge(dir.path()).unwrap_err().to_string();
         assert!(err.contains("different plans") && err.contains("seed"), "{err}");
         let empty = tempfile::tempdir().unwrap();
-        assert!(merge(empty.path()).unwrap_err().contains("no point files"));
+        assert!(merge(empty.path()).unwrap_err().to_string().contains("no point files"));
     }
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::error::CalibrationsError;
 use super::{Calibrated, parse_calibrations};
 
 /// The environment variable naming the user's directory.
@@ -54,7 +55,7 @@ pub fn dir() -> Result<PathBuf, String> {
     if let Some(d) = var("HOME") {
         return Ok(d.join(".config").join("lockstack"));
     }
-    Err(format!("no user directory: give --home DIR or set {ENV} (HOME is not set either)"))
+    Err(CalibrationsError::NoUserDir.to_string())
 }
 
 /// The user's profile file for `name` (`DIR/machines/NAME.toml`), when `name` is a plain name
@@ -72,27 +73,28 @@ pub fn profile_path(name: &str) -> Option<PathBuf> {
 ///
 /// # Errors
 /// The file exists but cannot be read or parsed: one line naming it.
-pub fn calibrations() -> Result<&'static [Calibrated], String> {
-    static ALL: OnceLock<Result<Vec<Calibrated>, String>> = OnceLock::new();
+pub fn calibrations() -> Result<&'static [Calibrated], &'static CalibrationsError> {
+    static ALL: OnceLock<Result<Vec<Calibrated>, CalibrationsError>> = OnceLock::new();
     ALL.get_or_init(|| {
         let Ok(d) = dir() else { return Ok(Vec::new()) };
         read_calibrations(&d.join(CALIBRATIONS))
     })
     .as_deref()
-    .map_err(Clone::clone)
 }
 
 /// The calibrations of the file at `path`; none when it does not exist.
 ///
 /// # Errors
 /// Unreadable or malformed: one line naming the file.
-pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, String> {
+pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, CalibrationsError> {
     if !path.exists() {
         return Ok(Vec::new());
     }
     let text = lockstack_common::input::read_text_file(path, MAX_CALIBRATIONS_BYTES)?;
-    parse_calibrations(&text)
-        .map_err(|e| format!("{}: not a calibrations file: {} (fix or delete it)", path.display(), e.trim()))
+    parse_calibrations(&text).map_err(|e| CalibrationsError::Malformed {
+        path: path.to_path_buf(),
+        message: e.to_string().trim().to_string(),
+    })
 }
 
 /// Stores `rows` in `DIR/calibrations.toml` (creating the directory), replacing the file's
@@ -101,8 +103,8 @@ pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, String> {
 /// # Errors
 /// No user directory, an existing file that does not parse, or a write that fails: one line
 /// naming the file and what to do.
-pub fn store_calibrations(rows: &[Calibrated]) -> Result<PathBuf, String> {
-    let d = dir()?;
+pub fn store_calibrations(rows: &[Calibrated]) -> Result<PathBuf, CalibrationsError> {
+    let d = dir().map_err(|_| CalibrationsError::NoUserDir)?;
     store_calibrations_in(&d, rows)
 }
 
@@ -110,7 +112,7 @@ pub fn store_calibrations(rows: &[Calibrated]) -> Result<PathBuf, String> {
 ///
 /// # Errors
 /// As [`store_calibrations`].
-pub fn store_calibrations_in(d: &Path, rows: &[Calibrated]) -> Result<PathBuf, String> {
+pub fn store_calibrations_in(d: &Path, rows: &[Calibrated]) -> Result<PathBuf, CalibrationsError> {
     let path = d.join(CALIBRATIONS);
     let mut all = read_calibrations(&path)?;
     all.retain(|c| {
@@ -126,11 +128,10 @@ pub fn store_calibrations_in(d: &Path, rows: &[Calibrated]) -> Result<PathBuf, S
         text.push_str(&c.toml());
     }
     std::fs::create_dir_all(d)
-        .map_err(|e| format!("{}: cannot create the user directory: {e} (give --home DIR)", d.display()))?;
+        .map_err(|source| CalibrationsError::CreateDir { dir: d.to_path_buf(), source })?;
     let tmp = d.join(format!(".{CALIBRATIONS}.{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e} (give --home DIR elsewhere)", tmp.display()))?;
-    std::fs::rename(&tmp, &path)
-        .map_err(|e| format!("{}: {e} (give --home DIR elsewhere)", path.display()))?;
+    std::fs::write(&tmp, text).map_err(|source| CalibrationsError::Write { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, &path).map_err(|source| CalibrationsError::Write { path: path.clone(), source })?;
     Ok(path)
 }
 
@@ -155,7 +156,7 @@ mod tests {
         let back = read_calibrations(&path).unwrap();
         assert_eq!(back, vec![row("b", 0.25), row("a", 0.75)]);
         std::fs::write(&path, "[[calibration]]\nexperiment = 3\n").unwrap();
-        let e = store_calibrations_in(d.path(), &[row("a", 0.5)]).unwrap_err();
+        let e = store_calibrations_in(d.path(), &[row("a", 0.5)]).unwrap_err().to_string();
         assert!(
             e.contains("calibrations.toml: not a calibrations file") && e.contains("fix or delete it"),
             "{e}"

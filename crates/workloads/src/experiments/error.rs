@@ -1,0 +1,216 @@
+//! The experiments' typed errors: [`UnknownExperiment`] ([`super::find`]),
+//! [`CalibrationsError`] (the user's calibrations file, [`super::user_dir`]) and
+//! [`PointsError`] (point files, [`super::points`]). Each displays as the one line the command
+//! prints. No locks.
+
+use std::path::PathBuf;
+
+use lockstack_common::input::NamedReadError;
+
+/// [`super::find`] was given a name no experiment has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown experiment \"{name}\" (valid: {valid})")]
+pub struct UnknownExperiment {
+    /// The name given.
+    pub name: String,
+    /// Every experiment's name, comma-separated.
+    pub valid: String,
+}
+
+impl From<UnknownExperiment> for String {
+    fn from(e: UnknownExperiment) -> String {
+        e.to_string()
+    }
+}
+
+/// Why the user's calibrations file could not be read or stored.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationsError {
+    /// None of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and `$HOME` is set.
+    #[error("no user directory: give --home DIR or set {} (HOME is not set either)", super::user_dir::ENV)]
+    NoUserDir,
+    /// The file exists but cannot be read (or is too large).
+    #[error(transparent)]
+    Read(#[from] NamedReadError),
+    /// The file does not parse as `[[calibration]]` rows; `message` is the parser's.
+    #[error("{}: not a calibrations file: {message} (fix or delete it)", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's message, trimmed.
+        message: String,
+    },
+    /// The user's directory cannot be created.
+    #[error("{}: cannot create the user directory: {source} (give --home DIR)", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Writing the file (or its temporary, renamed into place) failed.
+    #[error("{}: {source} (give --home DIR elsewhere)", path.display())]
+    Write {
+        /// The file written or renamed.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl From<CalibrationsError> for String {
+    fn from(e: CalibrationsError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<&CalibrationsError> for String {
+    fn from(e: &CalibrationsError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why a point file could not be written, or a directory of them not merged.
+#[derive(Debug, thiserror::Error)]
+pub enum PointsError {
+    /// Measuring the point failed (the driver's one-line message).
+    #[error("{0}")]
+    Run(String),
+    /// The point file's plan names no experiment.
+    #[error(transparent)]
+    UnknownExperiment(#[from] UnknownExperiment),
+    /// The point file's options are refused by [`super::driver::Plan::new`] (its message).
+    #[error("{0}")]
+    Plan(String),
+    /// The options of a point file do not resolve to themselves (an edited file).
+    #[error("the options of experiment {experiment} do not resolve to themselves")]
+    NotSelfResolving {
+        /// The experiment.
+        experiment: String,
+    },
+    /// A point file cannot be encoded as JSON.
+    #[error("encoding the point file: {0}")]
+    Encode(serde_json::Error),
+    /// An I/O error on a file or directory.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The directory holds no `NAME-point-K.json` file.
+    #[error("{}: no point files (NAME-point-K.json, written by --point K --out DIR)", dir.display())]
+    NoPointFiles {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A point file cannot be read (or is too large).
+    #[error(transparent)]
+    Read(#[from] NamedReadError),
+    /// A file does not parse as a point file.
+    #[error("{}: not a point file: {source}", path.display())]
+    NotAPointFile {
+        /// The file.
+        path: PathBuf,
+        /// The JSON parser's error.
+        source: serde_json::Error,
+    },
+    /// A point file of another format.
+    #[error("{}: format \"{format}\", expected \"{}\"", path.display(), super::points::FORMAT)]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The format it states.
+        format: String,
+    },
+    /// Two files come from different plans; `difference` is the first field that differs,
+    /// as `name (A vs B)`.
+    #[error("{} and {} come from different plans: {difference}", first.display(), other.display())]
+    DifferentPlans {
+        /// The first file.
+        first: PathBuf,
+        /// The file that differs.
+        other: PathBuf,
+        /// The first differing field.
+        difference: String,
+    },
+    /// Two files come from different runs: their context differs at `key` (`a` and `b` are
+    /// the values, quoted, or `none`).
+    #[error("{} and {} come from different runs: {key} ({a} vs {b})", first.display(), other.display())]
+    DifferentRuns {
+        /// The first file.
+        first: PathBuf,
+        /// The file that differs.
+        other: PathBuf,
+        /// The context key.
+        key: String,
+        /// The first file's value.
+        a: String,
+        /// The other file's value.
+        b: String,
+    },
+    /// The plan of the first file is refused; `message` is why.
+    #[error("{}: {message}", path.display())]
+    FilePlan {
+        /// The first file.
+        path: PathBuf,
+        /// Why its plan is refused.
+        message: Box<PointsError>,
+    },
+    /// A point's index or count does not fit the plan.
+    #[error("{}: point {index} of {total}, but the plan has {points} points", path.display())]
+    OutOfPlan {
+        /// The file.
+        path: PathBuf,
+        /// Its index.
+        index: usize,
+        /// Its point count.
+        total: usize,
+        /// The plan's point count.
+        points: usize,
+    },
+    /// A point's run, workload, clients or variant differ from the plan's point at its index;
+    /// `got` and `want` are each `run R WORKLOAD c=N VARIANT`.
+    #[error("{}: point {index} is {got}, but the plan's point {plan_index} is {want}", path.display())]
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// Its index.
+        index: usize,
+        /// The plan's point's index.
+        plan_index: usize,
+        /// What the file holds.
+        got: String,
+        /// What the plan has there.
+        want: String,
+    },
+    /// Two files hold the same point.
+    #[error("point {index} is present twice: {} and {}", first.display(), second.display())]
+    Twice {
+        /// The index.
+        index: usize,
+        /// The first file.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
+    /// Points are missing; `shown` lists the first few indexes (with `, ...` when more).
+    #[error("{}: {missing} of {points} points missing: {shown}", dir.display())]
+    Missing {
+        /// The directory.
+        dir: PathBuf,
+        /// How many are missing.
+        missing: usize,
+        /// The plan's point count.
+        points: usize,
+        /// The first indexes, comma-separated.
+        shown: String,
+    },
+}
+
+impl From<PointsError> for String {
+    fn from(e: PointsError) -> String {
+        e.to_string()
+    }
+}
