@@ -36,7 +36,8 @@ pub(crate) struct SimArgs {
     #[arg(long, global = true, value_enum, default_value_t = SimClock::Deterministic)]
     pub(crate) sim_clock: SimClock,
     /// Deterministic clock: read the segment costs from this table (saved by a measured run
-    /// with --sim-save-segments); without it every segment costs 20 ns (assumed).
+    /// with --sim-save-segments); without it, the table built into the simulating binary
+    /// (crates/sim/segments/builtin.json). A segment the table lacks costs its median.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) sim_segments: Option<std::path::PathBuf>,
     /// Whose costs local work carries under --machine: postgres (PostgreSQL 15's instructions,
