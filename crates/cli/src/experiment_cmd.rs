@@ -179,9 +179,10 @@ fn read_measured(
 fn calibrate(
     exp: &'static Experiment,
     opts: &Options,
-    machine: Option<&str>,
+    sim: &SimArgs,
     measured: Option<&experiments::measured::Measured>,
 ) -> Result<(), Failure> {
+    let machine = sim.machine.as_deref();
     let Some(machine) = machine else {
         let names: Vec<&str> = exp.machines.iter().map(|m| m.profile).collect();
         return Err(Failure::input(format!(
@@ -198,6 +199,20 @@ fn calibrate(
         ));
     };
     let figures = measured.map(|m| m.as_published(Some(machine)));
+    // Each calibration run in a fresh child process, as every simulated experiment point is
+    // (see `run`): its figure must not depend on the calibration runs before it.
+    let mut runs = 0;
+    let mut run_plan = |plan: &Plan| -> Result<ExperimentResult, String> {
+        runs += 1;
+        let tmp = std::env::temp_dir().join(format!("lockstack-calibrate-{}-{runs}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("calibration: {}: {e}", tmp.display()))?;
+        let mut progress = Progress::new(format!("calibration run {runs}"), plan.points());
+        let r = run_sweeps(plan, &[(sim.clone(), tmp.clone())], 1, &mut progress);
+        progress.finish();
+        let merged = r.map_err(|f| f.message).and_then(|()| points::merge(&tmp).map_err(|e| e.to_string()));
+        std::fs::remove_dir_all(&tmp).map_err(|e| format!("calibration: removing {}: {e}", tmp.display()))?;
+        Ok(merged?.result)
+    };
     let (solved, skipped) = lockstack_workloads::experiments::calibrate::solve(
         exp,
         opts,
@@ -205,6 +220,7 @@ fn calibrate(
         cores,
         profile_ipc,
         figures.as_deref(),
+        &mut run_plan,
     )
     .map_err(|e| Failure::input(e.to_string()))?;
     for line in &skipped {
@@ -278,7 +294,7 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
                 "--calibrate runs its own points: not with --list-points, --point, --jobs or --sensitivity",
             ));
         }
-        return calibrate(exp, &options(&args, machine)?, machine, measured.as_ref());
+        return calibrate(exp, &options(&args, machine)?, sim, measured.as_ref());
     }
     if args.sensitivity.is_some() {
         if machine.is_none() {
@@ -344,7 +360,12 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
 
     let mut progress = Progress::new(format!("experiment {}", exp.name), plan.points());
     let t0 = Instant::now();
-    let result = if jobs > 1 {
+    // Under --machine every point runs in a fresh child process, whatever --jobs: the
+    // simulated machine maps host addresses to 64-byte lines, and a point run after another in
+    // the same process would find the heap as that one left it, so its figures would depend on
+    // the points before it. (A --sim-save-segments run measures one table in this process.)
+    let children = jobs > 1 || (sim.machine.is_some() && sim.sim_save_segments.is_none());
+    let result = if children {
         let r = run_children(&plan, sim, jobs, &out, &mut progress);
         progress.finish();
         let (result, tally) = r?;

@@ -12,7 +12,7 @@
 //! give `A` and `B`, and a third checks the solution. The runs are deterministic, so this is
 //! exact up to the discreteness of a run's transaction count.
 
-use super::driver::{self, Options, POSTGRES_IPC_KEY, Plan};
+use super::driver::{self, ExperimentResult, Options, POSTGRES_IPC_KEY, Plan};
 use super::{Calibrated, Experiment, Published, WorkloadKind};
 
 /// The figure a workload is calibrated to among the user's own figures (`--measured`, already
@@ -115,12 +115,27 @@ pub struct Solved {
     pub tps_check: f64,
 }
 
+/// Runs one plan and returns its result: [`driver::run`] in this process, or (the `lockstack`
+/// command's choice under `--machine`) each point in a fresh child process, so that a
+/// calibration run's figures do not depend on the runs before it in the same process.
+pub type RunPlan<'a> = dyn FnMut(&Plan) -> Result<ExperimentResult, String> + 'a;
+
+/// Runs `plan` in this process ([`driver::run`]): a [`RunPlan`] for callers without child
+/// processes.
+///
+/// # Errors
+/// The run's one-line error.
+pub fn run_here(plan: &Plan) -> Result<ExperimentResult, String> {
+    driver::run(plan, &mut |_| {})
+}
+
 fn baseline_tps(
     e: &'static Experiment,
     base: &Options,
     workload: &str,
     clients: usize,
     ipc: f64,
+    run: &mut RunPlan<'_>,
 ) -> Result<f64, CalibrateError> {
     let mut opts = base.clone();
     opts.clients = Some(vec![clients]);
@@ -128,7 +143,7 @@ fn baseline_tps(
     opts.workloads = Some(vec![workload.to_string()]);
     opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
     let plan = Plan::new(e, &opts).map_err(CalibrateError::Run)?;
-    let r = driver::run(&plan, &mut |_| {}).map_err(CalibrateError::Run)?;
+    let r = run(&plan).map_err(CalibrateError::Run)?;
     let row = r.row(workload, e.baseline().name, clients).ok_or_else(|| {
         CalibrateError::Run(format!("calibration: no result for {workload} at {clients} clients"))
     })?;
@@ -157,6 +172,7 @@ pub fn solve(
     cores: u32,
     profile_ipc: f64,
     measured: Option<&[Published]>,
+    run: &mut RunPlan<'_>,
 ) -> Result<(Vec<Solved>, Vec<String>), CalibrateError> {
     if measured.is_none() && e.machine(machine).is_none() {
         let names: Vec<&str> = e.machines.iter().map(|m| m.profile).collect();
@@ -188,9 +204,19 @@ pub fn solve(
         };
         let Some(t) = found else {
             let whose = if measured.is_some() { "your --measured file" } else { "the thread" };
+            let row = if measured.is_some() {
+                format!(
+                    "add a row: variant {}, clients, tps, machine {machine}, workload {w}",
+                    e.baseline().name
+                )
+            } else {
+                format!(
+                    "calibrate against your own: --measured FILE.csv with a row: variant {}, clients, tps, machine {machine}, workload {w}",
+                    e.baseline().name
+                )
+            };
             skipped.push(format!(
-                "{w}: {whose} gives no figure for the baseline ({}) on {machine}; not calibrated (add a row: variant {}, clients, tps)",
-                e.baseline().name,
+                "{w}: {whose} gives no figure for the baseline ({}) on {machine}; not calibrated ({row})",
                 e.baseline().name
             ));
             continue;
@@ -204,8 +230,8 @@ pub fn solve(
             continue;
         }
         let (i1, i2) = (profile_ipc, 2.0 * profile_ipc);
-        let tps1 = baseline_tps(e, base, w, clients, i1)?;
-        let tps2 = baseline_tps(e, base, w, clients, i2)?;
+        let tps1 = baseline_tps(e, base, w, clients, i1, run)?;
+        let tps2 = baseline_tps(e, base, w, clients, i2, run)?;
         // Per-client transaction time, seconds: T = clients / tps.
         let (t1, t2, goal) = (clients as f64 / tps1, clients as f64 / tps2, clients as f64 / t.tps);
         let b = (t1 - t2) / (1.0 / i1 - 1.0 / i2);
@@ -227,7 +253,7 @@ pub fn solve(
         if !(0.01..=10.0).contains(&ipc) {
             return Err(CalibrateError::OutOfRange { workload: w.to_string(), ipc });
         }
-        let check = baseline_tps(e, base, w, clients, ipc)?;
+        let check = baseline_tps(e, base, w, clients, ipc, run)?;
         out.push(Solved {
             calibrated: Calibrated {
                 experiment: e.name,
