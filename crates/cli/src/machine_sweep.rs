@@ -5,20 +5,29 @@
 //! `DIR/sweep.csv`, a table on stdout and `DIR/sweep.svg` (one panel per profile, tps against
 //! clients on a log2 axis, one line per preset). docs/sim.md, "Sweeps", describes the columns.
 //!
-//! The points run as child processes rather than in this process because a simulated run takes
-//! over its process's sync facade (crates/sim) and the simulating binary is a separate build
-//! (crates/cli/build.rs); a child also keeps one point's failure from taking the others down.
+//! The points run as child processes (through [`crate::child`]) rather than in this process
+//! because a simulated run takes over its process's sync facade (crates/sim) and the simulating
+//! binary is a separate build (crates/cli/build.rs); a child also keeps one point's failure from
+//! taking the others down. A point's result is read back by [`point`]; `sweep.svg` is drawn by
+//! [`plot`], with the user's own figures (`--measured FILE.csv`) when given. Takes no lock.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use clap::Args;
 use lockstack_common::sync::{Duration, Instant, sleep};
 use lockstack_sim::profile::BUILTIN;
 use lockstack_workloads::experiments::driver::MAX_CLIENTS;
+use lockstack_workloads::experiments::measured::Measured;
 
 use crate::Failure;
+use crate::child;
+
+mod plot;
+mod point;
+
+use point::{Point, PointResult, read_result};
 
 /// Arguments of `lockstack machine sweep`.
 #[derive(Args, Debug)]
@@ -52,6 +61,13 @@ pub(crate) struct SweepArgs {
     /// tpcb-like; `lockstack pgbench --help`) or a script FILE (pgbench's -f).
     #[arg(long, default_value = "select-only", value_name = "NAME|FILE")]
     script: String,
+    /// Your own measurements, drawn in sweep.svg as dotted lines next to the predicted ones: a
+    /// CSV file with a header, the format of `experiment --measured` (variant, clients, tps
+    /// required; machine, workload optional; lines starting with # are comments), where
+    /// `variant` is one of --presets, `machine` one of --profiles (a row without one is drawn
+    /// on every panel) and `workload` the --script's name.
+    #[arg(long, value_name = "FILE.csv")]
+    measured: Option<PathBuf>,
 }
 
 /// What each point runs: pgbench's arguments that choose the script.
@@ -82,7 +98,7 @@ impl Script {
     fn args(&self) -> Vec<std::ffi::OsString> {
         match self {
             Script::Builtin(n) => vec!["-b".into(), n.into()],
-            Script::File(p) => vec!["-f".into(), p.as_os_str().to_owned()],
+            Script::File(p) => vec!["-f".into(), absolute(p).into_os_string()],
         }
     }
 
@@ -93,57 +109,15 @@ impl Script {
             Script::File(p) => format!("-f {}", p.display()),
         }
     }
-}
 
-/// One point of the sweep and, once run, its result.
-#[derive(Debug, Clone)]
-struct Point {
-    profile: String,
-    preset: String,
-    clients: usize,
-    /// pgbench's -t: transactions per client.
-    per_client: u64,
-}
-
-impl Point {
-    /// The point's file stem in `DIR/points/`.
-    fn stem(&self) -> String {
-        format!("{}-{}-c{}", self.profile, self.preset, self.clients)
+    /// The name a `--measured` file's `workload` column gives it: the built-in's full name or
+    /// the file as given.
+    fn name(&self) -> String {
+        match self {
+            Script::Builtin(n) => n.clone(),
+            Script::File(p) => p.display().to_string(),
+        }
     }
-
-    /// How error messages and the progress bar name the point.
-    fn label(&self) -> String {
-        format!("{} {} -c {}", self.profile, self.preset, self.clients)
-    }
-}
-
-/// What one point's `--json` says (pgbench's result and its `simulated_machine` section).
-#[derive(Debug, Clone)]
-struct PointResult {
-    point: Point,
-    /// Transactions processed.
-    transactions: u64,
-    /// Transactions per virtual second (pgbench's tps without initial connection time).
-    tps: f64,
-    /// Virtual seconds the simulated machine ran (all measured phases).
-    virtual_s: f64,
-    /// Host seconds the simulation took (not deterministic).
-    host_s: f64,
-    /// Simulated events.
-    events: u64,
-    /// Core-to-core cache-line transfers.
-    transfers: u64,
-    /// The wait class with the largest share of the tasks' virtual time, "unclassified"
-    /// (pgbench's start and stop gates, joins) left out; "none" when nothing waited.
-    top_wait: String,
-    /// Its share, 0 to 1.
-    top_wait_share: f64,
-    /// The "unclassified" share, 0 to 1.
-    unclassified_share: f64,
-    /// The line with the most core-to-core transfers ("none" if no line moved).
-    hot_line: String,
-    /// Its transfers.
-    hot_line_transfers: u64,
 }
 
 /// The sweep's points, validated.
@@ -288,12 +262,25 @@ struct Running {
     err: PathBuf,
 }
 
-/// Starts one point: this binary, `pgbench -s S -b NAME|-f FILE -c C -j C -t T --machine P --preset X --json
-/// FILE`, its stdout (the report) in `points/STEM.txt`, its stderr in `points/STEM.err` (removed
-/// after a success if empty).
+/// `p` made absolute against this process's working directory (the children run in
+/// `DIR/points/`), unchanged if that fails.
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Starts one point: this binary, `pgbench -s S -b NAME|-f FILE -c C -j C -t T --machine P --preset
+/// X --json STEM.json`, run in `dir` (`DIR/points/`), its stdout (the report) in `STEM.txt`, its
+/// stderr in `STEM.err` (removed after a success if empty).
+///
+/// The child's arguments name its files relative to `dir`, so they are the same whatever `--out`
+/// is: a simulated run's figures depend on where the process's earlier allocations put its
+/// heap, and an argument a few bytes longer moved them (the same point gave 192,285 and 196,689
+/// tps in two sweeps that differed only in the length of `--out`). Files the user named
+/// (`--script`, a profile file, `--home`) are passed as absolute paths.
 fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, Failure> {
     let stem = point.stem();
-    let json = dir.join(format!("{stem}.json"));
+    let json_name = format!("{stem}.json");
+    let json = dir.join(&json_name);
     let txt = dir.join(format!("{stem}.txt"));
     let err = dir.join(format!("{stem}.err"));
     let _ = std::fs::remove_file(&json);
@@ -301,22 +288,27 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
         std::fs::File::create(p).map_err(|e| Failure::output(format!("--out: {}: {e}", p.display())))
     };
     let c = point.clients.to_string();
-    let mut cmd = Command::new(exe);
+    let mut cmd = child::command(exe);
+    cmd.current_dir(dir);
     // The user directory, where the children find user profiles.
     if let Some(home) = lockstack_workloads::experiments::user_dir::overridden() {
-        cmd.arg("--home").arg(home);
+        cmd.arg("--home").arg(absolute(home));
     }
+    let machine = plan.machine_arg(&point.profile);
+    let machine = if Path::new(machine).is_file() {
+        absolute(Path::new(machine)).into_os_string()
+    } else {
+        machine.into()
+    };
     let child = cmd
         .args(["pgbench", "-s", &plan.scale.to_string()])
         .args(plan.script.args())
         .args(["-c", &c, "-j", &c])
-        .args(["-t", &point.per_client.to_string(), "--machine", plan.machine_arg(&point.profile)])
-        .args(["--preset", &point.preset, "--json"])
-        .arg(&json)
-        .stdin(Stdio::null())
+        .args(["-t", &point.per_client.to_string(), "--machine"])
+        .arg(machine)
+        .args(["--preset", &point.preset, "--json", &json_name])
         .stdout(file(&txt)?)
         .stderr(file(&err)?)
-        .env(crate::progress::QUIET_ENV, "1")
         .spawn()
         .map_err(|e| {
             Failure::run(format!("point {}: could not start {}: {e}", point.label(), exe.display()))
@@ -324,69 +316,10 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
     Ok(Running { point: point.clone(), child, json, err })
 }
 
-/// Reads a finished point's `--json`.
-fn read_result(point: &Point, json: &Path) -> Result<PointResult, String> {
-    let text = std::fs::read_to_string(json).map_err(|e| format!("reading {}: {e}", json.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", json.display()))?;
-    let num = |v: &serde_json::Value, key: &str| {
-        v.get(key)
-            .and_then(serde_json::Value::as_f64)
-            .ok_or_else(|| format!("{}: no number \"{key}\"", json.display()))
-    };
-    let sim = v
-        .get("simulated_machine")
-        .filter(|s| s.is_object())
-        .ok_or_else(|| format!("{}: no simulated_machine section", json.display()))?;
-    let transactions = num(&v, "transactions")?;
-    let elapsed = num(&v, "elapsed_s")?;
-    if elapsed <= 0.0 {
-        return Err(format!("{}: elapsed_s is {elapsed}", json.display()));
-    }
-    let waits = sim.get("waits").and_then(|w| w.as_array()).cloned().unwrap_or_default();
-    let share_of = |w: &serde_json::Value| w.get("share").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
-    let class_of = |w: &serde_json::Value| w.get("class").and_then(|c| c.as_str()).unwrap_or("").to_string();
-    let unclassified = waits.iter().filter(|w| class_of(w) == "unclassified").map(share_of).sum();
-    let top = waits
-        .iter()
-        .filter(|w| class_of(w) != "unclassified" && share_of(w) > 0.0)
-        .max_by(|a, b| share_of(a).total_cmp(&share_of(b)));
-    let hot = sim.get("hot_lines").and_then(|h| h.as_array()).and_then(|h| {
-        h.iter().max_by_key(|l| l.get("transfers").and_then(serde_json::Value::as_u64).unwrap_or(0))
-    });
-    let hot_transfers = hot.and_then(|l| l.get("transfers")).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    Ok(PointResult {
-        point: point.clone(),
-        transactions: transactions as u64,
-        tps: transactions / elapsed,
-        virtual_s: num(sim, "virtual_seconds")?,
-        host_s: num(sim, "host_seconds")?,
-        events: num(sim, "events")? as u64,
-        transfers: num(sim, "transfers")? as u64,
-        top_wait: top.map_or_else(|| "none".to_string(), class_of),
-        top_wait_share: top.map_or(0.0, share_of),
-        unclassified_share: unclassified,
-        hot_line: match hot {
-            Some(l) if hot_transfers > 0 => l.get("name").and_then(|n| n.as_str()).unwrap_or("?").to_string(),
-            _ => "none".to_string(),
-        },
-        hot_line_transfers: hot_transfers,
-    })
-}
-
-/// The last non-empty line of a failed child's stderr.
-fn last_line(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()))
-        .unwrap_or_else(|| "no message".to_string())
-}
-
 /// Runs every point, `plan.jobs` at a time. On the first failure the running children are
 /// killed and the failure names the point (exit 2).
 fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::run(format!("cannot find this binary to run the points: {e}")))?;
+    let exe = child::this_binary("cannot find this binary to run the points")?;
     let points = plan.points();
     let mut progress = crate::progress::Progress::new("machine sweep", points.len());
     let mut queue = points.iter();
@@ -437,7 +370,10 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
         if !status.success() {
             let code =
                 status.code().map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}"));
-            break Err(Failure::run(format!("point {label} failed ({code}): {}", last_line(&r.err))));
+            break Err(Failure::run(format!(
+                "point {label} failed ({code}): {}",
+                child::last_line_of(&r.err)
+            )));
         }
         // A successful child's stderr is kept only when it said something.
         if std::fs::metadata(&r.err).is_ok_and(|m| m.len() == 0) {
@@ -545,69 +481,25 @@ fn table(plan: &Plan, results: &[PointResult]) -> String {
     s
 }
 
-use lockstack_workloads::experiments::output::palette::series_style;
-use lockstack_workloads::experiments::output::svg::{self as plot, Figure, Kind, Panel, Pt, Series};
-
-/// `sweep.svg`'s text, drawn by the experiments' renderer: a title, then one panel per profile
-/// (up to three a row) with tps per virtual second from 0 on the y axis and clients on a log2
-/// x axis, one predicted series per preset (colour, marker and dash by the preset's position),
-/// its legend below each panel.
-///
-/// # Errors
-/// A drawing error from plotters, as text.
-fn render_svg(plan: &Plan, results: &[PointResult]) -> Result<String, String> {
-    let panels = plan
-        .profiles
-        .iter()
-        .map(|(profile, _)| Panel {
-            title: profile.clone(),
-            machine: profile.clone(),
-            y_desc: "tps".into(),
-            series: plan
-                .presets
-                .iter()
-                .enumerate()
-                .map(|(i, preset)| Series {
-                    label: format!("{preset}: predicted, uncalibrated"),
-                    machine: profile.clone(),
-                    kind: Kind::Predicted { calibrated: false },
-                    style: series_style(i),
-                    points: results
-                        .iter()
-                        .filter(|r| r.point.profile == *profile && r.point.preset == *preset)
-                        .map(|r| Pt { x: r.point.clients as f64, y: r.tps, lo: None, hi: None })
-                        .collect(),
-                })
-                .filter(|s| !s.points.is_empty())
-                .collect(),
-            bands: Vec::new(),
-            curves: Vec::new(),
-            notes: Vec::new(),
-        })
-        .collect();
-    let fig = Figure {
-        title: format!(
-            "lockstack pgbench {} -s {} on simulated machines: tps per virtual second ({} transactions a point)",
-            plan.script.label(),
-            plan.scale,
-            plan.transactions
-        ),
-        subtitle: vec!["uncalibrated: every point predicted from the profile's assumed costs".into()],
-        panels,
-        columns: 3,
-        panel_size: (440, 330),
-    };
-    plot::render(&fig).map_err(|e| e.to_string())
+/// The user's `--measured` file, checked against the sweep: `variant` one of its presets,
+/// `workload` its script's name.
+fn read_measured(plan: &Plan, path: &Path) -> Result<Measured, Failure> {
+    let presets: Vec<&str> = plan.presets.iter().map(String::as_str).collect();
+    let script = plan.script.name();
+    Measured::read_for(path, "machine sweep", &presets, &[script.as_str()])
+        .map_err(|e| Failure::input(e.to_string()))
 }
 
 /// Runs `lockstack machine sweep`.
 ///
 /// # Errors
-/// Bad input (an unknown profile or preset, a bad client list, `--out` that is a file): exit 1.
+/// Bad input (an unknown profile or preset, a bad client list, `--out` that is a file, a
+/// `--measured` file that cannot be used, named with its line and field): exit 1.
 /// A point whose child fails, or whose `--json` is unreadable: exit 2, naming the point. A file
 /// that cannot be written: exit 1.
 pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
     let plan = Plan::new(&args)?;
+    let measured = args.measured.as_deref().map(|p| read_measured(&plan, p)).transpose()?;
     let out = &args.out;
     if out.exists() && !out.is_dir() {
         return Err(Failure::input(format!("--out {}: is not a directory", out.display())));
@@ -622,8 +514,8 @@ pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
     let csv = out.join("sweep.csv");
     std::fs::write(&csv, csv_text(&results))
         .map_err(|e| Failure::output(format!("{}: {e}", csv.display())))?;
-    let svg_text =
-        render_svg(&plan, &results).map_err(|e| Failure::run(format!("drawing sweep.svg: {e}")))?;
+    let svg_text = plot::render_svg(&plan, &results, measured.as_ref())
+        .map_err(|e| Failure::run(format!("drawing sweep.svg: {e}")))?;
     let svg = out.join("sweep.svg");
     std::fs::write(&svg, svg_text).map_err(|e| Failure::output(format!("{}: {e}", svg.display())))?;
     outln!(

@@ -1,7 +1,8 @@
 //! `lockstack machine sweep`: a tiny sweep (two profiles, two presets, one and two
 //! clients) writes one CSV row per point and an SVG with one line per (profile, preset); two
 //! sweeps give the same CSV but for the host-seconds column; bad input is one line and exit
-//! code 1; a point whose child fails is exit code 2 naming the point.
+//! code 1; a point whose child fails is exit code 2 naming the point; a sweep's figures do not
+//! depend on where `--out` is; `--measured FILE.csv` draws the user's figures in sweep.svg.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -121,8 +122,10 @@ fn a_tiny_sweep_writes_every_point_and_repeats() {
         assert!(lines >= 2 * PROFILES.len(), "{preset}: {lines} lines of {colour}");
     }
 
-    // Deterministic: a second sweep gives the same CSV but for host seconds.
-    let (_, b) = run_tiny(&dir.path().join("b"));
+    // Deterministic: a second sweep gives the same CSV but for host seconds, also into a
+    // directory whose path is longer (the children's arguments must not carry it: a longer
+    // argument moves a simulated run's heap, and with it the figures).
+    let (_, b) = run_tiny(&dir.path().join("b-in-a-directory-with-a-much-longer-name").join("b"));
     assert_eq!(stable(&a), stable(&b), "two sweeps differ");
 }
 
@@ -133,7 +136,12 @@ fn bad_sweep_input_is_one_line_and_exit_code_1() {
     std::fs::write(&file, "x").unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let measured = dir.path().join("mine.csv");
+    std::fs::write(&measured, "variant,clients,tps\npg92,1,100\npg93,2,200\n").unwrap();
+    let measured = measured.to_str().unwrap();
+    let missing = dir.path().join("missing.csv");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], &str); 10] = [
         (&["--profiles", "host,cray-1", "--out", out], "cray-1"),
         (&["--presets", "pg92,pg93", "--out", out], "pg93"),
         (&["--clients", "1,x", "--out", out], "--clients"),
@@ -142,6 +150,11 @@ fn bad_sweep_input_is_one_line_and_exit_code_1() {
         (&["--clients", "", "--out", out], "--clients"),
         (&["--jobs", "0", "--out", out], "--jobs"),
         (&["--out", file.to_str().unwrap()], "not a directory"),
+        (
+            &["--presets", "pg92,pg17", "--measured", measured, "--out", out],
+            "mine.csv: line 3: field variant: \"pg93\" is not a variant of machine sweep (pg92, pg17)",
+        ),
+        (&["--measured", missing, "--out", out], "missing.csv"),
     ];
     for (args, needle) in cases {
         let mut all = vec!["machine", "sweep"];
@@ -171,4 +184,49 @@ fn a_failing_point_is_exit_code_2_and_named() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("point xeon-12 pg92 -c 1 failed") && err.contains("simulating binary"), "{err}");
     assert!(!out.join("sweep.csv").exists());
+}
+
+#[test]
+fn measured_figures_are_drawn_on_the_panels_they_apply_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine.csv");
+    // pg17's rows apply to every panel; pg92's names another machine than the one swept.
+    std::fs::write(
+        &mine,
+        "# measured on a real machine\nvariant,clients,tps,machine\npg17,1,20000,\npg17,2,35000,\npg92,1,9000,host\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["machine", "sweep", "--profiles", "xeon-12", "--presets", "pg92,pg17", "--clients", "1,2"])
+        .args(["--transactions", "40", "--measured"])
+        .arg(&mine)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is XML");
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    assert!(texts.contains(&"pg17: yours, measured (mine.csv)"), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.starts_with("pg92: yours")), "{texts:?}");
+    // The measured line is pg17's colour (the second preset's) and dotted: drawn as short
+    // segments, it adds lines of that colour that pg92 (predicted only) does not have.
+    let lines_of = |i: usize| {
+        let c = lockstack_workloads::experiments::output::COLORS[i];
+        let colour = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        doc.descendants()
+            .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(colour.as_str()))
+            .count()
+    };
+    assert!(lines_of(1) > lines_of(0) + 2, "pg17 {} lines, pg92 {}", lines_of(1), lines_of(0));
+    // The CSV holds the simulated points only.
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5, "{csv}");
 }

@@ -110,6 +110,39 @@ impl Measured {
     /// # Errors
     /// As [`Measured::read`].
     pub fn parse(text: &str, path: &Path, e: &Experiment) -> Result<Self, MeasuredError> {
+        let variants: Vec<&str> = e.variants.iter().map(|v| v.name).collect();
+        let workloads: Vec<&str> = e.workloads.iter().map(|w| w.name).collect();
+        Self::parse_for(text, path, e.name, &variants, &workloads)
+    }
+
+    /// Reads and checks `path` for a caller that is not an experiment: `what` names it in
+    /// messages ("machine sweep"), `variants` are the values the `variant` column may hold
+    /// (the sweep's presets) and `workloads` those of `workload` (the first when empty).
+    ///
+    /// # Errors
+    /// As [`Measured::read`].
+    pub fn read_for(
+        path: &Path,
+        what: &str,
+        variants: &[&str],
+        workloads: &[&str],
+    ) -> Result<Self, MeasuredError> {
+        let text = lockstack_common::input::read_text_file(path, MAX_MEASURED_BYTES)
+            .map_err(|e| MeasuredError::Read { path: path.to_path_buf(), message: e.error.to_string() })?;
+        Self::parse_for(&text, path, what, variants, workloads)
+    }
+
+    /// [`Measured::parse`] against explicit lists, as [`Measured::read_for`] describes.
+    ///
+    /// # Errors
+    /// As [`Measured::read`].
+    pub fn parse_for(
+        text: &str,
+        path: &Path,
+        what: &str,
+        variants: &[&str],
+        workloads: &[&str],
+    ) -> Result<Self, MeasuredError> {
         let mut rdr = csv::ReaderBuilder::new()
             .comment(Some(b'#'))
             .trim(csv::Trim::All)
@@ -150,8 +183,6 @@ impl Measured {
                 )));
             }
         }
-        let variants: Vec<&str> = e.variants.iter().map(|v| v.name).collect();
-        let workloads: Vec<&str> = e.workloads.iter().map(|w| w.name).collect();
         let mut points: Vec<MeasuredPoint> = Vec::new();
         for rec in rdr.records() {
             let rec = rec.map_err(|err| {
@@ -172,7 +203,7 @@ impl Measured {
                 return Err(field_err(
                     line,
                     "variant",
-                    format!("{variant:?} is not a variant of {} ({})", e.name, variants.join(", ")),
+                    format!("{variant:?} is not a variant of {what} ({})", variants.join(", ")),
                 ));
             }
             let clients = get(1).parse::<u32>().ok().filter(|&c| c >= 1).ok_or_else(|| {
@@ -190,7 +221,7 @@ impl Measured {
                     return Err(field_err(
                         line,
                         "workload",
-                        format!("{w:?} is not a workload of {} ({})", e.name, workloads.join(", ")),
+                        format!("{w:?} is not a workload of {what} ({})", workloads.join(", ")),
                     ));
                 }
             };
