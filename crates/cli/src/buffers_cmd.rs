@@ -145,22 +145,20 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
         vacuum_every: args.vacuum_every,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = buffers::run(&cfg).map_err(Failure::input)?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if let Some(r) = report.rows.iter().find(|r| !r.invariant_ok) {
-        return Err(Failure {
-            message: format!(
-                "row {} {} failed its checks: {}",
-                r.header,
-                r.vm_check.as_deref().unwrap_or(""),
-                r.error.as_deref().unwrap_or("?")
-            ),
-            code: 2,
-        });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || buffers::run(&cfg).map_err(Failure::input),
+        print_report,
+        |report| {
+            report.rows.iter().find(|r| !r.invariant_ok).map(|r| {
+                format!(
+                    "row {} {} failed its checks: {}",
+                    r.header,
+                    r.vm_check.as_deref().unwrap_or(""),
+                    r.error.as_deref().unwrap_or("?")
+                )
+            })
+        },
+    )
 }
 
 fn print_report(rep: &BuffersReport) {

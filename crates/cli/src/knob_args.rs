@@ -42,6 +42,30 @@ impl KnobArgs {
         lockstack_workloads::settings::resolve_command(knobs, self.preset.as_deref(), flags, &self.set)
             .map_err(Failure::input)
     }
+
+    /// The tail every such command shares: checks that the `--json` file can be written
+    /// ([`crate::prepare_json`]), runs the measurement, prints its text report, writes the
+    /// report to `--json` ([`crate::write_json`]), and last asks `broken` whether the run's own
+    /// checks failed.
+    ///
+    /// # Errors
+    /// An unwritable `--json` file (before the run, exit 2; after it, exit 1), `run`'s own
+    /// error, or `broken`'s message (exit 2) when the report fails its checks.
+    pub(crate) fn run_and_report<R: serde::Serialize>(
+        &self,
+        run: impl FnOnce() -> Result<R, Failure>,
+        print: impl FnOnce(&R),
+        broken: impl FnOnce(&R) -> Option<String>,
+    ) -> Result<(), Failure> {
+        crate::prepare_json(self.json.as_deref())?;
+        let report = run()?;
+        print(&report);
+        crate::write_json(self.json.as_deref(), &report)?;
+        match broken(&report) {
+            Some(message) => Err(Failure::run(message)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `--fast-path on|off` and `--vxid MODE` as the `lmgr.fast_path` and `lmgr.vxid` knobs they

@@ -76,17 +76,17 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = lwlock::run(&cfg).map_err(Failure::input)?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if report.rows.iter().any(|r| !r.invariant_ok) {
-        return Err(Failure {
-            message: "a lock broke mutual exclusion (see the 'ok' column)".into(),
-            code: 2,
-        });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || lwlock::run(&cfg).map_err(Failure::input),
+        print_report,
+        |report| {
+            report
+                .rows
+                .iter()
+                .any(|r| !r.invariant_ok)
+                .then(|| "a lock broke mutual exclusion (see the 'ok' column)".into())
+        },
+    )
 }
 
 fn print_report(rep: &LwLockBenchReport) {

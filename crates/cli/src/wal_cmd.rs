@@ -131,14 +131,11 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
             ],
         ))
     })?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = wal::run(&cfg).map_err(|e| Failure { message: e.to_string(), code: 2 })?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if !report.invariant_ok {
-        return Err(Failure { message: "WAL positions do not add up (see 'invariant')".into(), code: 2 });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || wal::run(&cfg).map_err(|e| Failure::run(e.to_string())),
+        print_report,
+        |report| (!report.invariant_ok).then(|| "WAL positions do not add up (see 'invariant')".into()),
+    )
 }
 
 fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
