@@ -11,7 +11,7 @@ use lockstack_common::sync::Instant;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use clap::{Args, Parser};
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
