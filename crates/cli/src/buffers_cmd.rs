@@ -163,19 +163,20 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
 
 fn print_report(rep: &BuffersReport) {
     let c = &rep.config;
-    outln!(
-        "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
-        c.scenario,
-        c.threads,
-        c.duration_s,
-        c.table_pages,
-        c.pool_buffers,
-        c.mapping,
-        c.victim,
-        if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
+    crate::knob_args::print_heading(
+        format_args!(
+            "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
+            c.scenario,
+            c.threads,
+            c.duration_s,
+            c.table_pages,
+            c.pool_buffers,
+            c.mapping,
+            c.victim,
+            if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "{:<10} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
         "header",

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use lockstack_engine::settings::{CommandConfig, CommandKnobs, FlagAlias};
+use lockstack_workloads::report::MachineNote;
 
 use crate::Failure;
 
@@ -66,6 +67,14 @@ impl KnobArgs {
             None => Ok(()),
         }
     }
+}
+
+/// The opening lines of such a command's text report: `title` (what ran, with its settings),
+/// the machine line ([`MachineNote::line`]: cores, threads, oversubscription) and a blank line.
+pub(crate) fn print_heading(title: std::fmt::Arguments<'_>, machine: &MachineNote) {
+    outln!("{title}");
+    outln!("{}", machine.line());
+    outln!();
 }
 
 /// `--fast-path on|off` and `--vxid MODE` as the `lmgr.fast_path` and `lmgr.vxid` knobs they

@@ -90,17 +90,18 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
 
 fn print_report(r: &LocksReport) {
     let c = &r.config;
-    outln!(
-        "locks: fast path {}, VXID locks {}, {} threads, {} relations/xact, {} partitions, {:.1} s",
-        if c.fast_path { "on" } else { "off" },
-        c.vxid,
-        c.threads,
-        c.relations,
-        c.partitions,
-        c.duration.as_secs_f64()
+    crate::knob_args::print_heading(
+        format_args!(
+            "locks: fast path {}, VXID locks {}, {} threads, {} relations/xact, {} partitions, {:.1} s",
+            if c.fast_path { "on" } else { "off" },
+            c.vxid,
+            c.threads,
+            c.relations,
+            c.partitions,
+            c.duration.as_secs_f64()
+        ),
+        &r.machine,
     );
-    outln!("{}", r.machine.line());
-    outln!();
     outln!("transactions      {:>14}   ({:.0} tps)", r.transactions, r.tps);
     outln!("relation locks/s  {:>14.0}", r.locks_per_sec);
     let l = &r.lmgr;

@@ -91,16 +91,17 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
 
 fn print_report(rep: &LwLockBenchReport) {
     let c = &rep.config;
-    outln!(
-        "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
-        c.threads,
-        c.duration.as_secs_f64(),
-        c.shared_ratio * 100.0,
-        c.hold_ns,
-        c.spin_rounds
+    crate::knob_args::print_heading(
+        format_args!(
+            "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
+            c.threads,
+            c.duration.as_secs_f64(),
+            c.shared_ratio * 100.0,
+            c.hold_ns,
+            c.spin_rounds
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>4}",
         "lock",

@@ -151,21 +151,22 @@ fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
 
 fn print_report(rep: &WalBenchReport) {
     let c = &rep.config;
-    outln!(
-        "wal insertion: {}, {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
-        c.insert_mode,
-        c.threads,
-        c.record_size,
-        rep.elapsed_secs,
-        c.wal_buffers,
-        c.commit_every,
-        match c.flush_delay_us {
-            Some(us) => format!(", modelled flush {us} us"),
-            None => ", memory sink".into(),
-        }
+    crate::knob_args::print_heading(
+        format_args!(
+            "wal insertion: {}, {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
+            c.insert_mode,
+            c.threads,
+            c.record_size,
+            rep.elapsed_secs,
+            c.wal_buffers,
+            c.commit_every,
+            match c.flush_delay_us {
+                Some(us) => format!(", modelled flush {us} us"),
+                None => ", memory sink".into(),
+            }
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "  {:.0} records/s, {:.1} MB/s of WAL; {} records, {} commits",
         rep.records_per_sec,
