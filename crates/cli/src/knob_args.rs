@@ -1,6 +1,7 @@
 //! The arguments every command that runs one subsystem (`lockstack lwlock|locks|buffers|
 //! snapshot|wal`) takes, flattened into each command's own (`#[command(flatten)]`): the
-//! preset and `--set` knobs it reads, and `--json`.
+//! preset and `--set` knobs it reads, and `--json`; and the run-and-report tail and report
+//! heading those commands share. Locks: none.
 
 use std::path::PathBuf;
 
