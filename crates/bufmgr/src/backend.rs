@@ -37,16 +37,7 @@ impl BufferPool {
     /// [`AttachError::OutOfRange`] if `id` is not below [`AUXILIARY_BACKEND_BASE`],
     /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
     pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<BackendBuffers, AttachError> {
-        if id.0 >= AUXILIARY_BACKEND_BASE {
-            return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
-        }
-        let class =
-            lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS);
-        let inserted = self.attached.lock().insert(id.0);
-        drop(class);
-        if !inserted {
-            return Err(AttachError::AlreadyAttached { id, subsystem: "buffer pool" });
-        }
+        self.attached.claim(id, "buffer pool")?;
         Ok(self.handle(id.0))
     }
 
@@ -95,12 +86,7 @@ impl fmt::Debug for BackendBuffers {
 impl Drop for BackendBuffers {
     fn drop(&mut self) {
         self.release_all();
-        if self.id < AUXILIARY_BACKEND_BASE {
-            let _class = lockstack_common::sync::hook::wait_class(
-                lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS,
-            );
-            self.pool.attached.lock().remove(&self.id);
-        }
+        self.pool.attached.release(self.id);
     }
 }
 

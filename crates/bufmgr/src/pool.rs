@@ -12,13 +12,12 @@
 //! lock; WAL is flushed up to the page LSN before the page is written.
 
 use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering, RwLock};
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 use lockstack_common::sync::hook::{self};
-use lockstack_common::{InvariantViolation, Oid, StatsRegistry};
+use lockstack_common::{BackendRegistry, InvariantViolation, Oid, StatsRegistry};
 use lockstack_lwlock::{LwLockImpl, LwLockMode};
 
 use crate::arena::PageArena;
@@ -65,7 +64,7 @@ pub struct BufferPool {
     pub(crate) extension_locks: Box<[CachePadded<Mutex<()>>]>,
     pub(crate) stats: StatsRegistry<BackendCounters>,
     /// Ids of the live handles made by [`BufferPool::attach`].
-    pub(crate) attached: Mutex<HashSet<u32>>,
+    pub(crate) attached: BackendRegistry,
     /// Handles made by [`BufferPool::attach_auxiliary`] so far.
     pub(crate) next_auxiliary: AtomicU32,
 }
@@ -103,7 +102,7 @@ impl BufferPool {
             flushed_lsn: AtomicU64::new(0),
             extension_locks: (0..EXTENSION_LOCKS).map(|_| CachePadded::new(Mutex::new(()))).collect(),
             stats: StatsRegistry::new(),
-            attached: Mutex::new(HashSet::new()),
+            attached: BackendRegistry::new(),
             next_auxiliary: AtomicU32::new(0),
         });
         pool.name_lines();

@@ -145,39 +145,38 @@ pub(crate) fn run(args: BuffersArgs) -> Result<(), Failure> {
         vacuum_every: args.vacuum_every,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = buffers::run(&cfg).map_err(Failure::input)?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if let Some(r) = report.rows.iter().find(|r| !r.invariant_ok) {
-        return Err(Failure {
-            message: format!(
-                "row {} {} failed its checks: {}",
-                r.header,
-                r.vm_check.as_deref().unwrap_or(""),
-                r.error.as_deref().unwrap_or("?")
-            ),
-            code: 2,
-        });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || buffers::run(&cfg).map_err(Failure::input),
+        print_report,
+        |report| {
+            report.rows.iter().find(|r| !r.invariant_ok).map(|r| {
+                format!(
+                    "row {} {} failed its checks: {}",
+                    r.header,
+                    r.vm_check.as_deref().unwrap_or(""),
+                    r.error.as_deref().unwrap_or("?")
+                )
+            })
+        },
+    )
 }
 
 fn print_report(rep: &BuffersReport) {
     let c = &rep.config;
-    outln!(
-        "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
-        c.scenario,
-        c.threads,
-        c.duration_s,
-        c.table_pages,
-        c.pool_buffers,
-        c.mapping,
-        c.victim,
-        if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
+    crate::knob_args::print_heading(
+        format_args!(
+            "buffers {}: {} threads, {:.1} s per row, {} table pages, {} buffers, mapping {}, victims {}{}",
+            c.scenario,
+            c.threads,
+            c.duration_s,
+            c.table_pages,
+            c.pool_buffers,
+            c.mapping,
+            c.victim,
+            if c.vacuum_every > 0 { format!(", vacuum every {}", c.vacuum_every) } else { String::new() }
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "{:<10} {:<19} {:>12} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8} {:>4}",
         "header",

@@ -11,7 +11,7 @@ use lockstack_common::sync::Instant;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use clap::{Args, Parser};
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
@@ -47,7 +47,8 @@ pub(crate) struct ExperimentArgs {
     /// only: native points running side by side would measure each other).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     jobs: Option<i64>,
-    /// Client counts, comma-separated (worker threads for vm-pin); default: the experiment's
+    /// Client counts, comma-separated, each 1 to 1000 (worker threads for vm-pin; order and
+    /// repeats do not matter); default: the experiment's
     /// (under --machine with one of the seed's machines, the counts the thread ran there).
     #[arg(long, value_name = "N,N,...")]
     clients: Option<String>,
@@ -113,19 +114,9 @@ pub(crate) struct ExperimentArgs {
     sensitivity: Option<String>,
 }
 
-fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
-    s.split(',')
-        .map(|part| {
-            let part = part.trim();
-            part.parse::<usize>()
-                .map_err(|_| Failure::input(format!("--clients: invalid count \"{part}\" in \"{s}\"")))
-        })
-        .collect()
-}
-
 fn options(args: &ExperimentArgs, machine: Option<&str>) -> Result<Options, Failure> {
     let clients = match &args.clients {
-        Some(s) => Some(parse_clients(s)?),
+        Some(s) => Some(crate::clients_arg::parse_clients(s)?),
         None if args.smoke => Some(vec![1, 2]),
         None => None,
     };

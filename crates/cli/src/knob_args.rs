@@ -1,11 +1,13 @@
 //! The arguments every command that runs one subsystem (`lockstack lwlock|locks|buffers|
 //! snapshot|wal`) takes, flattened into each command's own (`#[command(flatten)]`): the
-//! preset and `--set` knobs it reads, and `--json`.
+//! preset and `--set` knobs it reads, and `--json`; and the run-and-report tail and report
+//! heading those commands share. Locks: none.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use lockstack_engine::settings::{CommandConfig, CommandKnobs, FlagAlias};
+use lockstack_workloads::report::MachineNote;
 
 use crate::Failure;
 
@@ -42,6 +44,38 @@ impl KnobArgs {
         lockstack_workloads::settings::resolve_command(knobs, self.preset.as_deref(), flags, &self.set)
             .map_err(Failure::input)
     }
+
+    /// The tail every such command shares: checks that the `--json` file can be written
+    /// ([`crate::prepare_json`]), runs the measurement, prints its text report, writes the
+    /// report to `--json` ([`crate::write_json`]), and last asks `broken` whether the run's own
+    /// checks failed.
+    ///
+    /// # Errors
+    /// An unwritable `--json` file (before the run, exit 2; after it, exit 1), `run`'s own
+    /// error, or `broken`'s message (exit 2) when the report fails its checks.
+    pub(crate) fn run_and_report<R: serde::Serialize>(
+        &self,
+        run: impl FnOnce() -> Result<R, Failure>,
+        print: impl FnOnce(&R),
+        broken: impl FnOnce(&R) -> Option<String>,
+    ) -> Result<(), Failure> {
+        crate::prepare_json(self.json.as_deref())?;
+        let report = run()?;
+        print(&report);
+        crate::write_json(self.json.as_deref(), &report)?;
+        match broken(&report) {
+            Some(message) => Err(Failure::run(message)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The opening lines of such a command's text report: `title` (what ran, with its settings),
+/// the machine line ([`MachineNote::line`]: cores, threads, oversubscription) and a blank line.
+pub(crate) fn print_heading(title: std::fmt::Arguments<'_>, machine: &MachineNote) {
+    outln!("{title}");
+    outln!("{}", machine.line());
+    outln!();
 }
 
 /// `--fast-path on|off` and `--vxid MODE` as the `lmgr.fast_path` and `lmgr.vxid` knobs they

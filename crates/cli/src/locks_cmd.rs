@@ -1,8 +1,6 @@
 //! `lockstack locks`: the fast-path / VXID experiment of seed 003 on the heavyweight lock
 //! manager: throughput and lock counters.
 
-use std::time::Duration;
-
 use clap::Args;
 use lockstack_engine::settings::{CommandKnobs, FlagAlias};
 use lockstack_workloads::micro::locks::{self, LocksConfig, LocksReport};
@@ -71,54 +69,39 @@ pub(crate) fn run(args: LocksArgs) -> Result<(), Failure> {
         }
     };
     let vxid = lmgr.vxid;
-    if !args.duration.is_finite() || args.duration <= 0.0 || args.duration > 3600.0 {
-        return Err(Failure::input(format!(
-            "--duration must be above 0 and at most 3600 seconds, got {}",
-            args.duration
-        )));
-    }
+    let duration = crate::duration_arg(args.duration)?;
     let cfg = LocksConfig {
         fast_path,
         vxid,
         threads: args.threads,
         relations: args.relations,
         partitions: lmgr.partitions,
-        duration: Duration::from_secs_f64(args.duration),
+        duration,
     };
     cfg.validate().map_err(Failure::input)?;
-    if let Some(path) = &args.common.json {
-        std::fs::File::create(path).map_err(|e| Failure::input(format!("--json {}: {e}", path.display())))?;
-    }
-    let report = locks::run(&cfg).map_err(Failure::input)?;
-    print_report(&report);
-    if let Some(path) = &args.common.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure { message: format!("encoding JSON: {e}"), code: 2 })?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure { message: format!("--json {}: {e}", path.display()), code: 2 })?;
-    }
-    if !report.invariants_ok {
-        return Err(Failure {
-            message: "lock manager invariants broken at the end of the run".into(),
-            code: 2,
-        });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || locks::run(&cfg).map_err(Failure::input),
+        print_report,
+        |report| {
+            (!report.invariants_ok).then(|| "lock manager invariants broken at the end of the run".into())
+        },
+    )
 }
 
 fn print_report(r: &LocksReport) {
     let c = &r.config;
-    outln!(
-        "locks: fast path {}, VXID locks {}, {} threads, {} relations/xact, {} partitions, {:.1} s",
-        if c.fast_path { "on" } else { "off" },
-        c.vxid,
-        c.threads,
-        c.relations,
-        c.partitions,
-        c.duration.as_secs_f64()
+    crate::knob_args::print_heading(
+        format_args!(
+            "locks: fast path {}, VXID locks {}, {} threads, {} relations/xact, {} partitions, {:.1} s",
+            if c.fast_path { "on" } else { "off" },
+            c.vxid,
+            c.threads,
+            c.relations,
+            c.partitions,
+            c.duration.as_secs_f64()
+        ),
+        &r.machine,
     );
-    outln!("{}", r.machine.line());
-    outln!();
     outln!("transactions      {:>14}   ({:.0} tps)", r.transactions, r.tps);
     outln!("relation locks/s  {:>14.0}", r.locks_per_sec);
     let l = &r.lmgr;

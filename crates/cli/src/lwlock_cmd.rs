@@ -76,31 +76,32 @@ pub(crate) fn run(args: LwLockArgs) -> Result<(), Failure> {
         spin_rounds: args.spin_rounds,
     };
     cfg.validate().map_err(Failure::input)?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = lwlock::run(&cfg).map_err(Failure::input)?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if report.rows.iter().any(|r| !r.invariant_ok) {
-        return Err(Failure {
-            message: "a lock broke mutual exclusion (see the 'ok' column)".into(),
-            code: 2,
-        });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || lwlock::run(&cfg).map_err(Failure::input),
+        print_report,
+        |report| {
+            report
+                .rows
+                .iter()
+                .any(|r| !r.invariant_ok)
+                .then(|| "a lock broke mutual exclusion (see the 'ok' column)".into())
+        },
+    )
 }
 
 fn print_report(rep: &LwLockBenchReport) {
     let c = &rep.config;
-    outln!(
-        "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
-        c.threads,
-        c.duration.as_secs_f64(),
-        c.shared_ratio * 100.0,
-        c.hold_ns,
-        c.spin_rounds
+    crate::knob_args::print_heading(
+        format_args!(
+            "lwlock contention: {} threads, {:.1} s per lock, {:.0}% shared, hold {} ns, spin rounds {}",
+            c.threads,
+            c.duration.as_secs_f64(),
+            c.shared_ratio * 100.0,
+            c.hold_ns,
+            c.spin_rounds
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>4}",
         "lock",

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use lockstack_sim::MachineProfile;
+use lockstack_workloads::experiments::driver::MAX_CLIENTS;
 
 use crate::Failure;
 
@@ -263,7 +264,7 @@ fn csv_text(results: &[RunResult]) -> String {
 /// that fails or leaves no readable `--json`: exit 2, naming it. A file that cannot be written:
 /// exit 1.
 pub(crate) fn run(args: LayoutArgs) -> Result<(), Failure> {
-    let clients = positive("--clients", args.clients, 1000)?;
+    let clients = positive("--clients", args.clients, MAX_CLIENTS as i64)?;
     let transactions = positive("--transactions", args.transactions, 100_000_000)?;
     positive("--scale", args.scale, 10_000)?;
     let profiles: Vec<&str> = args.profiles.split(',').map(str::trim).collect();

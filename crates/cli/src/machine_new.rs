@@ -35,86 +35,86 @@ pub(crate) struct NewArgs {
     out: Option<PathBuf>,
 }
 
+/// How most of `[costs]` is measured.
+const CALIBRATE: &str = "measure: lockstack machine calibrate";
+
+/// `(key, what, how)` rows of [`ABOUT`], one line each: `key: what, how;`.
+macro_rules! about {
+    ($($key:literal: $what:literal, $how:expr;)*) => {
+        &[$(($key, $what, $how)),*]
+    };
+}
+
 /// What each constant is, and how to get it: (key, what, how).
-const ABOUT: &[(&str, &str, &str)] = &[
-    ("topology.sockets", "sockets (packages)", "cite: lscpu or the vendor's sheet"),
-    ("topology.cores_per_socket", "physical cores per socket", "cite: lscpu"),
-    ("topology.threads_per_core", "hardware threads per core (SMT)", "cite: lscpu"),
-    (
-        "topology.cores_per_llc",
-        "cores sharing one last-level cache",
-        "cite: /sys/.../cache/index3/shared_cpu_list",
-    ),
-    ("topology.numa_nodes", "NUMA nodes", "cite: numactl --hardware"),
-    ("topology.numa_distances", "the SLIT distance matrix, one row per node", "cite: numactl --hardware"),
-    ("costs.l1_hit_ns", "a load of a line this core holds, ns", "measure: lockstack machine calibrate"),
-    ("costs.smt_sibling_ns", "a line handed to the SMT sibling, ns", "measure or cite (a paper's figure)"),
-    (
-        "costs.same_llc_ns",
-        "a line handed over within one last-level cache, ns",
-        "measure: lockstack machine calibrate",
-    ),
-    ("costs.same_node_ns", "a line handed over within one NUMA node, ns", "measure or cite"),
-    ("costs.remote", "line transfer and memory per NUMA distance, ns", "cite: a paper's or vendor's figures"),
-    ("costs.memory_ns", "a load from local memory, ns", "measure: lockstack machine calibrate"),
-    (
-        "costs.atomic_rmw_ns",
-        "an uncontended atomic read-modify-write, ns",
-        "measure: lockstack machine calibrate",
-    ),
-    (
-        "costs.owner_grace_ns",
-        "how long a fetched line stays before another core may take it, ns",
-        "assume (no direct measurement)",
-    ),
-    ("costs.fence_ns", "a full fence, ns", "measure: lockstack machine calibrate"),
-    ("costs.pause_ns", "one spin-loop pause, ns", "measure: lockstack machine calibrate"),
-    ("costs.clock_read_ns", "reading the clock, ns", "measure: lockstack machine calibrate"),
-    ("costs.syscall_ns", "a system call, ns", "measure: lockstack machine calibrate"),
-    ("costs.futex_wait_ns", "the sleeper's cost of a futex wait, ns", "measure or assume"),
-    ("costs.futex_wake_ns", "the waker's cost of a futex wake, ns", "measure: lockstack machine calibrate"),
-    (
-        "costs.futex_wake_latency_ns",
-        "from a wake to the sleeper running, ns",
-        "measure: lockstack machine calibrate",
-    ),
-    ("costs.context_switch_ns", "a context switch, ns", "cite or assume"),
-    ("costs.time_slice_ns", "the scheduler's time slice, ns", "cite: the kernel's setting"),
-    (
-        "costs.speed_factor",
-        "this code's local work on that core against this host's",
-        "measure: the same run on both",
-    ),
-    ("costs.clock_ghz", "the core clock, GHz", "cite: /proc/cpuinfo or the vendor's sheet"),
-    (
-        "costs.postgres_ipc",
-        "instructions per cycle PostgreSQL's code retires",
-        "fit: lockstack experiment NAME --machine THIS --calibrate --measured FILE.csv",
-    ),
-    ("caches.private_kib", "one core's private cache (L2), KiB", "cite: lscpu"),
-    ("caches.private_ways", "its ways", "cite: /sys/.../cache/index2/ways_of_associativity"),
-    ("caches.llc_kib", "one last-level cache, KiB", "cite: lscpu"),
-    ("caches.llc_ways", "its ways", "cite: /sys/.../cache/index3/ways_of_associativity"),
-    ("caches.llc_hit_ns", "a hit in the last-level cache, ns", "measure or cite"),
-    (
-        "pgbench.client_cpu_us",
-        "pgbench's own CPU per statement, us",
-        "measure: pgbench's client time on the machine",
-    ),
-    (
-        "pgbench.client_rtt_us",
-        "a client-server round trip per statement, us",
-        "measure: ping-pong over the socket",
-    ),
-    ("pgbench.wal_flush_us", "one WAL flush (fsync), us", "measure: pg_test_fsync"),
-];
+const ABOUT: &[(&str, &str, &str)] = about! {
+    "topology.sockets": "sockets (packages)", "cite: lscpu or the vendor's sheet";
+    "topology.cores_per_socket": "physical cores per socket", "cite: lscpu";
+    "topology.threads_per_core": "hardware threads per core (SMT)", "cite: lscpu";
+    "topology.cores_per_llc": "cores sharing one last-level cache", "cite: /sys/.../cache/index3/shared_cpu_list";
+    "topology.numa_nodes": "NUMA nodes", "cite: numactl --hardware";
+    "topology.numa_distances": "the SLIT distance matrix, one row per node", "cite: numactl --hardware";
+    "costs.l1_hit_ns": "a load of a line this core holds, ns", CALIBRATE;
+    "costs.smt_sibling_ns": "a line handed to the SMT sibling, ns", "measure or cite (a paper's figure)";
+    "costs.same_llc_ns": "a line handed over within one last-level cache, ns", CALIBRATE;
+    "costs.same_node_ns": "a line handed over within one NUMA node, ns", "measure or cite";
+    "costs.remote": "line transfer and memory per NUMA distance, ns", "cite: a paper's or vendor's figures";
+    "costs.memory_ns": "a load from local memory, ns", CALIBRATE;
+    "costs.atomic_rmw_ns": "an uncontended atomic read-modify-write, ns", CALIBRATE;
+    "costs.owner_grace_ns": "how long a fetched line stays before another core may take it, ns",
+        "assume (no direct measurement)";
+    "costs.fence_ns": "a full fence, ns", CALIBRATE;
+    "costs.pause_ns": "one spin-loop pause, ns", CALIBRATE;
+    "costs.clock_read_ns": "reading the clock, ns", CALIBRATE;
+    "costs.syscall_ns": "a system call, ns", CALIBRATE;
+    "costs.futex_wait_ns": "the sleeper's cost of a futex wait, ns", "measure or assume";
+    "costs.futex_wake_ns": "the waker's cost of a futex wake, ns", CALIBRATE;
+    "costs.futex_wake_latency_ns": "from a wake to the sleeper running, ns", CALIBRATE;
+    "costs.context_switch_ns": "a context switch, ns", "cite or assume";
+    "costs.time_slice_ns": "the scheduler's time slice, ns", "cite: the kernel's setting";
+    "costs.speed_factor": "this code's local work on that core against this host's", "measure: the same run on both";
+    "costs.clock_ghz": "the core clock, GHz", "cite: /proc/cpuinfo or the vendor's sheet";
+    "costs.postgres_ipc": "instructions per cycle PostgreSQL's code retires",
+        "fit: lockstack experiment NAME --machine THIS --calibrate --measured FILE.csv";
+    "caches.private_kib": "one core's private cache (L2), KiB", "cite: lscpu";
+    "caches.private_ways": "its ways", "cite: /sys/.../cache/index2/ways_of_associativity";
+    "caches.llc_kib": "one last-level cache, KiB", "cite: lscpu";
+    "caches.llc_ways": "its ways", "cite: /sys/.../cache/index3/ways_of_associativity";
+    "caches.llc_hit_ns": "a hit in the last-level cache, ns", "measure or cite";
+    "pgbench.client_cpu_us": "pgbench's own CPU per statement, us", "measure: pgbench's client time on the machine";
+    "pgbench.client_rtt_us": "a client-server round trip per statement, us", "measure: ping-pong over the socket";
+    "pgbench.wal_flush_us": "one WAL flush (fsync), us", "measure: pg_test_fsync";
+};
+
+/// Why `machine new` could not read the host or its base profile; each message is one line
+/// naming the file or the `--from` profile.
+#[derive(Debug, thiserror::Error)]
+enum NewError {
+    /// A /sys file of the host's topology could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The `--from` profile's text is not TOML.
+    #[error("--from {from}: {source}")]
+    BaseProfile {
+        /// The `--from` argument.
+        from: String,
+        /// The parser's error.
+        source: Box<toml::de::Error>,
+    },
+}
 
 /// The topology and caches of this machine, as TOML values by key, each with where it was
 /// read.
-fn host_topology() -> Result<Vec<(String, toml::Value, String)>, String> {
+fn host_topology() -> Result<Vec<(String, toml::Value, String)>, NewError> {
     let cpu = Path::new("/sys/devices/system/cpu");
-    let read = |p: &Path| -> Result<String, String> {
-        std::fs::read_to_string(p).map(|s| s.trim().to_string()).map_err(|e| format!("{}: {e}", p.display()))
+    let read = |p: &Path| -> Result<String, NewError> {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .map_err(|source| NewError::Read { path: p.to_path_buf(), source })
     };
     let list_len = |s: &str| -> usize {
         s.split(',')
@@ -199,7 +199,6 @@ fn host_topology() -> Result<Vec<(String, toml::Value, String)>, String> {
     Ok(out)
 }
 
-/// The template's text.
 /// The LLC hit time a template gets when the host gives cache sizes and the base profile has
 /// none: about 40 cycles at the base's clock (a typical L3 hit), marked assumed.
 fn assumed_llc_hit(base: &MachineProfile, base_text: &str) -> Option<(String, toml::Value, String)> {
@@ -223,9 +222,16 @@ fn template(
     base_text: &str,
     from: &str,
     host: &[(String, toml::Value, String)],
-) -> Result<String, String> {
-    let doc: toml::Table = toml::from_str(base_text).map_err(|e| format!("--from {from}: {e}"))?;
+) -> Result<String, NewError> {
+    let doc: toml::Table = toml::from_str(base_text)
+        .map_err(|e| NewError::BaseProfile { from: from.to_string(), source: Box::new(e) })?;
     let mut assumed: Vec<String> = Vec::new();
+    // A key of the base profile still holding an assumed value goes on the `assumed` list once.
+    let mut assume = |full: &str| {
+        if base.constant_key(full).is_ok() && !assumed.iter().any(|a| a == full) {
+            assumed.push(full.to_string());
+        }
+    };
     let mut sections = String::new();
     for section in ["topology", "costs", "caches", "pgbench"] {
         let mut keys: Vec<(String, toml::Value)> = doc
@@ -253,16 +259,12 @@ fn template(
                 .map_or(("see docs/sim.md", "measure or cite"), |(_, w, h)| (*w, *h));
             let (value, comment) = match host.iter().find(|(hk, _, _)| *hk == full) {
                 Some((_, hv, src)) if src.starts_with("assumed") => {
-                    if base.constant_key(&full).is_ok() && !assumed.contains(&full) {
-                        assumed.push(full.clone());
-                    }
+                    assume(&full);
                     (hv.clone(), format!("{src}; {what}; {how}"))
                 }
                 Some((_, hv, src)) => (hv.clone(), format!("{src}: {what}")),
                 None => {
-                    if base.constant_key(&full).is_ok() && !assumed.contains(&full) {
-                        assumed.push(full.clone());
-                    }
+                    assume(&full);
                     (v, format!("assumed: {from}'s value; {what}; {how}"))
                 }
             };
@@ -339,7 +341,8 @@ pub(crate) fn run(args: NewArgs) -> Result<(), Failure> {
     if host.iter().any(|(k, _, _)| k == "caches.llc_kib") {
         host.extend(assumed_llc_hit(&base, &base_text));
     }
-    let text = template(&args.name, &base, &base_text, &args.from, &host).map_err(Failure::input)?;
+    let text = template(&args.name, &base, &base_text, &args.from, &host)
+        .map_err(|e| Failure::input(e.to_string()))?;
     MachineProfile::from_toml(&text, &args.name).map_err(|e| {
         Failure::run(format!(
             "machine new {}: the template is not a valid profile ({e}); give --from another profile",

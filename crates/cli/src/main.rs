@@ -32,6 +32,7 @@ macro_rules! errln {
 
 mod buffers_cmd;
 mod child;
+mod clients_arg;
 mod experiment_cmd;
 mod experiment_plot;
 mod isolation_cmd;

@@ -131,14 +131,11 @@ pub(crate) fn run(args: WalArgs) -> Result<(), Failure> {
             ],
         ))
     })?;
-    crate::prepare_json(args.common.json.as_deref())?;
-    let report = wal::run(&cfg).map_err(|e| Failure { message: e.to_string(), code: 2 })?;
-    print_report(&report);
-    crate::write_json(args.common.json.as_deref(), &report)?;
-    if !report.invariant_ok {
-        return Err(Failure { message: "WAL positions do not add up (see 'invariant')".into(), code: 2 });
-    }
-    Ok(())
+    args.common.run_and_report(
+        || wal::run(&cfg).map_err(|e| Failure::run(e.to_string())),
+        print_report,
+        |report| (!report.invariant_ok).then(|| "WAL positions do not add up (see 'invariant')".into()),
+    )
 }
 
 fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
@@ -154,21 +151,22 @@ fn lock_line(name: &str, c: &TrancheCounters, records: u64) {
 
 fn print_report(rep: &WalBenchReport) {
     let c = &rep.config;
-    outln!(
-        "wal insertion: {}, {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
-        c.insert_mode,
-        c.threads,
-        c.record_size,
-        rep.elapsed_secs,
-        c.wal_buffers,
-        c.commit_every,
-        match c.flush_delay_us {
-            Some(us) => format!(", modelled flush {us} us"),
-            None => ", memory sink".into(),
-        }
+    crate::knob_args::print_heading(
+        format_args!(
+            "wal insertion: {}, {} threads, {}-byte records, {:.1} s, {} WAL buffers, commit every {}{}",
+            c.insert_mode,
+            c.threads,
+            c.record_size,
+            rep.elapsed_secs,
+            c.wal_buffers,
+            c.commit_every,
+            match c.flush_delay_us {
+                Some(us) => format!(", modelled flush {us} us"),
+                None => ", memory sink".into(),
+            }
+        ),
+        &rep.machine,
     );
-    outln!("{}", rep.machine.line());
-    outln!();
     outln!(
         "  {:.0} records/s, {:.1} MB/s of WAL; {} records, {} commits",
         rep.records_per_sec,

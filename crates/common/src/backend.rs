@@ -9,6 +9,9 @@
 //! A thread becomes a backend by [`BackendStatusArray::attach`]; while attached, every
 //! [`WaitEventScope`] (which the lock crates open around each sleep) publishes into its slot.
 //! Threads that are not attached publish nowhere, at the cost of one thread-local read.
+//!
+//! [`BackendRegistry`] is the set of backend ids a subsystem with one handle per id (the buffer
+//! pool, the WAL) has handed out; its one mutex is the only lock this module takes.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -439,10 +442,87 @@ impl WaitSampler {
     }
 }
 
+/// The backend ids attached to one subsystem that hands out one handle per id (the buffer
+/// pool, the WAL): [`BackendRegistry::claim`] when a handle is made, [`BackendRegistry::release`]
+/// when it drops. Its set sits behind a mutex held only to insert or remove one id, under the
+/// wait class [`BACKEND_REGISTRY_CLASS`](crate::sync::hook::BACKEND_REGISTRY_CLASS)
+/// (`ProcStructLock`, which guards PostgreSQL's free `PGPROC` lists in `proc.c`).
+///
+/// It is the bare set (no name) so that it takes the room of the set it replaced: the
+/// subsystems' structs, whose field order Rust chooses, keep their cache-line layout.
+pub struct BackendRegistry {
+    attached: crate::sync::Mutex<std::collections::HashSet<u32>>,
+}
+
+impl BackendRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        BackendRegistry { attached: crate::sync::Mutex::new(std::collections::HashSet::new()) }
+    }
+
+    /// Records `id` as attached to `subsystem` (as [`AttachError::AlreadyAttached`] names it:
+    /// "buffer pool", "WAL").
+    ///
+    /// # Errors
+    /// [`AttachError::OutOfRange`] if `id` is not below [`AUXILIARY_BACKEND_BASE`],
+    /// [`AttachError::AlreadyAttached`] while `id` is attached.
+    pub fn claim(&self, id: BackendId, subsystem: &'static str) -> Result<(), AttachError> {
+        if id.0 >= AUXILIARY_BACKEND_BASE {
+            return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
+        }
+        let class = crate::sync::hook::wait_class(crate::sync::hook::BACKEND_REGISTRY_CLASS);
+        let inserted = self.attached.lock().insert(id.0);
+        drop(class);
+        if !inserted {
+            return Err(AttachError::AlreadyAttached { id, subsystem });
+        }
+        Ok(())
+    }
+
+    /// Frees `id` (its handle dropped). An auxiliary handle number (at or above
+    /// [`AUXILIARY_BACKEND_BASE`]) was never claimed: nothing to do.
+    pub fn release(&self, id: u32) {
+        if id < AUXILIARY_BACKEND_BASE {
+            let _class = crate::sync::hook::wait_class(crate::sync::hook::BACKEND_REGISTRY_CLASS);
+            self.attached.lock().remove(&id);
+        }
+    }
+}
+
+impl Default for BackendRegistry {
+    fn default() -> Self {
+        BackendRegistry::new()
+    }
+}
+
+impl std::fmt::Debug for BackendRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendRegistry").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tranche::TrancheId;
+
+    #[test]
+    fn the_registry_refuses_a_second_claim_and_ids_out_of_range_until_released() {
+        let r = BackendRegistry::new();
+        r.claim(BackendId(3), "WAL").unwrap();
+        assert_eq!(
+            r.claim(BackendId(3), "WAL").unwrap_err(),
+            AttachError::AlreadyAttached { id: BackendId(3), subsystem: "WAL" }
+        );
+        assert_eq!(
+            r.claim(BackendId(AUXILIARY_BACKEND_BASE), "WAL").unwrap_err(),
+            AttachError::OutOfRange { id: BackendId(AUXILIARY_BACKEND_BASE), max_backends: 1 << 31 }
+        );
+        r.release(AUXILIARY_BACKEND_BASE);
+        r.release(3);
+        r.claim(BackendId(3), "WAL").unwrap();
+        r.claim(BackendId(4), "WAL").unwrap();
+    }
 
     #[test]
     fn scopes_publish_and_restore() {

@@ -32,8 +32,8 @@ pub mod tranche;
 pub mod wait_event;
 
 pub use backend::{
-    AUXILIARY_BACKEND_BASE, AttachError, AttachedBackend, BackendStatusArray, InvariantViolation,
-    WaitEventScope, WaitSamplerError,
+    AUXILIARY_BACKEND_BASE, AttachError, AttachedBackend, BackendRegistry, BackendStatusArray,
+    InvariantViolation, WaitEventScope, WaitSamplerError,
 };
 pub use gate::StartGate;
 pub use ids::{BackendId, BlockNumber, LocalTransactionId, Oid, TransactionId, VirtualTransactionId};

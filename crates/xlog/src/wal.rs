@@ -12,7 +12,6 @@
 //! `wal/`: `insert.rs` (inserting a record), `buffers.rs` (the buffer ring) and `flush.rs`
 //! (write, flush and group commit).
 
-use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -20,8 +19,8 @@ use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use lockstack_common::{
-    AUXILIARY_BACKEND_BASE, AttachError, BackendId, StatsRegistry, TrancheId, TransactionId, WaitEvent,
-    WaitEventScope,
+    AUXILIARY_BACKEND_BASE, AttachError, BackendId, BackendRegistry, StatsRegistry, TrancheId, TransactionId,
+    WaitEvent, WaitEventScope,
 };
 use lockstack_lwlock::LwLock;
 
@@ -96,7 +95,7 @@ pub struct Wal {
     /// Backends currently inside a transaction (for `commit_siblings`).
     in_xact: AtomicUsize,
     /// Ids of the live handles made by [`Wal::attach`].
-    attached: Mutex<HashSet<u32>>,
+    attached: BackendRegistry,
     /// Handles made by [`Wal::attach_auxiliary`] so far.
     next_auxiliary: AtomicUsize,
     stats: StatsRegistry<WalCounters>,
@@ -179,7 +178,7 @@ impl Wal {
             poisoned: AtomicBool::new(false),
             poison_msg: Mutex::new(None),
             in_xact: AtomicUsize::new(0),
-            attached: Mutex::new(HashSet::new()),
+            attached: BackendRegistry::new(),
             next_auxiliary: AtomicUsize::new(0),
             stats: StatsRegistry::new(),
             writer_ctl: Arc::new(WriterCtl { stop: Mutex::new(false), wake: Condvar::new() }),
@@ -237,16 +236,7 @@ impl Wal {
     /// [`AttachError::OutOfRange`] if `id` is not below [`AUXILIARY_BACKEND_BASE`],
     /// [`AttachError::AlreadyAttached`] while another handle of `id` is alive.
     pub fn attach(self: &Arc<Self>, id: BackendId) -> Result<WalBackend, AttachError> {
-        if id.0 >= AUXILIARY_BACKEND_BASE {
-            return Err(AttachError::OutOfRange { id, max_backends: AUXILIARY_BACKEND_BASE as usize });
-        }
-        let class =
-            lockstack_common::sync::hook::wait_class(lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS);
-        let inserted = self.attached.lock().insert(id.0);
-        drop(class);
-        if !inserted {
-            return Err(AttachError::AlreadyAttached { id, subsystem: "WAL" });
-        }
+        self.attached.claim(id, "WAL")?;
         Ok(self.handle(id.0 as usize))
     }
 
@@ -501,12 +491,8 @@ impl WalBackend {
 impl Drop for WalBackend {
     fn drop(&mut self) {
         self.end_xact();
-        if self.id < AUXILIARY_BACKEND_BASE as usize {
-            let _class = lockstack_common::sync::hook::wait_class(
-                lockstack_common::sync::hook::BACKEND_REGISTRY_CLASS,
-            );
-            self.wal.attached.lock().remove(&(self.id as u32));
-        }
+        // Handle numbers come from a `u32` (a backend id or an auxiliary number).
+        self.wal.attached.release(self.id as u32);
     }
 }
 

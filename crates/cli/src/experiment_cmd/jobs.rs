@@ -167,8 +167,7 @@ pub(super) fn run_sweeps(
     jobs: usize,
     progress: &mut Progress,
 ) -> Result<(), Failure> {
-    let exe =
-        std::env::current_exe().map_err(|e| Failure::run(format!("--jobs: this binary's path: {e}")))?;
+    let exe = crate::child::this_binary("--jobs: this binary's path")?;
     let specs = plan.point_specs();
     let tasks: Vec<(usize, usize)> =
         (0..sweeps.len()).flat_map(|s| (0..specs.len()).map(move |k| (s, k))).collect();
@@ -189,12 +188,10 @@ pub(super) fn run_sweeps(
             let err_path = dir.join(format!("point-{k}.stderr"));
             let err = std::fs::File::create(&err_path)
                 .map_err(|e| fail(&mut running, format!("{}: {e}", err_path.display())))?;
-            let child = Command::new(&exe)
+            let child = crate::child::command(&exe)
                 .args(child_args(plan, sim, k, dir))
-                .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(err)
-                .env(crate::progress::QUIET_ENV, "1")
                 .spawn()
                 .map_err(|e| fail(&mut running, format!("--jobs: could not run {}: {e}", exe.display())))?;
             running.push((next, child, err_path));
@@ -209,9 +206,8 @@ pub(super) fn run_sweeps(
                     let (t, _, err_path) = running.swap_remove(i);
                     finished = true;
                     if !status.success() {
-                        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-                        let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-                        let line = line.strip_prefix("lockstack: ").unwrap_or(line);
+                        let text = crate::child::last_line_of(&err_path);
+                        let line = text.strip_prefix("lockstack: ").unwrap_or(&text);
                         let (sw, k) = tasks[t];
                         let sp = &specs[k];
                         let how = status

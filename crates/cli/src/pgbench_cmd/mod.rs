@@ -6,6 +6,7 @@ use lockstack_common::backend::WaitSampler;
 use lockstack_engine::datadir;
 use lockstack_engine::engine::Engine;
 use lockstack_engine::engine::{EngineConfig, EngineError};
+use lockstack_workloads::experiments::driver::MAX_CLIENTS;
 use lockstack_workloads::input::{one_line, read_limited};
 use lockstack_workloads::pgbench::runner::{self, Check, PgbenchConfig, PgbenchResult, Progress, RunOptions};
 use lockstack_workloads::pgbench::script::{Builtin, MAX_SCRIPT_BYTES, Script, parse_script};
@@ -118,8 +119,11 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         return Ok(());
     }
     crate::sim_cmd::refuse_sim_knobs_natively(&args.set)?;
-    if !(1..=1000).contains(&args.clients) {
-        return Err(Failure::input(format!("invalid number of clients: \"{}\" (1 to 1000)", args.clients)));
+    if !(1..=MAX_CLIENTS as i64).contains(&args.clients) {
+        return Err(Failure::input(format!(
+            "invalid number of clients: \"{}\" (1 to {MAX_CLIENTS})",
+            args.clients
+        )));
     }
     if args.jobs < 1 {
         return Err(Failure::input(format!("invalid number of threads: \"{}\"", args.jobs)));

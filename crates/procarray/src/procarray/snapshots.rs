@@ -44,37 +44,11 @@ pub(super) struct ProcView<'a>(&'a [PgProc]);
 pub(super) struct XactView<'a>(&'a [PgXact]);
 pub(super) struct PaddedView<'a>(&'a [CachePadded<PgXact>]);
 
-impl HotView for ProcView<'_> {
-    #[inline(always)]
-    unsafe fn xid(&self, p: usize) -> TransactionId {
-        debug_assert!(p < self.0.len());
-        // SAFETY: the caller guarantees `p < max_backends = self.0.len()`.
-        TransactionId(unsafe { self.0.get_unchecked(p) }.xid.load(Ordering::Relaxed))
-    }
-    #[inline(always)]
-    unsafe fn xmin(&self, p: usize) -> TransactionId {
-        debug_assert!(p < self.0.len());
-        // SAFETY: as in `xid`.
-        TransactionId(unsafe { self.0.get_unchecked(p) }.xmin.load(Ordering::Relaxed))
-    }
-    #[inline(always)]
-    unsafe fn vacuum_flags(&self, p: usize) -> u8 {
-        debug_assert!(p < self.0.len());
-        // SAFETY: as in `xid`.
-        unsafe { self.0.get_unchecked(p) }.vacuum_flags.load(Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn overflowed(&self, p: usize) -> bool {
-        self.0[p].subxid_overflowed.load(Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn nxids(&self, p: usize) -> usize {
-        self.0[p].subxid_count.load(Ordering::Acquire) as usize
-    }
-}
-
-macro_rules! xact_view {
-    ($t:ty) => {
+/// Implements [`HotView`] for a view over a slice whose elements carry `xid`, `xmin` and
+/// `vacuum_flags` atomics, naming the element's overflow flag and subxid count fields (they are
+/// spelt differently in `PgProc` and `PgXact`).
+macro_rules! hot_view {
+    ($t:ty, $overflowed:ident, $nxids:ident) => {
         impl HotView for $t {
             #[inline(always)]
             unsafe fn xid(&self, p: usize) -> TransactionId {
@@ -96,17 +70,18 @@ macro_rules! xact_view {
             }
             #[inline(always)]
             fn overflowed(&self, p: usize) -> bool {
-                self.0[p].overflowed.load(Ordering::Relaxed)
+                self.0[p].$overflowed.load(Ordering::Relaxed)
             }
             #[inline(always)]
             fn nxids(&self, p: usize) -> usize {
-                self.0[p].nxids.load(Ordering::Acquire) as usize
+                self.0[p].$nxids.load(Ordering::Acquire) as usize
             }
         }
     };
 }
-xact_view!(XactView<'_>);
-xact_view!(PaddedView<'_>);
+hot_view!(ProcView<'_>, subxid_overflowed, subxid_count);
+hot_view!(XactView<'_>, overflowed, nxids);
+hot_view!(PaddedView<'_>, overflowed, nxids);
 
 /// `a` precedes `b`: with `FAST`, the plain signed difference of two xids known to be normal
 /// (`NormalTransactionIdPrecedes`, 9.2); otherwise the general comparison (9.1).
