@@ -18,7 +18,6 @@ use std::process::Child;
 use clap::Args;
 use lockstack_common::sync::{Duration, Instant, sleep};
 use lockstack_sim::profile::BUILTIN;
-use lockstack_workloads::experiments::driver::MAX_CLIENTS;
 use lockstack_workloads::experiments::measured::Measured;
 
 use crate::Failure;
@@ -147,25 +146,6 @@ fn list<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, Failure> {
     Ok(items)
 }
 
-/// `--clients`: counts from 1 to [`MAX_CLIENTS`], no repeats, sorted ascending.
-fn parse_clients(s: &str) -> Result<Vec<usize>, Failure> {
-    let mut out = Vec::new();
-    for item in list("--clients", s)? {
-        let c: usize = item
-            .parse()
-            .map_err(|_| Failure::input(format!("--clients: invalid count \"{item}\" in \"{s}\"")))?;
-        if !(1..=MAX_CLIENTS).contains(&c) {
-            return Err(Failure::input(format!("--clients: {c} is outside 1 to {MAX_CLIENTS}")));
-        }
-        if out.contains(&c) {
-            return Err(Failure::input(format!("--clients: {c} is given twice in \"{s}\"")));
-        }
-        out.push(c);
-    }
-    out.sort_unstable();
-    Ok(out)
-}
-
 /// `--profiles`: (name for the CSV and the plot, argument for `--machine`).
 fn parse_profiles(s: &str) -> Result<Vec<(String, String)>, Failure> {
     if s.trim() == "all" {
@@ -222,7 +202,7 @@ impl Plan {
         Ok(Plan {
             profiles: parse_profiles(&args.profiles)?,
             presets: parse_presets(&args.presets)?,
-            clients: parse_clients(&args.clients)?,
+            clients: crate::clients_arg::parse_clients(&args.clients)?,
             transactions: positive("--transactions", args.transactions)?,
             scale,
             jobs: jobs as usize,
@@ -535,12 +515,6 @@ mod tests {
 
     #[test]
     fn lists_are_checked() {
-        assert_eq!(parse_clients("8, 1,2").map_err(|f| f.message).unwrap(), vec![1, 2, 8]);
-        for bad in ["", "1,,2", "0", "1001", "x", "2,2", "-1"] {
-            let f = parse_clients(bad).unwrap_err();
-            assert_eq!(f.code, 1, "{bad}");
-            assert!(f.message.starts_with("--clients"), "{}", f.message);
-        }
         assert!(parse_presets("pg92,pg17").is_ok());
         assert!(parse_presets("pg93").unwrap_err().message.contains("pg91"));
         assert!(parse_profiles("host,cray-1").unwrap_err().message.contains("cray-1"));

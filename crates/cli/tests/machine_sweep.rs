@@ -146,7 +146,7 @@ fn bad_sweep_input_is_one_line_and_exit_code_1() {
         (&["--presets", "pg92,pg93", "--out", out], "pg93"),
         (&["--clients", "1,x", "--out", out], "--clients"),
         (&["--clients", "0,2", "--out", out], "--clients"),
-        (&["--clients", "2,2", "--out", out], "--clients"),
+        (&["--clients", "1,,2", "--out", out], "--clients: empty item"),
         (&["--clients", "", "--out", out], "--clients"),
         (&["--jobs", "0", "--out", out], "--jobs"),
         (&["--out", file.to_str().unwrap()], "not a directory"),
