@@ -572,15 +572,16 @@ impl Session {
                 RowCheck::Wait(holders, upgrading) => {
                     drop(g);
                     self.bb.release(buf);
-                    if tuplock.is_none() && !upgrading {
-                        let db = self.engine.lmgr.database();
-                        let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
-                        self.lm.lock(tag, strength.hwlock(), LockOptions::XACT)?;
-                        *tuplock = Some((tag, strength.hwlock()));
-                    }
-                    for other in holders {
-                        self.xact_lock_table_wait(other)?;
-                    }
+                    // A blocking wait never gives up: its result is always true.
+                    self.wait_for_holders(
+                        t.heap,
+                        tid,
+                        strength,
+                        WaitPolicy::Block,
+                        holders,
+                        upgrading,
+                        tuplock,
+                    )?;
                 }
                 RowCheck::Free(lockers) => {
                     if let (Some(v), Some(k)) = (&new, t.def.primary_key)
