@@ -426,7 +426,7 @@ impl Session {
             }
             let out = found.filter(|_| result.is_none()).map(|off| {
                 let p = g.page();
-                let tup = page::get_item(p, off).expect("found");
+                let tup = page::get_item(p, off).expect("hot_search returns only offsets of LP_NORMAL line pointers, and the page is still locked");
                 let prunable = page::prune_xid(p) != 0 && page::free_space(p) < page::BLCKSZ / 10;
                 (Tid { block: tid.block, offset: off }, tuple::row(tup), prunable)
             });
@@ -439,7 +439,9 @@ impl Session {
         }
         if !dead.is_empty() {
             let engine = Arc::clone(&self.engine);
-            let index = engine.table(t).index.as_ref().expect("checked above");
+            let index = engine.table(t).index.as_ref().expect(
+                "the index was looked up at the top of this function, and a table's index never goes away",
+            );
             for tid in dead {
                 index.delete(&self.bb, key, tid)?;
                 let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;

@@ -212,8 +212,11 @@ impl Session {
                 RowCheck::Free(_) => {}
             }
             let cols = tuple::row(&tup);
-            let values = match new_cols(&cols) {
-                Ok(v) => v.expect("update builds a row"),
+            let built = new_cols(&cols).and_then(|v| {
+                v.ok_or_else(|| EngineError::Usage(format!("an update of {} built no new row", t.name())))
+            });
+            let values = match built {
+                Ok(v) => v,
                 Err(e) => {
                     // Nothing is changed yet: give the page and the pin back and fail.
                     drop(g);
@@ -226,15 +229,21 @@ impl Session {
             let fits = page::free_space(g.page()) >= page::maxalign(newtup.len());
             let p = g.page_mut();
             let (new_tid, hot) = if fits {
-                let off = page::add_item(p, &newtup, None).expect("checked free space");
+                let off = page::add_item(p, &newtup, None).expect(
+                    "free_space was checked above under the same exclusive lock, so the version fits",
+                );
                 let nt = Tid { block: tid.block, offset: off };
-                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), nt);
+                tuple::set_ctid(
+                    page::get_item_mut(p, off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    nt,
+                );
                 (nt, true)
             } else {
                 newtup[22..24].copy_from_slice(&0u16.to_le_bytes());
                 (Tid { block: u32::MAX, offset: 0 }, false)
             };
-            let old = page::get_item_mut(p, tid.offset).expect("present");
+            let old = page::get_item_mut(p, tid.offset).expect("the page has been exclusively locked since this tuple was read from it, so its line pointer is still there");
             tuple::set_xmax(old, xid, self.cid, None);
             if hot {
                 tuple::set_hot_updated(old, new_tid);
@@ -272,7 +281,7 @@ impl Session {
                 // The new version goes elsewhere; link the old one to it and index it.
                 let nt = self.heap_insert_elsewhere(t, &mut newtup, tid.block)?;
                 let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
-                let old = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                let old = page::get_item_mut(g.page_mut(), tid.offset).expect("the page stayed pinned and a version's line pointer is only reclaimed by pruning, which needs the cleanup lock our pin excludes");
                 tuple::set_ctid(old, nt);
                 g.mark_dirty();
                 drop(g);
@@ -330,7 +339,12 @@ impl Session {
             // Keep the hint while something on the page may still become prunable.
             let any_xmax = (1..=page::max_offset_number(g.page())).any(|o| {
                 page::item_id(g.page(), o).flags == LpFlags::Normal
-                    && tuple::header(page::get_item(g.page(), o).expect("normal")).xact.xmax.is_valid()
+                    && tuple::header(page::get_item(g.page(), o).expect(
+                        "the offset's line pointer was just checked to be LP_NORMAL, so it has a tuple",
+                    ))
+                    .xact
+                    .xmax
+                    .is_valid()
             });
             if !any_xmax {
                 page::set_prune_xid(g.page_mut(), 0);
@@ -360,9 +374,14 @@ impl Session {
             let fits =
                 page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page());
             if fits {
-                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let off = page::add_item(g.page_mut(), tup, None)
+                    .expect("free_space was checked just above under the same exclusive lock");
                 let tid = Tid { block, offset: off };
-                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(g.page_mut(), off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    tid,
+                );
                 g.mark_dirty();
                 placed = Some(tid);
             }
@@ -401,9 +420,14 @@ impl Session {
             let buf = self.bb.read_block(rel, BlockNumber(last))?;
             let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
             if page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page()) {
-                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let off = page::add_item(g.page_mut(), tup, None)
+                    .expect("free_space was checked just above under the same exclusive lock");
                 let tid = Tid { block: last, offset: off };
-                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(g.page_mut(), off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    tid,
+                );
                 g.mark_dirty();
                 drop(g);
                 self.bb.release(buf);
@@ -415,9 +439,14 @@ impl Session {
         let (buf, blk) = self.bb.extend(rel, ForkNumber::Main)?;
         let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
         page::init(g.page_mut(), 0);
-        let off = page::add_item(g.page_mut(), tup, None).expect("empty page");
+        let off = page::add_item(g.page_mut(), tup, None)
+            .expect("a freshly initialised page has room for any tuple the engine forms");
         let tid = Tid { block: blk.0, offset: off };
-        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(
+            page::get_item_mut(g.page_mut(), off)
+                .expect("add_item just returned this offset under the same exclusive lock"),
+            tid,
+        );
         g.mark_dirty();
         drop(g);
         self.bb.release(buf);
@@ -483,7 +512,11 @@ impl Session {
         }
         let Some(off) = page::add_item(g.page_mut(), tup, None) else { return Ok(false) };
         let tid = Tid { block: self.bb.tag(buf).block.0, offset: off };
-        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(
+            page::get_item_mut(g.page_mut(), off)
+                .expect("add_item just returned this offset under the same exclusive lock"),
+            tid,
+        );
         tuple::set_ctid(tup, tid);
         let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_INSERT, xid, data: tup })?;
         page::set_lsn(g.page_mut(), lsn.0);
@@ -501,7 +534,8 @@ fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
         if page::item_id(p, off).flags != LpFlags::Normal {
             continue;
         }
-        let t = page::get_item_mut(p, off).expect("normal");
+        let t = page::get_item_mut(p, off)
+            .expect("the loop skipped every line pointer that is not LP_NORMAL, so this one has a tuple");
         let h = tuple::header(t).xact;
         let have_xmin = h.infomask & (XMIN_COMMITTED | XMIN_INVALID) != 0;
         let have_xmax = !h.xmax.is_valid() || h.infomask & (XMAX_COMMITTED | XMAX_INVALID) != 0;
