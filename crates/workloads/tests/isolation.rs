@@ -202,6 +202,7 @@ fn every_shipped_spec_has_a_test() {
             "rowlock-repeatable-read",
             "rowlock-upgrade",
             "savepoint-rowlock",
+            "savepoint-upgrade-queue",
             "simple-deadlock",
             "soft-deadlock"
         ]
