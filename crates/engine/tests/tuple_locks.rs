@@ -228,3 +228,65 @@ fn a_deadlock_through_a_tuple_lock_is_detected_and_leaves_nothing_held() {
     assert_eq!(e.lmgr.main_table_len(), 0);
     e.lmgr.check_invariants().unwrap();
 }
+
+/// `FOR KEY SHARE` and `FOR NO KEY UPDATE` on pgbench's tables (the clauses of a pgbench
+/// script's `SELECT`): two transactions' `FOR KEY SHARE` of one account share it (the second
+/// neither waits nor takes a tuple lock, even under NOWAIT, and a MultiXact of both holds the
+/// row, so that a `FOR UPDATE NOWAIT` then fails), while a second `FOR NO KEY UPDATE` waits:
+/// it takes the version's tuple lock in ExclusiveLock and sleeps on the first one's xid until
+/// that commits.
+#[test]
+fn key_share_lockers_share_a_row_and_no_key_update_lockers_queue() {
+    use lockstack_engine::session::WaitPolicy;
+    let e = Engine::new(EngineConfig::new(3, 4096), 1, 100).unwrap();
+    let mut a = e.session(BackendId(0)).unwrap();
+    let mut b = e.session(BackendId(1)).unwrap();
+    let mut c = e.session(BackendId(2)).unwrap();
+    a.begin();
+    b.begin();
+    assert!(a.select(TableId::Accounts, 9, LockClauseStrength::ForKeyShare).unwrap().is_some());
+    let waits0 = e.lmgr.stats().waits;
+    assert_eq!(e.multixact.created(), 0, "a single locker needs no multi");
+    let row = b.select_with(TableId::Accounts, 9, LockClauseStrength::ForKeyShare, WaitPolicy::Error);
+    assert!(row.unwrap().is_some(), "B's FOR KEY SHARE beside A's took the row without waiting");
+    assert_eq!(e.multixact.created(), 1, "one MultiXact of A and B holds the row");
+    assert!(e.lmgr.lock_status().iter().all(|r| r.tag.kind != LockTagKind::Tuple), "no tuple lock");
+    // FOR NO KEY UPDATE is compatible with FOR KEY SHARE, FOR UPDATE is not.
+    assert!(
+        c.select_with(TableId::Accounts, 9, LockClauseStrength::ForNoKeyUpdate, WaitPolicy::Error)
+            .unwrap()
+            .is_some()
+    );
+    c.rollback().unwrap();
+    let r = c.select_with(TableId::Accounts, 9, LockClauseStrength::ForUpdate, WaitPolicy::Error);
+    assert!(matches!(&r, Err(EngineError::Sql(m)) if m.contains("could not obtain lock on row")), "{r:?}");
+    c.rollback().unwrap();
+    a.commit().unwrap();
+    b.commit().unwrap();
+    assert_eq!(e.lmgr.stats().waits, waits0, "nobody waited on a heavyweight lock");
+    // B runs on its own thread below.
+    drop(b);
+
+    a.begin();
+    assert!(a.select(TableId::Accounts, 9, LockClauseStrength::ForNoKeyUpdate).unwrap().is_some());
+    let a_xid = held(&e.lmgr, BackendId(0), LockTagKind::Transaction)[0].0;
+    let (w, tuple) = std::thread::scope(|s| {
+        let e2 = Arc::clone(&e);
+        s.spawn(move || {
+            let mut b = e2.session(BackendId(1)).unwrap();
+            b.begin();
+            assert!(b.select(TableId::Accounts, 9, LockClauseStrength::ForNoKeyUpdate).unwrap().is_some());
+            b.commit().unwrap();
+        });
+        poll("B's FOR NO KEY UPDATE waits", || e.lmgr.waiting_for(BackendId(1)).is_some());
+        let w = e.lmgr.waiting_for(BackendId(1));
+        let tuple = held(&e.lmgr, BackendId(1), LockTagKind::Tuple);
+        a.commit().unwrap();
+        (w, tuple)
+    });
+    assert_eq!(w, Some((a_xid, LockMode::Share)), "B sleeps on A's xid (XactLockTableWait)");
+    assert_eq!(tuple.len(), 1, "{tuple:?}");
+    assert_eq!(tuple[0].1, LockMode::Exclusive, "LockTupleNoKeyExclusive's tuple lock mode");
+    assert_eq!(e.lmgr.stats().waits, waits0 + 1, "exactly B's one wait");
+    e.lmgr.check_invariants().unwrap();
+}

@@ -154,6 +154,15 @@ fn savepoint_rowlock() {
     run_one("savepoint-rowlock");
 }
 
+/// Upgrades inside nested savepoints (KEY SHARE, then SHARE, then NO KEY UPDATE) with a FOR
+/// UPDATE waiter queued and a rival key-sharer asking for NO KEY UPDATE: each ROLLBACK TO
+/// gives back only the locks taken after it, so the rival gets the row once only the KEY
+/// SHARE is left; a late key-sharer never waits and nobody deadlocks.
+#[test]
+fn savepoint_upgrade_queue() {
+    run_one("savepoint-upgrade-queue");
+}
+
 /// REPEATABLE READ keeps its first snapshot; a row changed since by a transaction it does not
 /// see fails to lock, update or delete with "could not serialize access"; a wait for a
 /// transaction that rolls back lets the change through; statement_timeout cancels a row-lock
@@ -193,6 +202,7 @@ fn every_shipped_spec_has_a_test() {
             "rowlock-repeatable-read",
             "rowlock-upgrade",
             "savepoint-rowlock",
+            "savepoint-upgrade-queue",
             "simple-deadlock",
             "soft-deadlock"
         ]

@@ -164,19 +164,37 @@ impl PruneOracle for Pruner<'_> {
     }
 }
 
-/// The row-locking clause of a `SELECT` (`LockClauseStrength`, `src/include/nodes/lockoptions.h`,
-/// PostgreSQL 9.3+), as far as the engine runs them: `LCS_FORKEYSHARE` (`FOR KEY SHARE`) and
-/// `LCS_FORNOKEYUPDATE` (`FOR NO KEY UPDATE`) are not supported (a workload's parser rejects
-/// them). A plain read takes AccessShareLock on the table; a locking one RowShareLock and a row
-/// lock in the tuple's xmax.
+/// The row-locking clause of a `SELECT` on pgbench's tables (`LockClauseStrength`,
+/// `src/include/nodes/lockoptions.h`, PostgreSQL 9.3+). A plain read takes AccessShareLock on
+/// the table; a locking one RowShareLock and a row lock of the clause's
+/// [`RowLockStrength`] in the tuple's xmax (the same strengths, conflict table and wait as on
+/// user tables).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LockClauseStrength {
     /// `LCS_NONE`: a plain read, no row lock.
     None,
+    /// `LCS_FORKEYSHARE`: `FOR KEY SHARE` (blocks only `FOR UPDATE`, key updates and deletes).
+    ForKeyShare,
     /// `LCS_FORSHARE`: `FOR SHARE` (a shared row lock, a MultiXact when several hold it).
     ForShare,
+    /// `LCS_FORNOKEYUPDATE`: `FOR NO KEY UPDATE` (exclusive, but lets `FOR KEY SHARE` in).
+    ForNoKeyUpdate,
     /// `LCS_FORUPDATE`: `FOR UPDATE` (an exclusive row lock).
     ForUpdate,
+}
+
+impl LockClauseStrength {
+    /// The tuple-lock strength the clause takes (`ExecInitLockRows` choosing the
+    /// `LockTupleMode`), `None` for a plain read.
+    pub fn row_lock(self) -> Option<RowLockStrength> {
+        match self {
+            LockClauseStrength::None => None,
+            LockClauseStrength::ForKeyShare => Some(RowLockStrength::KeyShare),
+            LockClauseStrength::ForShare => Some(RowLockStrength::Share),
+            LockClauseStrength::ForNoKeyUpdate => Some(RowLockStrength::NoKeyUpdate),
+            LockClauseStrength::ForUpdate => Some(RowLockStrength::Update),
+        }
+    }
 }
 
 fn now_us() -> i64 {
@@ -408,7 +426,7 @@ impl Session {
             }
             let out = found.filter(|_| result.is_none()).map(|off| {
                 let p = g.page();
-                let tup = page::get_item(p, off).expect("found");
+                let tup = page::get_item(p, off).expect("hot_search returns only offsets of LP_NORMAL line pointers, and the page is still locked");
                 let prunable = page::prune_xid(p) != 0 && page::free_space(p) < page::BLCKSZ / 10;
                 (Tid { block: tid.block, offset: off }, tuple::row(tup), prunable)
             });
@@ -421,7 +439,9 @@ impl Session {
         }
         if !dead.is_empty() {
             let engine = Arc::clone(&self.engine);
-            let index = engine.table(t).index.as_ref().expect("checked above");
+            let index = engine.table(t).index.as_ref().expect(
+                "the index was looked up at the top of this function, and a table's index never goes away",
+            );
             for tid in dead {
                 index.delete(&self.bb, key, tid)?;
                 let buf = self.bb.read_block(rel, BlockNumber(tid.block))?;
@@ -438,7 +458,8 @@ impl Session {
         Ok(result)
     }
 
-    /// `SELECT cols FROM t WHERE key = k [FOR UPDATE|FOR SHARE]`: the visible row's columns.
+    /// `SELECT cols FROM t WHERE key = k [FOR KEY SHARE|FOR SHARE|FOR NO KEY UPDATE|FOR UPDATE]`:
+    /// the visible row's columns.
     ///
     /// # Errors
     /// Lock errors (deadlock, timeout) while waiting for a row lock; buffer errors.
@@ -466,18 +487,12 @@ impl Session {
     ) -> Result<Option<Row>, EngineError> {
         self.top_level_only("a statement on pgbench's tables")?;
         self.statement(|s| {
-            let mode =
-                if lock == LockClauseStrength::None { LockMode::AccessShare } else { LockMode::RowShare };
-            s.lock_table(t, mode)?;
-            if lock == LockClauseStrength::None {
+            let Some(strength) = lock.row_lock() else {
+                s.lock_table(t, LockMode::AccessShare)?;
                 return Ok(s.fetch_visible(t, key)?.map(|(_, cols, _)| cols));
-            }
-            let bits = if lock == LockClauseStrength::ForUpdate {
-                visibility::XMAX_EXCL_LOCK
-            } else {
-                visibility::XMAX_SHR_LOCK
             };
-            s.modify_row(t, key, |_| Ok(None), Some(bits), wait)
+            s.lock_table(t, LockMode::RowShare)?;
+            s.modify_row(t, key, |_| Ok(None), Some(strength), wait)
         })
     }
 

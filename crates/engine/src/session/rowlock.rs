@@ -145,8 +145,8 @@ impl Session {
         self.engine.multixact.set_oldest_member(self.id);
         let mut tuplock = None;
         let r = self.lock_tuple_inner(t, tid, strength, wait, &mut tuplock, &mut false);
-        if let Some(tag) = tuplock {
-            self.lm.unlock(tag, strength.hwlock(), false);
+        if let Some((tag, mode)) = tuplock {
+            self.lm.unlock(tag, mode, false);
         }
         r
     }
@@ -157,7 +157,7 @@ impl Session {
         mut tid: Tid,
         strength: RowLockStrength,
         wait: WaitPolicy,
-        tuplock: &mut Option<LockTag>,
+        tuplock: &mut Option<(LockTag, LockMode)>,
         waited: &mut bool,
     ) -> Result<Locked, EngineError> {
         let xid = self.cur_xid();
@@ -187,25 +187,20 @@ impl Session {
                         .as_ref()
                         .is_some_and(|ms| ms.iter().any(|m| m.status.is_update() && m.xid != xid))
                         && h.ctid != tid;
-                    let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
-                    match multi {
-                        Some(members) => {
-                            let multi = self.engine.multixact.create(&members);
-                            stamp_multi(item, multi, &members, self.cid);
-                        }
-                        None => {
-                            let (bits, keys) = strength.bits();
-                            tuple::set_xmax(item, xid, self.cid, Some(bits));
-                            tuple::set_keys_updated(item, keys);
-                        }
+                    let stamped = stamp_row_lock(
+                        &self.engine,
+                        &mut self.wal,
+                        g.page_mut(),
+                        tid,
+                        (xid, self.cid),
+                        strength,
+                        multi,
+                    );
+                    if let Err(e) = stamped {
+                        drop(g);
+                        self.bb.release(buf);
+                        return Err(e);
                     }
-                    let lsn = self.wal.insert(&Record {
-                        rmid: RM_HEAP,
-                        info: XLOG_HEAP_LOCK,
-                        xid,
-                        data: &tid_bytes(tid),
-                    })?;
-                    page::set_lsn(g.page_mut(), lsn.0);
                     g.mark_dirty();
                     drop(g);
                     self.bb.release(buf);
@@ -219,8 +214,8 @@ impl Session {
                             &mut newer_tuplock,
                             &mut newer_waited,
                         );
-                        if let Some(tag) = newer_tuplock {
-                            self.lm.unlock(tag, strength.hwlock(), false);
+                        if let Some((tag, mode)) = newer_tuplock {
+                            self.lm.unlock(tag, mode, false);
                         }
                         match r? {
                             Locked::Skipped => return Ok(Locked::Skipped),
@@ -245,8 +240,8 @@ impl Session {
                         // for both.
                         return Err(sql_err("could not serialize access due to concurrent update".into()));
                     }
-                    if let Some(tag) = tuplock.take() {
-                        self.lm.unlock(tag, strength.hwlock(), false);
+                    if let Some((tag, mode)) = tuplock.take() {
+                        self.lm.unlock(tag, mode, false);
                     }
                     if next == tid {
                         return Ok(Locked::Gone);
@@ -257,33 +252,58 @@ impl Session {
                     drop(g);
                     self.bb.release(buf);
                     *waited = true;
-                    if tuplock.is_none() && !upgrading {
-                        let db = self.engine.lmgr.database();
-                        let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
-                        let opts = LockOptions { session: false, dont_wait: wait != WaitPolicy::Block };
-                        match self.lm.lock(tag, strength.hwlock(), opts) {
-                            Ok(_) => *tuplock = Some(tag),
-                            Err(lockstack_lmgr::LockError::NotAvailable { .. }) => {
-                                return if wait == WaitPolicy::Skip {
-                                    Ok(Locked::Skipped)
-                                } else {
-                                    Err(no_row())
-                                };
-                            }
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    for other in holders {
-                        match wait {
-                            WaitPolicy::Block => self.xact_lock_table_wait(other)?,
-                            _ if self.conditional_xact_lock_table_wait(other)? => {}
-                            WaitPolicy::Skip => return Ok(Locked::Skipped),
-                            WaitPolicy::Error => return Err(no_row()),
-                        }
+                    if !self.wait_for_holders(t.heap, tid, strength, wait, holders, upgrading, tuplock)? {
+                        return if wait == WaitPolicy::Skip { Ok(Locked::Skipped) } else { Err(no_row()) };
                     }
                 }
             }
         }
+    }
+
+    /// The wait of `heap_lock_tuple`, `heap_update` and `heap_delete` (heapam.c, 9.3-18) for
+    /// the version at `tid` of relation `rel`, which `holders` (running transactions) hold in a
+    /// strength that conflicts with `strength`: first the heavyweight tuple lock in
+    /// `strength`'s mode (`heap_acquire_tuplock`; not when `upgrading`, PostgreSQL 12+'s
+    /// `skip_tuple_lock`, nor when `tuplock` already holds it), so that one waiter per version
+    /// sleeps on the holders and the others queue behind it; then each holder's xid lock in
+    /// turn (`XactLockTableWait`, `MultiXactIdWait`). The one wait loop of every row lock and
+    /// row change, on user tables and on pgbench's.
+    ///
+    /// Returns false when `wait` is NOWAIT or SKIP LOCKED and either lock would have made it
+    /// wait (the caller errs or skips the row). The tuple lock taken stays in `tuplock` (with
+    /// its mode) for the caller to release once it is done with the version.
+    ///
+    /// # Errors
+    /// Lock errors (deadlock, lock timeout, statement timeout); pg_subtrans errors.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn wait_for_holders(
+        &mut self,
+        rel: lockstack_common::Oid,
+        tid: Tid,
+        strength: RowLockStrength,
+        wait: WaitPolicy,
+        holders: Vec<TransactionId>,
+        upgrading: bool,
+        tuplock: &mut Option<(LockTag, LockMode)>,
+    ) -> Result<bool, EngineError> {
+        if tuplock.is_none() && !upgrading {
+            let db = self.engine.lmgr.database();
+            let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
+            let opts = LockOptions { session: false, dont_wait: wait != WaitPolicy::Block };
+            match self.lm.lock(tag, strength.hwlock(), opts) {
+                Ok(_) => *tuplock = Some((tag, strength.hwlock())),
+                Err(lockstack_lmgr::LockError::NotAvailable { .. }) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for other in holders {
+            if wait == WaitPolicy::Block {
+                self.xact_lock_table_wait(other)?;
+            } else if !self.conditional_xact_lock_table_wait(other)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// For a change by `xid` of a version this transaction already holds strongly enough: the
@@ -419,6 +439,46 @@ impl Session {
             }
         }
     }
+}
+
+/// Stamps this transaction's row lock of `strength` on the version at `tid` of the
+/// exclusively locked heap page `p` and WAL-logs it (`XLOG_HEAP_LOCK`), setting the page's LSN;
+/// the caller marks the buffer dirty. `me` is the locking xid and its command id; `multi`, when
+/// given, is the membership (us included) of the new MultiXact that holds the row instead of
+/// our xid alone (`compute_new_xmax_infomask`, heapam.c 9.3-18). Used by the row locks of user
+/// tables and of pgbench's.
+///
+/// # Errors
+/// [`EngineError::Table`] if `tid` names no tuple on `p`; WAL errors.
+pub(super) fn stamp_row_lock(
+    engine: &Engine,
+    wal: &mut WalBackend,
+    p: &mut [u8],
+    tid: Tid,
+    (xid, cid): (TransactionId, u32),
+    strength: RowLockStrength,
+    multi: Option<Vec<MultiXactMember>>,
+) -> Result<(), EngineError> {
+    let item = page::get_item_mut(p, tid.offset).ok_or_else(|| {
+        EngineError::Table(tables::TableError::Corrupt(format!(
+            "no tuple at ({}, {}) to lock",
+            tid.block, tid.offset
+        )))
+    })?;
+    match multi {
+        Some(members) => {
+            let multi = engine.multixact.create(&members);
+            stamp_multi(item, multi, &members, cid);
+        }
+        None => {
+            let (bits, keys) = strength.bits();
+            tuple::set_xmax(item, xid, cid, Some(bits));
+            tuple::set_keys_updated(item, keys);
+        }
+    }
+    let lsn = wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_LOCK, xid, data: &tid_bytes(tid) })?;
+    page::set_lsn(p, lsn.0);
+    Ok(())
 }
 
 /// Stamps `multi` (of `members`) as the xmax of `t` at command `cmax`: lock-only with the

@@ -1,55 +1,13 @@
-//! The write path of a [`Session`]: `UPDATE` by key (`heap_update` with its `EvalPlanQual`
-//! retry at READ COMMITTED), the row locks of `SELECT ... FOR UPDATE/SHARE` (`heap_lock_tuple`,
-//! MultiXacts for several share lockers), non-HOT placement of a new version, opportunistic
-//! pruning, and the history `INSERT`.
+//! The write path of a [`Session`] on pgbench's tables: `UPDATE` by key (`heap_update` with its
+//! `EvalPlanQual` retry at READ COMMITTED), the row locks of `SELECT ... FOR KEY SHARE|SHARE|NO
+//! KEY UPDATE|UPDATE` (`heap_lock_tuple`), non-HOT placement of a new version, opportunistic
+//! pruning, and the history `INSERT`. Touches the heap page's buffer content lock (exclusive
+//! while changing a version), the tuple lock and the holders' xid locks (only while waiting,
+//! through rowlock.rs's one wait loop), the MultiXact store, WAL insertion and the free-page
+//! list. The strength check and the wait are rowlock.rs's, shared with user tables.
 
+use super::rowlock::{RowCheck, resolve_updater, stamp_row_lock};
 use super::*;
-
-/// What the update path found for the row version it wants to change.
-enum UpdateCheck {
-    /// Free to update or lock (`TM_Ok`); the new xmax is our xid alone.
-    Ok,
-    /// A share lock wanted, and these running transactions share-lock the row: lock it
-    /// together with them in a new MultiXact (`compute_new_xmax_infomask` making a multi).
-    ShareWith(Vec<TransactionId>),
-    /// A share lock wanted, and we already hold a lock on the row at least as strong: nothing
-    /// to write (`heap_lock_tuple`'s early `TM_Ok`).
-    AlreadyLocked,
-    /// Another transaction is changing it; wait for that xid and retry (`TM_BeingModified`).
-    Wait(TransactionId),
-    /// A multi of lockers holds it in a mode that conflicts with ours; wait for each of these
-    /// running members (not us) and retry (`MultiXactIdWait`).
-    WaitMulti(Vec<TransactionId>),
-    /// This committed transaction replaced it after our snapshot; retry on the newest version
-    /// (`TM_Updated`), once the replacing transaction has left the ProcArray.
-    Retry(TransactionId),
-}
-
-/// The strength of a row lock (`LockTupleMode`, `src/include/nodes/lockoptions.h`, 9.3+), as
-/// far as the engine takes them: `LockTupleKeyShare` (`FOR KEY SHARE`) is not modelled.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum LockTupleMode {
-    /// `LockTupleShare`: `SELECT ... FOR SHARE`.
-    Share,
-    /// `LockTupleNoKeyExclusive`: an `UPDATE` that changes no key column (all of pgbench's).
-    NoKeyExclusive,
-    /// `LockTupleExclusive`: `SELECT ... FOR UPDATE` (and key-changing updates, deletes).
-    Exclusive,
-}
-
-impl LockTupleMode {
-    /// The heavyweight mode of the tuple lock for this strength: the `hwlock` column of
-    /// `tupleLockExtraInfo` in `src/backend/access/heap/heapam.c` (9.3-18). Share is
-    /// RowShareLock, so share lockers do not queue behind one another; NoKeyExclusive is
-    /// ExclusiveLock and Exclusive AccessExclusiveLock, both self-conflicting.
-    fn hwlock(self) -> LockMode {
-        match self {
-            LockTupleMode::Share => LockMode::RowShare,
-            LockTupleMode::NoKeyExclusive => LockMode::Exclusive,
-            LockTupleMode::Exclusive => LockMode::AccessExclusive,
-        }
-    }
-}
 
 impl Session {
     /// `UPDATE t SET col = col + delta WHERE key = k`: true if a row was updated.
@@ -82,55 +40,52 @@ impl Session {
         })
     }
 
-    /// Finds the row, waits out concurrent writers, then either writes a new version built by
-    /// `new_cols` or (with `lock_bits`) only locks the row. Returns the columns of the version
-    /// it acted on.
+    /// Finds the row, waits out concurrent holders, then either writes a new version built by
+    /// `new_cols` (an update, `lock` is `None`) or only locks the row in strength `lock`.
+    /// Returns the columns of the version it acted on.
     ///
-    /// Before it waits for another transaction that holds the row, it takes the heavyweight
-    /// tuple lock (`LOCKTAG_TUPLE` on the version's TID) in the mode of the statement's row-lock
-    /// strength, as `heap_update` and `heap_lock_tuple` do through `heap_acquire_tuplock`
-    /// (heapam.c, 9.3-18): one waiter per row version sleeps on the holder's xid, the others
-    /// queue on the tuple lock and are let through one at a time. The tuple lock is held only
-    /// while the version it is on is the one acted upon, and is released before this returns,
-    /// on every path, errors included (`UnlockTupleTuplock`).
+    /// The strength check and the wait are those of user tables ([`Session::row_lock_check`],
+    /// [`Session::wait_for_holders`]): before it waits for another transaction that holds the
+    /// row, it takes the heavyweight tuple lock (`LOCKTAG_TUPLE` on the version's TID) in the
+    /// mode of the strength, as `heap_update` and `heap_lock_tuple` do through
+    /// `heap_acquire_tuplock` (heapam.c, 9.3-18): one waiter per row version sleeps on the
+    /// holder's xid, the others queue on the tuple lock and are let through one at a time.
+    /// The tuple lock is held only while the version it is on is the one acted upon, and is
+    /// released before this returns, on every path, errors included (`UnlockTupleTuplock`).
     pub(super) fn modify_row(
         &mut self,
         t: TableId,
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
-        lock_bits: Option<u16>,
+        lock: Option<RowLockStrength>,
         wait: WaitPolicy,
     ) -> Result<Option<Row>, EngineError> {
-        let mut tuplock: Option<LockTag> = None;
-        let tmode = match lock_bits {
-            None => LockTupleMode::NoKeyExclusive,
-            Some(b) if b == visibility::XMAX_EXCL_LOCK => LockTupleMode::Exclusive,
-            Some(_) => LockTupleMode::Share,
-        };
-        let mode = tmode.hwlock();
-        let r = self.modify_row_locked(t, key, new_cols, lock_bits, (tmode, wait), &mut tuplock);
-        if let Some(tag) = tuplock {
+        let mut tuplock: Option<(LockTag, LockMode)> = None;
+        let r = self.modify_row_locked(t, key, new_cols, (lock, wait), &mut tuplock);
+        if let Some((tag, mode)) = tuplock {
             self.lm.unlock(tag, mode, false);
         }
         r
     }
 
     /// The body of [`modify_row`](Self::modify_row); `tuplock` is the tuple lock it holds
-    /// (in `tmode`'s heavyweight mode), which the caller releases.
+    /// (with its mode), which the caller releases.
     ///
-    /// A share lock on a row that running share lockers already hold makes a new MultiXact of
-    /// them and us (9.3+); an update or `FOR UPDATE` of a row held by a multi takes the tuple
-    /// lock, then waits for every running member but itself (`MultiXactIdWait`) and tries again.
+    /// Compatible lockers share the row through a new MultiXact (9.3+). Departure: the engine
+    /// makes no MultiXact with an updater member on pgbench's tables (their reads, pruning and
+    /// hint setting read a multi as lock-only), so where PostgreSQL lets an `UPDATE` in beside
+    /// running `FOR KEY SHARE` lockers, or a `FOR KEY SHARE` in beside a running non-key
+    /// updater, this waits for them (`pgbench_no_updater_multi`).
     fn modify_row_locked(
         &mut self,
         t: TableId,
         key: i64,
         new_cols: impl Fn(&[i64]) -> Result<Option<Vec<i64>>, EngineError>,
-        lock_bits: Option<u16>,
-        (tmode, wait): (LockTupleMode, WaitPolicy),
-        tuplock: &mut Option<LockTag>,
+        (lock, wait): (Option<RowLockStrength>, WaitPolicy),
+        tuplock: &mut Option<(LockTag, LockMode)>,
     ) -> Result<Option<Row>, EngineError> {
-        let mode = tmode.hwlock();
+        // Every update of pgbench's tables leaves the key alone (`LockTupleNoKeyExclusive`).
+        let strength = lock.unwrap_or(RowLockStrength::NoKeyUpdate);
         let xid = self.ensure_xid()?;
         let rel = t.heap_oid();
         loop {
@@ -139,7 +94,7 @@ impl Session {
             // multi (ours or another backend's), record the oldest multi it may belong to.
             // Takes MultiXactGenLock shared once per transaction.
             self.engine.multixact.set_oldest_member(self.id);
-            if let Some(tag) = *tuplock
+            if let Some((tag, mode)) = *tuplock
                 && (tag.field3, tag.field4) != (tid.block, tid.offset)
             {
                 // The version we queued for was replaced by a committed update: PostgreSQL's
@@ -180,52 +135,41 @@ impl Session {
                 continue;
             };
             let h = tuple::header(&tup);
-            let mut share_with = None;
-            match self.update_check(&h.xact, tmode) {
-                check @ (UpdateCheck::Wait(_) | UpdateCheck::WaitMulti(_)) => {
+            let check = match self.row_lock_check(&h, strength) {
+                // Our own lock strong enough: an update goes ahead, keeping the other
+                // lockers' locks (which `pgbench_no_updater_multi` turns into a wait).
+                Ok(RowCheck::Held) if lock.is_none() => RowCheck::Free(self.own_other_lockers(&h, xid)),
+                Ok(c) => c,
+                Err(e) => {
                     drop(g);
                     self.bb.release(buf);
-                    // heap_acquire_tuplock, then XactLockTableWait (MultiXactIdWait: on each
-                    // running member in turn): queue on the version first, so that only its
-                    // first waiter sleeps on the xids. Tuple locks are never fast-path
-                    // eligible; they go to the main table.
-                    // NOWAIT and SKIP LOCKED try both without waiting and give up where
-                    // either would wait (`heap_lock_tuple`'s LockWaitError / LockWaitSkip).
-                    let give_up = |wait| match wait {
-                        WaitPolicy::Skip => Ok(None),
-                        _ => Err(EngineError::Sql(format!(
-                            "could not obtain lock on row in relation \"{}\"",
-                            t.name()
-                        ))),
-                    };
-                    if tuplock.is_none() {
-                        let db = self.engine.lmgr.database();
-                        let tag = LockTag::tuple(db, rel, BlockNumber(tid.block), tid.offset);
-                        let opts = LockOptions { session: false, dont_wait: wait != WaitPolicy::Block };
-                        match self.lm.lock(tag, mode, opts) {
-                            Ok(_) => *tuplock = Some(tag),
-                            Err(lockstack_lmgr::LockError::NotAvailable { .. }) => return give_up(wait),
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    let holders = match check {
-                        UpdateCheck::Wait(other) => vec![other],
-                        UpdateCheck::WaitMulti(others) => others,
-                        _ => unreachable!("matched above"),
-                    };
-                    for other in holders {
-                        if wait == WaitPolicy::Block {
-                            self.lm.xact_lock_table_wait(other)?;
-                        } else if !self.conditional_xact_lock_table_wait(other)? {
-                            return give_up(wait);
-                        }
+                    return Err(e);
+                }
+            };
+            match self.pgbench_no_updater_multi(check, &h, lock.is_none()) {
+                RowCheck::Wait(holders, upgrading) => {
+                    drop(g);
+                    self.bb.release(buf);
+                    // NOWAIT and SKIP LOCKED give up where the tuple lock or a holder would
+                    // make them wait (`heap_lock_tuple`'s LockWaitError / LockWaitSkip).
+                    if !self.wait_for_holders(rel, tid, strength, wait, holders, upgrading, tuplock)? {
+                        return match wait {
+                            WaitPolicy::Skip => Ok(None),
+                            _ => Err(EngineError::Sql(format!(
+                                "could not obtain lock on row in relation \"{}\"",
+                                t.name()
+                            ))),
+                        };
                     }
                     self.take_snapshot();
                     continue;
                 }
-                UpdateCheck::Retry(updater) => {
+                RowCheck::Updated(_) => {
                     drop(g);
                     self.bb.release(buf);
+                    // The committed transaction that replaced the version (an updating
+                    // multi's updater member).
+                    let updater = resolve_updater(&self.engine, h.xact).xmax;
                     self.take_snapshot();
                     // The updater's commit is in CLOG, but if it has not yet left the ProcArray
                     // the new snapshot still sees it running, so the same old version is found
@@ -242,43 +186,37 @@ impl Session {
                     }
                     continue;
                 }
-                UpdateCheck::AlreadyLocked => {
+                RowCheck::Held => {
                     drop(g);
                     self.bb.release(buf);
                     return Ok(Some(tuple::row(&tup)));
                 }
-                UpdateCheck::ShareWith(others) => share_with = Some(others),
-                UpdateCheck::Ok => {}
+                RowCheck::Free(multi) if lock.is_some() => {
+                    let stamped = stamp_row_lock(
+                        &self.engine,
+                        &mut self.wal,
+                        g.page_mut(),
+                        tid,
+                        (xid, self.cid),
+                        strength,
+                        multi,
+                    );
+                    if stamped.is_ok() {
+                        g.mark_dirty();
+                    }
+                    drop(g);
+                    self.bb.release(buf);
+                    return stamped.map(|()| Some(tuple::row(&tup)));
+                }
+                // Free, with no other locker to keep (`pgbench_no_updater_multi`).
+                RowCheck::Free(_) => {}
             }
             let cols = tuple::row(&tup);
-            if let Some(bits) = lock_bits {
-                let p = g.page_mut();
-                let item = page::get_item_mut(p, tid.offset).expect("present");
-                if let Some(others) = share_with {
-                    // MultiXactIdCreate / MultiXactIdExpand: the running lockers and us, in a
-                    // new multi (a multi's membership never changes).
-                    let share = |xid| MultiXactMember { xid, status: MultiXactStatus::ForShare };
-                    let mut members: Vec<MultiXactMember> = others.into_iter().map(share).collect();
-                    members.push(share(xid));
-                    let multi = self.engine.multixact.create(&members);
-                    tuple::set_xmax_multi(item, multi, self.cid, bits);
-                } else {
-                    tuple::set_xmax(item, xid, self.cid, Some(bits));
-                }
-                let lsn = self.wal.insert(&Record {
-                    rmid: RM_HEAP,
-                    info: XLOG_HEAP_LOCK,
-                    xid,
-                    data: &tid_bytes(tid),
-                })?;
-                page::set_lsn(g.page_mut(), lsn.0);
-                g.mark_dirty();
-                drop(g);
-                self.bb.release(buf);
-                return Ok(Some(cols));
-            }
-            let values = match new_cols(&cols) {
-                Ok(v) => v.expect("update builds a row"),
+            let built = new_cols(&cols).and_then(|v| {
+                v.ok_or_else(|| EngineError::Usage(format!("an update of {} built no new row", t.name())))
+            });
+            let values = match built {
+                Ok(v) => v,
                 Err(e) => {
                     // Nothing is changed yet: give the page and the pin back and fail.
                     drop(g);
@@ -291,15 +229,21 @@ impl Session {
             let fits = page::free_space(g.page()) >= page::maxalign(newtup.len());
             let p = g.page_mut();
             let (new_tid, hot) = if fits {
-                let off = page::add_item(p, &newtup, None).expect("checked free space");
+                let off = page::add_item(p, &newtup, None).expect(
+                    "free_space was checked above under the same exclusive lock, so the version fits",
+                );
                 let nt = Tid { block: tid.block, offset: off };
-                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), nt);
+                tuple::set_ctid(
+                    page::get_item_mut(p, off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    nt,
+                );
                 (nt, true)
             } else {
                 newtup[22..24].copy_from_slice(&0u16.to_le_bytes());
                 (Tid { block: u32::MAX, offset: 0 }, false)
             };
-            let old = page::get_item_mut(p, tid.offset).expect("present");
+            let old = page::get_item_mut(p, tid.offset).expect("the page has been exclusively locked since this tuple was read from it, so its line pointer is still there");
             tuple::set_xmax(old, xid, self.cid, None);
             if hot {
                 tuple::set_hot_updated(old, new_tid);
@@ -337,7 +281,7 @@ impl Session {
                 // The new version goes elsewhere; link the old one to it and index it.
                 let nt = self.heap_insert_elsewhere(t, &mut newtup, tid.block)?;
                 let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
-                let old = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                let old = page::get_item_mut(g.page_mut(), tid.offset).expect("the page stayed pinned and a version's line pointer is only reclaimed by pruning, which needs the cleanup lock our pin excludes");
                 tuple::set_ctid(old, nt);
                 g.mark_dirty();
                 drop(g);
@@ -355,63 +299,29 @@ impl Session {
         !matches!(self.engine.clog.get_status(xid), Ok((XidStatus::Committed | XidStatus::Aborted, _)))
     }
 
-    /// `HeapTupleSatisfiesUpdate` with `heap_lock_tuple`'s and `heap_update`'s reading of its
-    /// `TM_BeingModified`, reduced to the outcomes the executor acts on, for a lock (or update)
-    /// of strength `mode`.
-    fn update_check(&self, t: &TupleXactInfo, mode: LockTupleMode) -> UpdateCheck {
-        use visibility::{XMAX_COMMITTED, XMAX_INVALID, XMAX_IS_MULTI, XMAX_LOCK_ONLY, XMAX_SHR_LOCK};
-        if !t.xmax.is_valid() || t.infomask & XMAX_INVALID != 0 {
-            return UpdateCheck::Ok;
+    /// The departure of pgbench's tables from `heap_lock_tuple` / `heap_update`: no MultiXact
+    /// with an updater member. `check` is [`Session::row_lock_check`]'s answer for version `h`
+    /// (`updating` for an `UPDATE`, with `Free` carrying the other lockers to keep); where it
+    /// would make a multi with an updater (a `FOR KEY SHARE` beside a running non-key updater,
+    /// or an update beside running `FOR KEY SHARE` lockers), the answer becomes a wait for those
+    /// other members, without the tuple lock if this transaction holds the row already (the
+    /// upgrade case of `heap_lock_tuple`). Other answers pass unchanged.
+    fn pgbench_no_updater_multi(&self, check: RowCheck, h: &tuple::TupleHeader, updating: bool) -> RowCheck {
+        let RowCheck::Free(Some(members)) = check else { return check };
+        if !updating && !members.iter().any(|m| m.status.is_update()) {
+            return RowCheck::Free(Some(members));
         }
-        if t.infomask & XMAX_IS_MULTI != 0 {
-            // A lock-only multi of share lockers (the only kind the engine makes): share
-            // lockers coexist with it, anything stronger waits for its running members.
-            let members = self.engine.multixact.members(MultiXactId(t.xmax.0));
-            let me = self.xid;
-            let mut mine = false;
-            let mut others = Vec::new();
-            for m in members {
-                if m.xid == me {
-                    mine = true;
-                } else if self.xid_running(m.xid) {
-                    others.push(m.xid);
-                }
-            }
-            return match (others.is_empty(), mode == LockTupleMode::Share) {
-                // Every other locker ended: the row is free (the multi is as good as invalid).
-                (true, _) => UpdateCheck::Ok,
-                (false, true) if mine => UpdateCheck::AlreadyLocked,
-                (false, true) => UpdateCheck::ShareWith(others),
-                (false, false) => UpdateCheck::WaitMulti(others),
-            };
+        let me = self.xid;
+        let mut others: Vec<TransactionId> = members.iter().map(|m| m.xid).filter(|x| *x != me).collect();
+        others.dedup();
+        if others.is_empty() {
+            return RowCheck::Free(None);
         }
-        if t.xmax == self.xid {
-            // Our own lock or update. A share lock asked for again, over our own lock of any
-            // strength, changes nothing (a stronger lock is not weakened).
-            if mode == LockTupleMode::Share && t.infomask & XMAX_LOCK_ONLY != 0 {
-                return UpdateCheck::AlreadyLocked;
-            }
-            return UpdateCheck::Ok;
-        }
-        let committed = t.infomask & XMAX_COMMITTED != 0;
-        let state = if committed {
-            XidStatus::Committed
-        } else {
-            self.engine.clog.get_status(t.xmax).map(|(s, _)| s).unwrap_or(XidStatus::InProgress)
-        };
-        match state {
-            XidStatus::Committed if t.infomask & XMAX_LOCK_ONLY != 0 => UpdateCheck::Ok,
-            XidStatus::Committed => UpdateCheck::Retry(t.xmax),
-            XidStatus::Aborted => UpdateCheck::Ok,
-            // A running share locker: another share locker joins it in a multi.
-            _ if mode == LockTupleMode::Share
-                && t.infomask & XMAX_LOCK_ONLY != 0
-                && t.infomask & XMAX_SHR_LOCK == XMAX_SHR_LOCK =>
-            {
-                UpdateCheck::ShareWith(vec![t.xmax])
-            }
-            _ => UpdateCheck::Wait(t.xmax),
-        }
+        let x = &h.xact;
+        let mine = x.xmax == me
+            || (x.infomask & visibility::XMAX_IS_MULTI != 0
+                && self.engine.multixact.members(MultiXactId(x.xmax.0)).iter().any(|m| m.xid == me));
+        RowCheck::Wait(others, mine)
     }
 
     /// Prunes `buf`'s page if the cleanup lock is free right now (`heap_page_prune_opt`):
@@ -429,7 +339,12 @@ impl Session {
             // Keep the hint while something on the page may still become prunable.
             let any_xmax = (1..=page::max_offset_number(g.page())).any(|o| {
                 page::item_id(g.page(), o).flags == LpFlags::Normal
-                    && tuple::header(page::get_item(g.page(), o).expect("normal")).xact.xmax.is_valid()
+                    && tuple::header(page::get_item(g.page(), o).expect(
+                        "the offset's line pointer was just checked to be LP_NORMAL, so it has a tuple",
+                    ))
+                    .xact
+                    .xmax
+                    .is_valid()
             });
             if !any_xmax {
                 page::set_prune_xid(g.page_mut(), 0);
@@ -459,9 +374,14 @@ impl Session {
             let fits =
                 page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page());
             if fits {
-                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let off = page::add_item(g.page_mut(), tup, None)
+                    .expect("free_space was checked just above under the same exclusive lock");
                 let tid = Tid { block, offset: off };
-                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(g.page_mut(), off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    tid,
+                );
                 g.mark_dirty();
                 placed = Some(tid);
             }
@@ -500,9 +420,14 @@ impl Session {
             let buf = self.bb.read_block(rel, BlockNumber(last))?;
             let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
             if page::free_space(g.page()) >= page::maxalign(tup.len()) && !page::is_all_visible(g.page()) {
-                let off = page::add_item(g.page_mut(), tup, None).expect("checked");
+                let off = page::add_item(g.page_mut(), tup, None)
+                    .expect("free_space was checked just above under the same exclusive lock");
                 let tid = Tid { block: last, offset: off };
-                tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(g.page_mut(), off)
+                        .expect("add_item just returned this offset under the same exclusive lock"),
+                    tid,
+                );
                 g.mark_dirty();
                 drop(g);
                 self.bb.release(buf);
@@ -514,9 +439,14 @@ impl Session {
         let (buf, blk) = self.bb.extend(rel, ForkNumber::Main)?;
         let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
         page::init(g.page_mut(), 0);
-        let off = page::add_item(g.page_mut(), tup, None).expect("empty page");
+        let off = page::add_item(g.page_mut(), tup, None)
+            .expect("a freshly initialised page has room for any tuple the engine forms");
         let tid = Tid { block: blk.0, offset: off };
-        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(
+            page::get_item_mut(g.page_mut(), off)
+                .expect("add_item just returned this offset under the same exclusive lock"),
+            tid,
+        );
         g.mark_dirty();
         drop(g);
         self.bb.release(buf);
@@ -582,7 +512,11 @@ impl Session {
         }
         let Some(off) = page::add_item(g.page_mut(), tup, None) else { return Ok(false) };
         let tid = Tid { block: self.bb.tag(buf).block.0, offset: off };
-        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(
+            page::get_item_mut(g.page_mut(), off)
+                .expect("add_item just returned this offset under the same exclusive lock"),
+            tid,
+        );
         tuple::set_ctid(tup, tid);
         let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_INSERT, xid, data: tup })?;
         page::set_lsn(g.page_mut(), lsn.0);
@@ -600,7 +534,8 @@ fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
         if page::item_id(p, off).flags != LpFlags::Normal {
             continue;
         }
-        let t = page::get_item_mut(p, off).expect("normal");
+        let t = page::get_item_mut(p, off)
+            .expect("the loop skipped every line pointer that is not LP_NORMAL, so this one has a tuple");
         let h = tuple::header(t).xact;
         let have_xmin = h.infomask & (XMIN_COMMITTED | XMIN_INVALID) != 0;
         let have_xmax = !h.xmax.is_valid() || h.infomask & (XMAX_COMMITTED | XMAX_INVALID) != 0;

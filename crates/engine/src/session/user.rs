@@ -296,7 +296,11 @@ impl Session {
             )));
         };
         let tid = Tid { block, offset: off };
-        tuple::set_ctid(page::get_item_mut(g.page_mut(), off).expect("added"), tid);
+        tuple::set_ctid(
+            page::get_item_mut(g.page_mut(), off)
+                .expect("add_item just returned this offset under the same exclusive lock"),
+            tid,
+        );
         tuple::set_ctid(tup, tid);
         let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_INSERT, xid, data: tup })?;
         page::set_lsn(g.page_mut(), lsn.0);
@@ -321,7 +325,9 @@ impl Session {
                 if page::item_id(p, off).flags != LpFlags::Normal {
                     continue;
                 }
-                let tup = page::get_item(p, off).expect("normal");
+                let tup = page::get_item(p, off).expect(
+                    "the loop skipped every line pointer that is not LP_NORMAL, so this one has a tuple",
+                );
                 let h = resolve_updater(&self.engine, tuple::header(tup).xact);
                 if visibility::satisfies_mvcc(&h, &ctx).visible {
                     match decode_row(&t.def, tup) {
@@ -572,15 +578,16 @@ impl Session {
                 RowCheck::Wait(holders, upgrading) => {
                     drop(g);
                     self.bb.release(buf);
-                    if tuplock.is_none() && !upgrading {
-                        let db = self.engine.lmgr.database();
-                        let tag = LockTag::tuple(db, t.heap, BlockNumber(tid.block), tid.offset);
-                        self.lm.lock(tag, strength.hwlock(), LockOptions::XACT)?;
-                        *tuplock = Some((tag, strength.hwlock()));
-                    }
-                    for other in holders {
-                        self.xact_lock_table_wait(other)?;
-                    }
+                    // A blocking wait never gives up: its result is always true.
+                    self.wait_for_holders(
+                        t.heap,
+                        tid,
+                        strength,
+                        WaitPolicy::Block,
+                        holders,
+                        upgrading,
+                        tuplock,
+                    )?;
                 }
                 RowCheck::Free(lockers) => {
                     if let (Some(v), Some(k)) = (&new, t.def.primary_key)
@@ -606,7 +613,7 @@ impl Session {
                     // locks (`heap_update`'s xmax_new_tuple).
                     let others: Vec<MultiXactMember> =
                         lockers.unwrap_or_default().into_iter().filter(|m| m.xid != xid).collect();
-                    let item = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                    let item = page::get_item_mut(g.page_mut(), tid.offset).expect("the page has been exclusively locked since this tuple was read from it, so its line pointer is still there");
                     if others.is_empty() {
                         tuple::set_xmax(item, xid, self.cid, None);
                         tuple::set_keys_updated(item, key_changed);
@@ -661,7 +668,7 @@ impl Session {
                             }
                         };
                         let mut g = self.bb.lock(buf, LwLockMode::Exclusive);
-                        let old = page::get_item_mut(g.page_mut(), tid.offset).expect("present");
+                        let old = page::get_item_mut(g.page_mut(), tid.offset).expect("the page stayed pinned and a version's line pointer is only reclaimed by pruning, which needs the cleanup lock our pin excludes");
                         tuple::set_ctid(old, nt);
                         g.mark_dirty();
                         drop(g);

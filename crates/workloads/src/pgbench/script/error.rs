@@ -57,15 +57,6 @@ pub enum ScriptErrorKind {
     /// SQL that is not one of the statements the engine runs (its words, single-spaced).
     #[error("unsupported statement: {0}")]
     UnsupportedStatement(String),
-    /// `FOR KEY SHARE` or `FOR NO KEY UPDATE` (the engine runs pgbench's tables with two
-    /// row-lock strengths).
-    #[error("unsupported: {strength} on pgbench's tables (FOR UPDATE and FOR SHARE are): {sql}")]
-    UnsupportedLockStrength {
-        /// The clause as written in upper case.
-        strength: &'static str,
-        /// The statement's words, single-spaced.
-        sql: String,
-    },
     /// A clause of an otherwise supported statement that the engine does not implement.
     #[error("unsupported: {clause}: {sql}")]
     UnsupportedClause {

@@ -6,9 +6,9 @@
 //! engine runs against pgbench's tables by key:
 //!
 //! * `BEGIN` / `START TRANSACTION`, `END` / `COMMIT`, `ROLLBACK` / `ABORT`;
-//! * `SELECT col[, col] FROM t WHERE key = expr [FOR UPDATE | FOR SHARE [OF t] [NOWAIT | SKIP
-//!   LOCKED]]` (`FOR KEY SHARE` and `FOR NO KEY UPDATE` are refused: the engine runs pgbench's
-//!   tables with 9.2's two strengths);
+//! * `SELECT col[, col] FROM t WHERE key = expr [FOR UPDATE | FOR NO KEY UPDATE | FOR SHARE |
+//!   FOR KEY SHARE [OF t] [NOWAIT | SKIP LOCKED]]` (one locking clause; the four strengths of
+//!   PostgreSQL 9.3+);
 //! * `UPDATE t SET col = col + expr WHERE key = expr` (or `col - expr`);
 //! * `INSERT INTO pgbench_history (cols) VALUES (...)`.
 //!
@@ -466,19 +466,77 @@ fn parse_sql(sql: &str) -> Result<SqlCommand, ScriptErrorKind> {
     if upper == "ABORT" || upper == "ABORT TRANSACTION" || upper == "ABORT WORK" {
         return Ok(SqlCommand::Rollback);
     }
-    let words = upper.split_whitespace().collect::<Vec<_>>().join(" ");
-    for strength in ["FOR KEY SHARE", "FOR NO KEY UPDATE"] {
-        if words.contains(strength) {
-            return Err(ScriptErrorKind::UnsupportedLockStrength { strength, sql: words_of(trimmed) });
-        }
-    }
-    let (bound, names) = bind_variables(trimmed);
+    let (plain, key_strength) = key_lock_clause(trimmed).ok_or_else(|| unsupported(trimmed))?;
+    let (bound, names) = bind_variables(&plain);
     let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &bound).map_err(|_| unsupported(trimmed))?;
     let [stmt] = stmts.as_slice() else { return Err(unsupported(trimmed)) };
-    if let Some(clause) = unsupported_clause(stmt) {
+    if let Some(mut clause) = unsupported_clause(stmt) {
+        // The clause as written, not as sqlparser read it.
+        match key_strength {
+            Some(LockClauseStrength::ForNoKeyUpdate) => {
+                clause = clause.replacen("FOR UPDATE", "FOR NO KEY UPDATE", 1)
+            }
+            Some(_) => clause = clause.replacen("FOR SHARE", "FOR KEY SHARE", 1),
+            None => {}
+        }
         return Err(ScriptErrorKind::UnsupportedClause { clause, sql: words_of(trimmed) });
     }
-    convert(stmt, &names).ok_or_else(|| unsupported(trimmed))
+    let mut cmd = convert(stmt, &names).ok_or_else(|| unsupported(trimmed))?;
+    if let (Some(k), SqlCommand::Select { lock, .. }) = (key_strength, &mut cmd) {
+        *lock = k;
+    }
+    Ok(cmd)
+}
+
+/// sqlparser reads `FOR UPDATE` and `FOR SHARE` but not PostgreSQL's `FOR NO KEY UPDATE` and
+/// `FOR KEY SHARE` (9.3+): `sql` with such a clause's `NO KEY` or `KEY` taken out (so that it
+/// parses as the clause of the same exclusivity), and the strength it stands for; `sql`
+/// itself and `None` without one. Words inside quotes are not read. `None` overall for more
+/// than one such clause (a statement runs one locking clause).
+fn key_lock_clause(sql: &str) -> Option<(String, Option<LockClauseStrength>)> {
+    // Words outside quotes: (byte start, upper-cased word).
+    let mut words: Vec<(usize, String)> = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut start: Option<usize> = None;
+    for (i, c) in sql.char_indices().chain(std::iter::once((sql.len(), ' '))) {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || c == '_' {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(b) = start.take() {
+            words.push((b, sql[b..i].to_ascii_uppercase()));
+        }
+        if c == '\'' || c == '"' {
+            quote = Some(c);
+        }
+    }
+    let mut found = None;
+    for (i, w) in words.iter().enumerate() {
+        if w.1 != "FOR" {
+            continue;
+        }
+        let next: Vec<&str> = words[i + 1..].iter().take(3).map(|x| x.1.as_str()).collect();
+        let clause = match next.as_slice() {
+            ["NO", "KEY", "UPDATE", ..] => {
+                (words[i + 1].0, words[i + 3].0, LockClauseStrength::ForNoKeyUpdate)
+            }
+            ["KEY", "SHARE", ..] => (words[i + 1].0, words[i + 2].0, LockClauseStrength::ForKeyShare),
+            _ => continue,
+        };
+        if found.replace(clause).is_some() {
+            return None;
+        }
+    }
+    Some(match found {
+        Some((from, to, strength)) => (format!("{}{}", &sql[..from], &sql[to..]), Some(strength)),
+        None => (sql.to_string(), None),
+    })
 }
 
 /// A clause of an otherwise supported statement that changes what it does and that the engine

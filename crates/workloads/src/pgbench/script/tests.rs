@@ -94,7 +94,7 @@ fn custom_scripts_and_errors() {
 }
 
 /// BEGIN's isolation levels and READ ONLY, AND CHAIN, SET TRANSACTION, FOR ... OF another
-/// table, FOR KEY SHARE / NO KEY UPDATE and INSERT's ON CONFLICT / RETURNING are refused,
+/// table, two locking clauses and INSERT's ON CONFLICT / RETURNING are refused,
 /// naming the file and line, never run as something else; what PostgreSQL runs as READ
 /// COMMITTED is accepted.
 #[test]
@@ -121,10 +121,17 @@ fn clauses_that_would_be_dropped_are_refused() {
             "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR UPDATE OF pgbench_tellers;",
             "unsupported: relation \"pgbench_tellers\" in FOR UPDATE clause not found in FROM clause",
         ),
-        ("SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR KEY SHARE;", "unsupported: FOR KEY SHARE"),
         (
-            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR NO KEY UPDATE NOWAIT;",
-            "unsupported: FOR NO KEY UPDATE",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR KEY SHARE FOR NO KEY UPDATE;",
+            "unsupported statement",
+        ),
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR SHARE FOR UPDATE;",
+            "unsupported statement",
+        ),
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 1 FOR NO KEY UPDATE OF pgbench_tellers;",
+            "unsupported: relation \"pgbench_tellers\" in FOR NO KEY UPDATE clause not found in FROM clause",
         ),
         ("INSERT INTO pgbench_history (tid) VALUES (1) ON CONFLICT DO NOTHING;", "unsupported statement"),
         ("INSERT INTO pgbench_history (tid) VALUES (1) RETURNING tid;", "unsupported statement"),
@@ -153,8 +160,8 @@ fn set_variables_named_like_parts_of_set() {
     }
 }
 
-/// The row-lock clauses pgbench's tables run: FOR UPDATE and FOR SHARE, with OF their own
-/// table and NOWAIT or SKIP LOCKED, each read into its strength and wait policy.
+/// The row-lock clauses pgbench's tables run: the four strengths, with OF their own table and
+/// NOWAIT or SKIP LOCKED, each read into its strength and wait policy.
 #[test]
 fn row_lock_clauses_are_read() {
     for (sql, want_lock, want_wait) in [
@@ -171,6 +178,21 @@ fn row_lock_clauses_are_read() {
         (
             "select abalance from pgbench_accounts where aid = :a for update of pgbench_accounts skip locked",
             LockClauseStrength::ForUpdate,
+            WaitPolicy::Skip,
+        ),
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = :a FOR NO KEY UPDATE",
+            LockClauseStrength::ForNoKeyUpdate,
+            WaitPolicy::Block,
+        ),
+        (
+            "select abalance from pgbench_accounts where aid = :a for  key\tshare of pgbench_accounts nowait",
+            LockClauseStrength::ForKeyShare,
+            WaitPolicy::Error,
+        ),
+        (
+            "SELECT abalance FROM pgbench_accounts WHERE aid = :a FOR KEY SHARE SKIP LOCKED",
+            LockClauseStrength::ForKeyShare,
             WaitPolicy::Skip,
         ),
     ] {
