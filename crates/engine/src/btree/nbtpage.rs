@@ -16,6 +16,15 @@ pub struct Tid {
 }
 
 impl Tid {
+    /// The TID as 6 little-endian bytes (block, then offset): the payload of the heap's
+    /// row-lock and update WAL records.
+    pub fn to_bytes(self) -> [u8; 6] {
+        let mut b = [0u8; 6];
+        b[0..4].copy_from_slice(&self.block.to_le_bytes());
+        b[4..6].copy_from_slice(&self.offset.to_le_bytes());
+        b
+    }
+
     pub(super) fn tie(self) -> u64 {
         (u64::from(self.block) << 16) | u64::from(self.offset)
     }

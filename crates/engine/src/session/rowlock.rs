@@ -5,7 +5,6 @@
 //! store (a multi for compatible lockers). The rules are in user.rs's header and
 //! docs/engine.md, "User tables".
 
-use super::update::tid_bytes;
 use super::*;
 use crate::usertable::{UserTable, Value, decode_row};
 
@@ -476,7 +475,7 @@ pub(super) fn stamp_row_lock(
             tuple::set_keys_updated(item, keys);
         }
     }
-    let lsn = wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_LOCK, xid, data: &tid_bytes(tid) })?;
+    let lsn = wal.insert(&Record { rmid: RM_HEAP, info: XLOG_HEAP_LOCK, xid, data: &tid.to_bytes() })?;
     page::set_lsn(p, lsn.0);
     Ok(())
 }

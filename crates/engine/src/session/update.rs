@@ -259,7 +259,7 @@ impl Session {
                 page::set_prune_xid(p, xid.0);
             }
             let info = if hot { XLOG_HEAP_HOT_UPDATE } else { XLOG_HEAP_UPDATE };
-            let mut payload = tid_bytes(tid).to_vec();
+            let mut payload = tid.to_bytes().to_vec();
             payload.extend_from_slice(&newtup);
             let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &payload })?;
             page::set_lsn(g.page_mut(), lsn.0);
@@ -549,12 +549,4 @@ fn set_page_hints(p: &mut [u8], ctx: &VisCtx<'_>) -> bool {
         }
     }
     changed
-}
-
-/// A TID as 6 bytes (block, offset), the payload of row-lock and update WAL records.
-pub(super) fn tid_bytes(t: Tid) -> [u8; 6] {
-    let mut b = [0u8; 6];
-    b[0..4].copy_from_slice(&t.block.to_le_bytes());
-    b[4..6].copy_from_slice(&t.offset.to_le_bytes());
-    b
 }

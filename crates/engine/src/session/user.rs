@@ -30,7 +30,6 @@
 //! a duplicate at once).
 
 use super::rowlock::{Locked, RowCheck, resolve_updater, stamp_multi};
-use super::update::tid_bytes;
 use super::*;
 use crate::btree::BTree;
 use crate::usertable::{TableDef, UserTable, Value, coerce, decode_row, encode_row, index_key};
@@ -626,7 +625,7 @@ impl Session {
                         stamp_multi(item, multi, &members, self.cid);
                     }
                     let info = if new.is_some() { XLOG_HEAP_UPDATE } else { XLOG_HEAP_DELETE };
-                    let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &tid_bytes(tid) })?;
+                    let lsn = self.wal.insert(&Record { rmid: RM_HEAP, info, xid, data: &tid.to_bytes() })?;
                     page::set_lsn(g.page_mut(), lsn.0);
                     g.mark_dirty();
                     drop(g);
