@@ -22,6 +22,7 @@ use lockstack_lwlock::LwLockKind;
 use crate::btree::{BTree, BTreeError, Tid};
 use crate::heap::tuple::{self, HEAP_TUPLE_HEADER_SIZE};
 use crate::heap::visibility::{XMAX_INVALID, XMIN_FROZEN};
+use crate::usertable::CorruptRow;
 
 /// Accounts per unit of scale (`naccounts`).
 pub const ACCOUNTS_PER_SCALE: i64 = 100_000;
@@ -154,7 +155,7 @@ pub enum TableError {
     /// A table to open has no relation file (the data directory was not initialised with -i).
     Missing(TableId),
     /// A row's contents are impossible (a damaged page that still passed verification).
-    Corrupt(String),
+    Corrupt(CorruptRow),
 }
 
 impl std::fmt::Display for TableError {
@@ -162,7 +163,7 @@ impl std::fmt::Display for TableError {
         match self {
             TableError::Buffer(e) => write!(f, "{e}"),
             TableError::Index(e) => write!(f, "{e}"),
-            TableError::Corrupt(m) => f.write_str(m),
+            TableError::Corrupt(m) => write!(f, "{m}"),
             TableError::Missing(t) => {
                 write!(f, "relation \"{}\" does not exist or is empty (file base/{})", t.name(), t.heap_oid())
             }
@@ -278,8 +279,8 @@ pub fn open_table(
 /// any page from disk without an out-of-range access.
 ///
 /// # Errors
-/// A one-line reason.
-pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<(), String> {
+/// A [`PageCheckError`], one line.
+pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<(), PageCheckError> {
     if tag.fork != ForkNumber::Main {
         return Ok(());
     }
@@ -287,7 +288,7 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
         // A heap page that was extended but never written reads as empty, as in PostgreSQL;
         // the B-tree never leaves one behind (`_bt_checkpage`).
         return if TableId::ALL.iter().any(|t| t.index_oid() == Some(tag.rel)) {
-            Err("index contains an unexpected zero page".into())
+            Err(PageCheckError::ZeroIndexPage)
         } else {
             Ok(())
         };
@@ -295,24 +296,48 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
     for t in TableId::ALL {
         if tag.rel == t.heap_oid() {
             if page::special_offset(p) != page::BLCKSZ {
-                return Err("heap page has special space".into());
+                return Err(PageCheckError::HeapSpecialSpace);
             }
             let natts = t.int_columns().len();
             for off in 1..=page::max_offset_number(p) {
                 if let Some(tup) = page::get_item(p, off) {
                     let n = tup.get(26..28).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
                     if n != Some(natts) || tup.len() < tuple::HEAP_TUPLE_HEADER_SIZE + 8 * natts {
-                        return Err(format!("tuple {off} ({} bytes) is not a {} row", tup.len(), t.name()));
+                        return Err(PageCheckError::NotARow { item: off, len: tup.len(), table: t.name() });
                     }
                 }
             }
             return Ok(());
         }
         if Some(tag.rel) == t.index_oid() {
-            return crate::btree::verify_page(tag.rel.0, tag.block.0, p).map_err(|e| e.to_string());
+            return crate::btree::verify_page(tag.rel.0, tag.block.0, p).map_err(Into::into);
         }
     }
     Ok(())
+}
+
+/// Why [`verify_page`] refused a relation page read from a data directory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PageCheckError {
+    /// An index page that was never initialised (the B-tree never leaves one behind).
+    #[error("index contains an unexpected zero page")]
+    ZeroIndexPage,
+    /// A heap page with special space, which heap pages do not have.
+    #[error("heap page has special space")]
+    HeapSpecialSpace,
+    /// A heap item that is not a tuple of the table's column count.
+    #[error("tuple {item} ({len} bytes) is not a {table} row")]
+    NotARow {
+        /// The item's offset number.
+        item: page::OffsetNumber,
+        /// Its length, bytes.
+        len: usize,
+        /// The pgbench table.
+        table: &'static str,
+    },
+    /// The B-tree's own check of an index page failed.
+    #[error(transparent)]
+    Index(#[from] crate::btree::BtreePageError),
 }
 
 /// Over every row version in `table`'s heap, live or dead: the highest key (column 0), and
@@ -398,10 +423,12 @@ pub fn scan_sums(
             if table.key_column().is_some() {
                 let key = tuple::column(t, 0);
                 if !(1..=i64::from(u32::MAX)).contains(&key) {
-                    return Err(TableError::Corrupt(format!(
-                        "relation \"{}\" block {blk} item {off}: key {key} is out of range",
-                        table.name()
-                    )));
+                    return Err(TableError::Corrupt(CorruptRow::KeyOutOfRange {
+                        table: table.name(),
+                        block: blk,
+                        item: off,
+                        key,
+                    }));
                 }
                 let i = key as usize;
                 if seen.len() <= i / 64 {

@@ -29,8 +29,8 @@ use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 mod nbtpage;
 mod nbtsearch;
 
-pub(crate) use nbtpage::verify_page;
 use nbtpage::*;
+pub(crate) use nbtpage::{BtreePageError, verify_page};
 pub use nbtpage::{PAGE_OPAQUE_SIZE, Tid};
 pub use nbtsearch::Search;
 use nbtsearch::*;
