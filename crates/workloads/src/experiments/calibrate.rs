@@ -127,8 +127,8 @@ fn baseline_tps(
     opts.runs = Some(1);
     opts.workloads = Some(vec![workload.to_string()]);
     opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
-    let plan = Plan::new(e, &opts).map_err(CalibrateError::Run)?;
-    let r = driver::run(&plan, &mut |_| {}).map_err(CalibrateError::Run)?;
+    let plan = Plan::new(e, &opts).map_err(|e| CalibrateError::Run(e.into()))?;
+    let r = driver::run(&plan, &mut |_| {}).map_err(|e| CalibrateError::Run(e.into()))?;
     let row = r.row(workload, e.baseline().name, clients).ok_or_else(|| {
         CalibrateError::Run(format!("calibration: no result for {workload} at {clients} clients"))
     })?;

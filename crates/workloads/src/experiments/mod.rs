@@ -37,7 +37,7 @@ pub mod validation;
 
 use serde::Serialize;
 
-pub use error::{CalibrationsError, PointsError, UnknownExperiment};
+pub use error::{CalibrationsError, NoUserDir, PointsError, UnknownExperiment};
 
 use crate::micro::buffers::BufferScenario;
 

@@ -19,6 +19,7 @@ mod error;
 mod runner;
 pub mod spec;
 pub mod sql;
+mod statement_error;
 
 pub use error::SqlError;
 
@@ -74,7 +75,7 @@ impl IsolationConfig {
     ///
     /// # Errors
     /// An unknown preset, one line listing the valid ones.
-    pub fn for_preset(name: &str) -> Result<IsolationConfig, String> {
+    pub fn for_preset(name: &str) -> Result<IsolationConfig, lockstack_engine::settings::SettingsError> {
         let engine = lockstack_engine::engine::EngineConfig::preset(name, 2, 16)?;
         Ok(IsolationConfig { lmgr: engine.lmgr, step_timeout: Duration::from_secs(60), dry_run: false })
     }
