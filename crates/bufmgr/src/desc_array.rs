@@ -93,7 +93,9 @@ impl DescArray {
     pub(crate) fn new(len: usize, padding: DescPadding, make: impl Fn(usize) -> BufferDesc) -> DescArray {
         let stride = padding.stride();
         debug_assert!(stride.is_multiple_of(align_of::<BufferDesc>()));
-        let size = stride.checked_mul(len.max(1)).expect("descriptor array size overflows");
+        let size = stride
+            .checked_mul(len.max(1))
+            .expect("the array size fits a usize: the pool holds at most MAX_BUFFERS descriptors");
         let layout = Layout::from_size_align(size, DESC_LINE)
             .expect("DESC_LINE is a power of two and the size was checked for overflow");
         // SAFETY: `layout` has a non-zero size.

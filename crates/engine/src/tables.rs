@@ -222,9 +222,13 @@ pub fn load_table(
                 if page::free_space(p) < page::maxalign(t.len()) + reserve {
                     break;
                 }
-                let off = page::add_item(p, &t, None).expect("checked free space");
+                let off = page::add_item(p, &t, None)
+                    .expect("the page's free space was checked above to hold the tuple");
                 let tid = Tid { block: blk.0, offset: off };
-                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(p, off).expect("the item was added at off just above"),
+                    tid,
+                );
                 keys.push((k, tid));
                 k += 1;
             }
@@ -414,7 +418,7 @@ pub fn scan_sums(
             if page::item_id(p, off).flags != LpFlags::Normal {
                 continue;
             }
-            let t = page::get_item(p, off).expect("normal");
+            let t = page::get_item(p, off).expect("the line pointer was checked to be LP_NORMAL above");
             if !visible(t) {
                 continue;
             }

@@ -229,12 +229,13 @@ pub(crate) fn decode_row(def: &TableDef, t: &[u8]) -> Result<Vec<Value>, Corrupt
     if natts != Some(n) || t.len() < base + 8 {
         return Err(bad());
     }
-    let nulls = u64::from_le_bytes(t[base..base + 8].try_into().expect("8 bytes"));
+    let nulls =
+        u64::from_le_bytes(t[base..base + 8].try_into().expect("an 8-byte range converts to [u8; 8]"));
     let mut at = base + 8;
     let mut out = Vec::with_capacity(n);
     for (i, c) in def.columns.iter().enumerate() {
         let s = HEAP_TUPLE_HEADER_SIZE + 8 * i;
-        let slot = i64::from_le_bytes(t[s..s + 8].try_into().expect("8 bytes"));
+        let slot = i64::from_le_bytes(t[s..s + 8].try_into().expect("an 8-byte range converts to [u8; 8]"));
         if nulls & (1 << i) != 0 {
             out.push(Value::Null);
             continue;

@@ -320,7 +320,7 @@ impl PartitionTables {
             touch_val(&e.wait_queue[i], Access::Read);
             let pl = proclocks
                 .get_mut(&ProcLockTag { tag, backend: w.backend })
-                .expect("waiter without a PROCLOCK");
+                .expect("every waiter has a PROCLOCK: it is created before the backend joins the wait queue");
             touch_val(pl, Access::Read);
             if w.mode.conflict_mask() & ahead == 0 && !e.check_conflicts(w.mode, pl.hold_mask) {
                 touch_val(pl, Access::Write);

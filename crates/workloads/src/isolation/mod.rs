@@ -60,7 +60,8 @@ pub struct IsolationConfig {
 impl Default for IsolationConfig {
     /// [`DEFAULT_PRESET`]'s lock manager, a 60 s step timeout.
     fn default() -> Self {
-        IsolationConfig::for_preset(DEFAULT_PRESET).expect("the default preset exists")
+        IsolationConfig::for_preset(DEFAULT_PRESET)
+            .expect("DEFAULT_PRESET names one of the engine's presets (a test loads it)")
     }
 }
 
