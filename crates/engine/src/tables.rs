@@ -22,7 +22,6 @@ use lockstack_lwlock::LwLockKind;
 use crate::btree::{BTree, BTreeError, Tid};
 use crate::heap::tuple::{self, HEAP_TUPLE_HEADER_SIZE};
 use crate::heap::visibility::{XMAX_INVALID, XMIN_FROZEN};
-use crate::usertable::CorruptRow;
 
 /// Accounts per unit of scale (`naccounts`).
 pub const ACCOUNTS_PER_SCALE: i64 = 100_000;
@@ -183,6 +182,32 @@ impl From<BTreeError> for TableError {
     fn from(e: BTreeError) -> Self {
         TableError::Index(e)
     }
+}
+
+/// Why a row read from a heap page is impossible (a damaged page that still passed
+/// verification); [`TableError::Corrupt`] carries it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CorruptRow {
+    /// A tuple whose attribute count or length does not fit its user table's row layout.
+    #[error("tuple of {len} bytes is not a row of \"{table}\"")]
+    NotARow {
+        /// The tuple's length, bytes.
+        len: usize,
+        /// The user table.
+        table: String,
+    },
+    /// A pgbench row whose key is outside `1..=u32::MAX`.
+    #[error("relation \"{table}\" block {block} item {item}: key {key} is out of range")]
+    KeyOutOfRange {
+        /// The pgbench table.
+        table: &'static str,
+        /// The heap block.
+        block: u32,
+        /// The item (offset number) in the block.
+        item: u16,
+        /// The key found.
+        key: i64,
+    },
 }
 
 /// Loads `table` at `scale` with heap `fillfactor` percent (pgbench's `-F`, 10..=100): frozen

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::btree::BTree;
 use crate::heap::tuple::HEAP_TUPLE_HEADER_SIZE;
+use crate::tables::CorruptRow;
 
 /// A column's type.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -331,32 +332,6 @@ impl From<CoerceError> for String {
     fn from(e: CoerceError) -> String {
         e.to_string()
     }
-}
-
-/// Why a row read from a heap page is impossible (a damaged page that still passed
-/// verification); [`crate::tables::TableError::Corrupt`] carries it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CorruptRow {
-    /// A tuple whose attribute count or length does not fit its user table's row layout.
-    #[error("tuple of {len} bytes is not a row of \"{table}\"")]
-    NotARow {
-        /// The tuple's length, bytes.
-        len: usize,
-        /// The user table.
-        table: String,
-    },
-    /// A pgbench row whose key is outside `1..=u32::MAX`.
-    #[error("relation \"{table}\" block {block} item {item}: key {key} is out of range")]
-    KeyOutOfRange {
-        /// The pgbench table.
-        table: &'static str,
-        /// The heap block.
-        block: u32,
-        /// The item (offset number) in the block.
-        item: u16,
-        /// The key found.
-        key: i64,
-    },
 }
 
 #[cfg(test)]
