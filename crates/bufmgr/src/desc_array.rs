@@ -51,16 +51,21 @@ impl fmt::Display for DescPadding {
 }
 
 impl FromStr for DescPadding {
-    type Err = String;
+    type Err = UnknownDescPadding;
     /// Parses `none` (also `pg94`) or `line` (also `64`, `pg95`).
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, UnknownDescPadding> {
         match s {
             "none" | "pg94" => Ok(DescPadding::None),
             "line" | "64" | "pg95" => Ok(DescPadding::Line),
-            _ => Err(format!("unknown buffer descriptor padding '{s}' (valid: none, line)")),
+            _ => Err(UnknownDescPadding(s.to_string())),
         }
     }
 }
+
+/// A [`DescPadding`] name other than those [`DescPadding::from_str`] accepts (the name given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown buffer descriptor padding '{0}' (valid: none, line)")]
+pub struct UnknownDescPadding(pub String);
 
 /// `len` descriptors, `padding.stride()` bytes apart, from a 64-byte-aligned base.
 pub(crate) struct DescArray {
@@ -88,7 +93,9 @@ impl DescArray {
     pub(crate) fn new(len: usize, padding: DescPadding, make: impl Fn(usize) -> BufferDesc) -> DescArray {
         let stride = padding.stride();
         debug_assert!(stride.is_multiple_of(align_of::<BufferDesc>()));
-        let size = stride.checked_mul(len.max(1)).expect("descriptor array size overflows");
+        let size = stride
+            .checked_mul(len.max(1))
+            .expect("the array size fits a usize: the pool holds at most MAX_BUFFERS descriptors");
         let layout = Layout::from_size_align(size, DESC_LINE)
             .expect("DESC_LINE is a power of two and the size was checked for overflow");
         // SAFETY: `layout` has a non-zero size.
@@ -181,6 +188,6 @@ mod tests {
         assert_ne!(size_of::<BufferDesc>() % 64, 0);
         assert_eq!("none".parse::<DescPadding>(), Ok(DescPadding::None));
         assert_eq!("64".parse::<DescPadding>(), Ok(DescPadding::Line));
-        assert!("32".parse::<DescPadding>().unwrap_err().contains("valid: none, line"));
+        assert!("32".parse::<DescPadding>().unwrap_err().to_string().contains("valid: none, line"));
     }
 }

@@ -76,7 +76,7 @@ pub use backend::{BackendBuffers, ContentGuard};
 pub use buffer::{Buffer, MAX_BUFFERS};
 pub use config::{BufferPoolConfig, KNOBS};
 pub use desc::{BM_MAX_USAGE_COUNT, BufferDesc, BufferState, HeaderKind};
-pub use desc_array::{DESC_LINE, DescPadding};
+pub use desc_array::{DESC_LINE, DescPadding, UnknownDescPadding};
 pub use error::{BufferError, HookError};
 pub use freelist::{ALL_PINNED_RECHECKS, VictimKind};
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};

@@ -196,7 +196,9 @@ impl HeldLocks {
                 more.swap_remove(i);
             } else if let Some(i) = self.ids.iter().rposition(|c| c.get() == id) {
                 // Keep the inline part full: refill the gap with a spilled entry.
-                self.ids[i].set(more.pop().expect("entries beyond the inline part are spilled"));
+                self.ids[i].set(more.pop().expect(
+                    "n > HELD_INLINE, so the entries beyond the inline part are spilled into `more`",
+                ));
             } else {
                 return;
             }

@@ -257,7 +257,9 @@ impl VisibilityMap {
                 None => return Ok(0),
             }
         }
-        let (b, _) = vmbuf.buf.expect("pinned above");
+        let (b, _) = vmbuf
+            .buf
+            .expect("the map page is pinned: pin_ok found it in vmbuf, or it was read into vmbuf just above");
         let byte = map_byte(bb, b, heap_blk).load(Ordering::Relaxed);
         Ok((byte >> heapblk_to_offset(heap_blk)) & VISIBILITYMAP_VALID_BITS)
     }

@@ -158,7 +158,9 @@ fn run_positions(
         busy_until(START);
         work(0);
         for h in hs {
-            task::join(h).expect("benchmark task");
+            if let Err(panic) = task::join(h) {
+                std::panic::resume_unwind(panic);
+            }
         }
     })
     .map_err(|e| Failure::run(format!("machine validate: simulation failed: {e:?}")))?;
@@ -202,7 +204,12 @@ fn distance_pairs(p: &MachineProfile) -> Vec<(String, u32, u32)> {
 /// line hardware thread `a` has just modified.
 fn modified_latency(p: &MachineProfile, a: u32, b: u32, access: Access) -> Result<f64, Failure> {
     let order = hw_order(p);
-    let pos = |h: u32| order.iter().position(|&x| x == h).expect("hardware thread");
+    let pos = |h: u32| {
+        order
+            .iter()
+            .position(|&x| x == h)
+            .expect("distance_pairs picks hardware threads of the profile, and hw_order lists all of them")
+    };
     let (pa, pb) = (pos(a), pos(b));
     let line = Arc::new(Padded::default());
     let total = Arc::new(Mutex::new(Duration::ZERO));

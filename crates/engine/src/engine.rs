@@ -222,7 +222,8 @@ impl Engine {
     /// Locks `t`'s list of pages worth revisiting (the engine's stand-in for the free space
     /// map). A simulated machine books a wait for the lock under [`FREE_PAGES_WAIT_CLASS`].
     pub(crate) fn free_pages(&self, t: TableId) -> lockstack_common::sync::MutexGuard<'_, Vec<u32>> {
-        let m = &self.free_pages[TableId::ALL.iter().position(|x| *x == t).expect("known table")];
+        let m = &self.free_pages
+            [TableId::ALL.iter().position(|x| *x == t).expect("TableId::ALL lists every table")];
         let _class = lockstack_common::sync::hook::wait_class(FREE_PAGES_WAIT_CLASS);
         m.lock()
     }
@@ -243,6 +244,9 @@ impl Engine {
     /// # Panics
     /// On an engine built by [`Engine::without_tables`].
     pub fn table(&self, t: TableId) -> &TableRel {
-        self.tables.iter().find(|r| r.table == t).expect("pgbench's tables exist in this engine")
+        self.tables
+            .iter()
+            .find(|r| r.table == t)
+            .expect("an engine built by Engine::new has pgbench's tables (Engine::without_tables has none)")
     }
 }

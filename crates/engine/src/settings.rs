@@ -27,7 +27,7 @@ use lockstack_xlog::{WalConfig, WalSink};
 use crate::config::{EngineConfig, PRESET_SETTINGS, PRESETS};
 
 mod error;
-pub use error::SettingsError;
+pub use error::{ConfigCheckError, SettingsError};
 
 impl SettingsError {
     fn unknown_preset(name: &str) -> SettingsError {
@@ -334,25 +334,23 @@ pub fn apply_all<S: AsRef<str>>(cfg: &mut EngineConfig, assignments: &[S]) -> Re
 /// that set a knob of the failing subsystem (`lwlock.kind` excepted), otherwise
 /// `engine configuration: reason` (a preset's own value).
 pub fn validate<S: AsRef<str>>(cfg: &EngineConfig, assignments: &[S]) -> Result<(), SettingsError> {
-    let slru = |name: &str, buffers: usize, locking: SlruLocking| -> Result<(), String> {
+    let slru = |name: &'static str, buffers: usize, locking: SlruLocking| -> Result<(), ConfigCheckError> {
         if !(2..=65536).contains(&buffers) {
-            return Err(format!("{name} buffers must be 2..=65536, got {buffers}"));
+            return Err(ConfigCheckError::SlruBufferCount { name, buffers });
         }
-        if locking == SlruLocking::Banks && !buffers.is_multiple_of(lockstack_clog::SLRU_BANK_SIZE) {
-            return Err(format!(
-                "{name} buffers must be a multiple of {} with banks (locking=banks), got {buffers}",
-                lockstack_clog::SLRU_BANK_SIZE
-            ));
+        let bank = lockstack_clog::SLRU_BANK_SIZE;
+        if locking == SlruLocking::Banks && !buffers.is_multiple_of(bank) {
+            return Err(ConfigCheckError::SlruBankMultiple { name, bank, buffers });
         }
         Ok(())
     };
-    let checks: [(&str, Result<(), String>); 6] = [
+    let checks: [(&str, Result<(), ConfigCheckError>); 6] = [
         ("clog.", slru("CLOG", cfg.clog.buffers, cfg.clog.locking)),
         ("subtrans.", slru("pg_subtrans", cfg.subtrans.buffers, cfg.subtrans.locking)),
-        ("lmgr.", cfg.lmgr.validate().map_err(|e| e.to_string())),
-        ("bufmgr.", cfg.bufmgr.validate().map_err(|e| e.to_string())),
-        ("wal.", cfg.wal.validate().map_err(|e| e.to_string())),
-        ("procarray.", cfg.procarray.validate().map_err(|e| e.to_string())),
+        ("lmgr.", cfg.lmgr.validate().map_err(Into::into)),
+        ("bufmgr.", cfg.bufmgr.validate().map_err(Into::into)),
+        ("wal.", cfg.wal.validate().map_err(Into::into)),
+        ("procarray.", cfg.procarray.validate().map_err(Into::into)),
     ];
     for (prefix, r) in checks {
         if let Err(reason) = r {

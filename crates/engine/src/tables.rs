@@ -154,7 +154,7 @@ pub enum TableError {
     /// A table to open has no relation file (the data directory was not initialised with -i).
     Missing(TableId),
     /// A row's contents are impossible (a damaged page that still passed verification).
-    Corrupt(String),
+    Corrupt(CorruptRow),
 }
 
 impl std::fmt::Display for TableError {
@@ -162,7 +162,7 @@ impl std::fmt::Display for TableError {
         match self {
             TableError::Buffer(e) => write!(f, "{e}"),
             TableError::Index(e) => write!(f, "{e}"),
-            TableError::Corrupt(m) => f.write_str(m),
+            TableError::Corrupt(m) => write!(f, "{m}"),
             TableError::Missing(t) => {
                 write!(f, "relation \"{}\" does not exist or is empty (file base/{})", t.name(), t.heap_oid())
             }
@@ -182,6 +182,40 @@ impl From<BTreeError> for TableError {
     fn from(e: BTreeError) -> Self {
         TableError::Index(e)
     }
+}
+
+/// Why a row read from a heap page is impossible (a damaged page that still passed
+/// verification); [`TableError::Corrupt`] carries it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CorruptRow {
+    /// A tuple whose attribute count or length does not fit its user table's row layout.
+    #[error("tuple of {len} bytes is not a row of \"{table}\"")]
+    NotARow {
+        /// The tuple's length, bytes.
+        len: usize,
+        /// The user table.
+        table: String,
+    },
+    /// A pgbench row whose key is outside `1..=u32::MAX`.
+    #[error("relation \"{table}\" block {block} item {item}: key {key} is out of range")]
+    KeyOutOfRange {
+        /// The pgbench table.
+        table: &'static str,
+        /// The heap block.
+        block: u32,
+        /// The item (offset number) in the block.
+        item: u16,
+        /// The key found.
+        key: i64,
+    },
+    /// A row lock's TID that names no tuple (its line pointer is not in use).
+    #[error("no tuple at ({block}, {offset}) to lock")]
+    NoTupleToLock {
+        /// The heap block.
+        block: u32,
+        /// The line pointer (offset number).
+        offset: u16,
+    },
 }
 
 /// Loads `table` at `scale` with heap `fillfactor` percent (pgbench's `-F`, 10..=100): frozen
@@ -221,9 +255,13 @@ pub fn load_table(
                 if page::free_space(p) < page::maxalign(t.len()) + reserve {
                     break;
                 }
-                let off = page::add_item(p, &t, None).expect("checked free space");
+                let off = page::add_item(p, &t, None)
+                    .expect("the page's free space was checked above to hold the tuple");
                 let tid = Tid { block: blk.0, offset: off };
-                tuple::set_ctid(page::get_item_mut(p, off).expect("just added"), tid);
+                tuple::set_ctid(
+                    page::get_item_mut(p, off).expect("the item was added at off just above"),
+                    tid,
+                );
                 keys.push((k, tid));
                 k += 1;
             }
@@ -278,8 +316,8 @@ pub fn open_table(
 /// any page from disk without an out-of-range access.
 ///
 /// # Errors
-/// A one-line reason.
-pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<(), String> {
+/// A [`PageCheckError`], one line.
+pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<(), PageCheckError> {
     if tag.fork != ForkNumber::Main {
         return Ok(());
     }
@@ -287,7 +325,7 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
         // A heap page that was extended but never written reads as empty, as in PostgreSQL;
         // the B-tree never leaves one behind (`_bt_checkpage`).
         return if TableId::ALL.iter().any(|t| t.index_oid() == Some(tag.rel)) {
-            Err("index contains an unexpected zero page".into())
+            Err(PageCheckError::ZeroIndexPage)
         } else {
             Ok(())
         };
@@ -295,24 +333,48 @@ pub(crate) fn verify_page(tag: lockstack_bufmgr::BufferTag, p: &[u8]) -> Result<
     for t in TableId::ALL {
         if tag.rel == t.heap_oid() {
             if page::special_offset(p) != page::BLCKSZ {
-                return Err("heap page has special space".into());
+                return Err(PageCheckError::HeapSpecialSpace);
             }
             let natts = t.int_columns().len();
             for off in 1..=page::max_offset_number(p) {
                 if let Some(tup) = page::get_item(p, off) {
                     let n = tup.get(26..28).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
                     if n != Some(natts) || tup.len() < tuple::HEAP_TUPLE_HEADER_SIZE + 8 * natts {
-                        return Err(format!("tuple {off} ({} bytes) is not a {} row", tup.len(), t.name()));
+                        return Err(PageCheckError::NotARow { item: off, len: tup.len(), table: t.name() });
                     }
                 }
             }
             return Ok(());
         }
         if Some(tag.rel) == t.index_oid() {
-            return crate::btree::verify_page(tag.rel.0, tag.block.0, p).map_err(|e| e.to_string());
+            return crate::btree::verify_page(tag.rel.0, tag.block.0, p).map_err(Into::into);
         }
     }
     Ok(())
+}
+
+/// Why [`verify_page`] refused a relation page read from a data directory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PageCheckError {
+    /// An index page that was never initialised (the B-tree never leaves one behind).
+    #[error("index contains an unexpected zero page")]
+    ZeroIndexPage,
+    /// A heap page with special space, which heap pages do not have.
+    #[error("heap page has special space")]
+    HeapSpecialSpace,
+    /// A heap item that is not a tuple of the table's column count.
+    #[error("tuple {item} ({len} bytes) is not a {table} row")]
+    NotARow {
+        /// The item's offset number.
+        item: page::OffsetNumber,
+        /// Its length, bytes.
+        len: usize,
+        /// The pgbench table.
+        table: &'static str,
+    },
+    /// The B-tree's own check of an index page failed.
+    #[error(transparent)]
+    Index(#[from] crate::btree::BtreePageError),
 }
 
 /// Over every row version in `table`'s heap, live or dead: the highest key (column 0), and
@@ -389,7 +451,7 @@ pub fn scan_sums(
             if page::item_id(p, off).flags != LpFlags::Normal {
                 continue;
             }
-            let t = page::get_item(p, off).expect("normal");
+            let t = page::get_item(p, off).expect("the line pointer was checked to be LP_NORMAL above");
             if !visible(t) {
                 continue;
             }
@@ -398,10 +460,12 @@ pub fn scan_sums(
             if table.key_column().is_some() {
                 let key = tuple::column(t, 0);
                 if !(1..=i64::from(u32::MAX)).contains(&key) {
-                    return Err(TableError::Corrupt(format!(
-                        "relation \"{}\" block {blk} item {off}: key {key} is out of range",
-                        table.name()
-                    )));
+                    return Err(TableError::Corrupt(CorruptRow::KeyOutOfRange {
+                        table: table.name(),
+                        block: blk,
+                        item: off,
+                        key,
+                    }));
                 }
                 let i = key as usize;
                 if seen.len() <= i / 64 {

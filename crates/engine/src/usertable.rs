@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::btree::BTree;
 use crate::heap::tuple::HEAP_TUPLE_HEADER_SIZE;
+use crate::tables::CorruptRow;
 
 /// A column's type.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -220,21 +221,22 @@ pub(crate) fn encode_row(def: &TableDef, values: &[Value]) -> (Vec<i64>, Vec<u8>
 /// Decodes a tuple of table `def` written by [`encode_row`].
 ///
 /// # Errors
-/// A one-line reason when the tuple is not such a row (a damaged page).
-pub(crate) fn decode_row(def: &TableDef, t: &[u8]) -> Result<Vec<Value>, String> {
+/// [`CorruptRow::NotARow`] when the tuple is not such a row (a damaged page).
+pub(crate) fn decode_row(def: &TableDef, t: &[u8]) -> Result<Vec<Value>, CorruptRow> {
     let n = def.columns.len();
     let base = HEAP_TUPLE_HEADER_SIZE + 8 * n;
-    let bad = || format!("tuple of {} bytes is not a row of \"{}\"", t.len(), def.name);
+    let bad = || CorruptRow::NotARow { len: t.len(), table: def.name.clone() };
     let natts = t.get(26..28).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
     if natts != Some(n) || t.len() < base + 8 {
         return Err(bad());
     }
-    let nulls = u64::from_le_bytes(t[base..base + 8].try_into().expect("8 bytes"));
+    let nulls =
+        u64::from_le_bytes(t[base..base + 8].try_into().expect("an 8-byte range converts to [u8; 8]"));
     let mut at = base + 8;
     let mut out = Vec::with_capacity(n);
     for (i, c) in def.columns.iter().enumerate() {
         let s = HEAP_TUPLE_HEADER_SIZE + 8 * i;
-        let slot = i64::from_le_bytes(t[s..s + 8].try_into().expect("8 bytes"));
+        let slot = i64::from_le_bytes(t[s..s + 8].try_into().expect("an 8-byte range converts to [u8; 8]"));
         if nulls & (1 << i) != 0 {
             out.push(Value::Null);
             continue;
@@ -275,29 +277,60 @@ pub fn index_key(v: &Value) -> Option<i64> {
 /// string to a text column, as PostgreSQL's input functions and constraint checks do.
 ///
 /// # Errors
-/// PostgreSQL's message: `integer out of range`, `null value in column "c" of relation "t"
-/// violates not-null constraint`, `invalid input syntax for type integer: "x"`.
-pub fn coerce(table: &str, c: &ColumnDef, v: Value) -> Result<Value, String> {
+/// A [`CoerceError`], displayed as PostgreSQL's message.
+pub fn coerce(table: &str, c: &ColumnDef, v: Value) -> Result<Value, CoerceError> {
     match (c.ty, v) {
-        (_, Value::Null) if c.not_null => Err(format!(
-            "null value in column \"{}\" of relation \"{table}\" violates not-null constraint",
-            c.name
-        )),
+        (_, Value::Null) if c.not_null => {
+            Err(CoerceError::NotNull { column: c.name.clone(), table: table.to_string() })
+        }
         (_, Value::Null) => Ok(Value::Null),
-        (ColumnType::Int4, Value::Int(i)) if i32::try_from(i).is_err() => Err("integer out of range".into()),
+        (ColumnType::Int4, Value::Int(i)) if i32::try_from(i).is_err() => Err(CoerceError::IntegerOutOfRange),
         (ColumnType::Int4 | ColumnType::Int8 | ColumnType::Numeric, Value::Int(i)) => Ok(Value::Int(i)),
         (ColumnType::Int4 | ColumnType::Int8 | ColumnType::Numeric, Value::Text(s)) => {
-            let name = match c.ty {
+            let type_name = match c.ty {
                 ColumnType::Int4 => "integer",
                 ColumnType::Int8 => "bigint",
                 _ => "numeric",
             };
-            let i: i64 =
-                s.trim().parse().map_err(|_| format!("invalid input syntax for type {name}: \"{s}\""))?;
+            let Ok(i) = s.trim().parse::<i64>() else {
+                return Err(CoerceError::InvalidInput { type_name, input: s });
+            };
             coerce(table, c, Value::Int(i))
         }
         (ColumnType::Text, Value::Text(s)) => Ok(Value::Text(s)),
         (ColumnType::Text, Value::Int(i)) => Ok(Value::Text(i.to_string())),
+    }
+}
+
+/// Why [`coerce`] refused a value for a column; displays as PostgreSQL's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CoerceError {
+    /// NULL for a NOT NULL column.
+    #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
+    NotNull {
+        /// The column.
+        column: String,
+        /// The table.
+        table: String,
+    },
+    /// An integer outside an int4 column's 32 bits.
+    #[error("integer out of range")]
+    IntegerOutOfRange,
+    /// A string that is not an integer, for an integer column (`type_name`: `integer`,
+    /// `bigint`, `numeric`).
+    #[error("invalid input syntax for type {type_name}: \"{input}\"")]
+    InvalidInput {
+        /// PostgreSQL's name of the column's type.
+        type_name: &'static str,
+        /// The string, as given.
+        input: String,
+    },
+}
+
+/// For callers that carry SQL errors as text: the message, as displayed.
+impl From<CoerceError> for String {
+    fn from(e: CoerceError) -> String {
+        e.to_string()
     }
 }
 
@@ -337,11 +370,16 @@ mod tests {
     #[test]
     fn coercion_follows_the_column_types() {
         let d = def();
-        assert_eq!(coerce("t", &d.columns[0], Value::Int(1 << 40)).unwrap_err(), "integer out of range");
+        assert_eq!(
+            coerce("t", &d.columns[0], Value::Int(1 << 40)).unwrap_err().to_string(),
+            "integer out of range"
+        );
         assert_eq!(coerce("t", &d.columns[0], Value::Text("12".into())).unwrap(), Value::Int(12));
         let mut nn = d.columns[1].clone();
         nn.not_null = true;
-        assert!(coerce("t", &nn, Value::Null).unwrap_err().contains("violates not-null constraint"));
+        assert!(
+            coerce("t", &nn, Value::Null).unwrap_err().to_string().contains("violates not-null constraint")
+        );
         assert_eq!(Value::Null.sort_cmp(&Value::Int(1)), std::cmp::Ordering::Greater);
     }
 }

@@ -46,6 +46,7 @@ mod stats;
 mod sync;
 mod table;
 mod tag;
+mod violation;
 
 pub use config::{
     FP_MAX_GROUPS, FP_SLOTS_PER_GROUP, FastPath, KNOBS, LmgrConfig, LmgrConfigError, STRONG_LOCK_PARTITIONS,

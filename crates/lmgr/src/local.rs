@@ -63,7 +63,8 @@ impl Slot {
     }
 
     fn tag_and_mode(&self) -> (LockTag, LockMode) {
-        let kind = LockTagKind::from_u8((self.k1 >> 48) as u8).expect("keys are built from real tags");
+        let kind = LockTagKind::from_u8((self.k1 >> 48) as u8)
+            .expect("a local key is built from a real tag (LocalKey::new), so its kind byte is valid");
         let tag = LockTag {
             field1: self.k0 as u32,
             field2: (self.k0 >> 32) as u32,
@@ -71,7 +72,8 @@ impl Slot {
             field4: (self.k1 >> 32) as u16,
             kind,
         };
-        let mode = LockMode::from_number((self.k1 >> 56) as usize).expect("mode 1..=8 in the key");
+        let mode = LockMode::from_number((self.k1 >> 56) as usize)
+            .expect("a local key is built from a real mode (LocalKey::new), so its mode byte is 1..=8");
         (tag, mode)
     }
 }

@@ -16,6 +16,7 @@ use lockstack_common::sync::hook::{Access, touch_slice, touch_val};
 
 use crate::mode::{LockMask, LockMode};
 use crate::tag::{LockTag, TagBuildHasher};
+use crate::violation::{LockViolation, TableViolation};
 
 /// `PROCLOCKTAG`: the lock and the backend (PostgreSQL keys by the two shared-memory addresses;
 /// the tag identifies the lock just as well).
@@ -319,7 +320,7 @@ impl PartitionTables {
             touch_val(&e.wait_queue[i], Access::Read);
             let pl = proclocks
                 .get_mut(&ProcLockTag { tag, backend: w.backend })
-                .expect("waiter without a PROCLOCK");
+                .expect("every waiter has a PROCLOCK: it is created before the backend joins the wait queue");
             touch_val(pl, Access::Read);
             if w.mode.conflict_mask() & ahead == 0 && !e.check_conflicts(w.mode, pl.hold_mask) {
                 touch_val(pl, Access::Write);
@@ -400,73 +401,76 @@ impl PartitionTables {
     /// Checks every LOCK's internal consistency against its PROCLOCKs and wait queue, and that
     /// every PROCLOCK belongs to a LOCK that lists it (`LOCK_PRINT`-style sanity as the tests
     /// need it). Errors name the lock.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), TableViolation> {
         let mut listed = 0;
         for (tag, e) in &self.locks {
-            check_lock(self, *tag, e).map_err(|m| format!("{tag}: {m}"))?;
+            check_lock(self, *tag, e).map_err(|source| TableViolation::Lock { tag: *tag, source })?;
             listed += e.proclocks.len();
         }
         if listed != self.proclocks.len() {
-            return Err(format!(
-                "{} PROCLOCKs in the table but {listed} listed by their LOCKs",
-                self.proclocks.len()
-            ));
+            return Err(TableViolation::UnlistedProcLocks { in_table: self.proclocks.len(), listed });
         }
         Ok(())
     }
 }
 
-fn check_lock(t: &PartitionTables, tag: LockTag, e: &LockEntry) -> Result<(), String> {
+fn check_lock(t: &PartitionTables, tag: LockTag, e: &LockEntry) -> Result<(), LockViolation> {
     if e.n_requested == 0 {
-        return Err("lock object with no requests left in the table".into());
+        return Err(LockViolation::NoRequests);
     }
     let mut hold_counts = [0u32; 9];
     for b in &e.proclocks {
         let Some(p) = t.proclocks.get(&ProcLockTag { tag, backend: *b }) else {
-            return Err(format!("backend {b} is listed but has no PROCLOCK"));
+            return Err(LockViolation::ListedWithoutProcLock(*b));
         };
         for m in LockMode::modes_in(p.hold_mask) {
             hold_counts[m.number()] += 1;
         }
         if p.hold_mask == 0 && !e.is_waiting(*b) {
-            return Err(format!("backend {b} has an empty PROCLOCK and is not waiting"));
+            return Err(LockViolation::EmptyProcLock(*b));
         }
     }
     let mut wait_counts = [0u32; 9];
     for w in &e.wait_queue {
         wait_counts[w.mode.number()] += 1;
         if !e.proclocks.contains(&w.backend) {
-            return Err(format!("waiter {} has no PROCLOCK", w.backend));
+            return Err(LockViolation::WaiterWithoutProcLock(w.backend));
         }
         if t.hold_mask(tag, w.backend) & w.mode.bit() != 0 {
-            return Err(format!("waiter {} already holds {}", w.backend, w.mode));
+            return Err(LockViolation::WaiterAlreadyHolds { backend: w.backend, mode: w.mode });
         }
     }
     let mut seen = e.proclocks.clone();
     seen.sort();
     if seen.windows(2).any(|w| w[0] == w[1]) {
-        return Err("duplicate PROCLOCK".into());
+        return Err(LockViolation::DuplicateProcLock);
     }
     for m in LockMode::ALL {
         let n = m.number();
         if e.granted[n] != hold_counts[n] {
-            return Err(format!("granted[{m}] = {} but {} holders", e.granted[n], hold_counts[n]));
+            return Err(LockViolation::GrantedCount {
+                mode: m,
+                granted: e.granted[n],
+                holders: hold_counts[n],
+            });
         }
         if e.requested[n] != e.granted[n] + wait_counts[n] {
-            return Err(format!(
-                "requested[{m}] = {} but granted {} + waiting {}",
-                e.requested[n], e.granted[n], wait_counts[n]
-            ));
+            return Err(LockViolation::RequestedCount {
+                mode: m,
+                requested: e.requested[n],
+                granted: e.granted[n],
+                waiting: wait_counts[n],
+            });
         }
         if (e.grant_mask & m.bit() != 0) != (e.granted[n] > 0) {
-            return Err(format!("grantMask bit of {m} disagrees with granted count"));
+            return Err(LockViolation::GrantMask(m));
         }
         if (e.wait_mask & m.bit() != 0) != (wait_counts[n] > 0) {
-            return Err(format!("waitMask bit of {m} disagrees with the wait queue"));
+            return Err(LockViolation::WaitMask(m));
         }
     }
     if e.n_granted != e.granted.iter().sum::<u32>() || e.n_requested != e.requested.iter().sum::<u32>() {
-        return Err("nGranted/nRequested disagree with the per-mode counts".into());
+        return Err(LockViolation::Totals);
     }
     Ok(())
 }
@@ -543,7 +547,7 @@ mod tests {
             ProcLockTag { tag: rel(), backend: BackendId(3) },
             ProcLockEntry { hold_mask: LockMode::AccessShare.bit() },
         );
-        let err = t.check().unwrap_err();
+        let err = t.check().unwrap_err().to_string();
         assert!(err.contains("2 PROCLOCKs in the table but 1 listed"), "{err}");
     }
 }

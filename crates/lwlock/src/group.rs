@@ -70,7 +70,9 @@ impl<R> Member<R> {
     }
 
     fn take_request(&self) -> R {
-        self.data.lock().request.take().expect("group request present")
+        self.data.lock().request.take().expect(
+            "the caller published its request into its own slot above; only the caller takes it, once",
+        )
     }
 
     fn sleep_until_done(&self, event: WaitEvent) {
@@ -100,7 +102,13 @@ fn apply_list<R>(members: &[CachePadded<Member<R>>], first: u32, apply: &mut imp
     let mut cur = first;
     while cur != INVALID {
         let m = &members[cur as usize];
-        apply(m.data.lock().request.as_mut().expect("group request present"));
+        apply(
+            m.data
+                .lock()
+                .request
+                .as_mut()
+                .expect("a listed member's request was set by publish before it joined the list"),
+        );
         cur = m.next.load(Ordering::Relaxed);
         n += 1;
     }

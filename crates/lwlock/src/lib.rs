@@ -50,6 +50,6 @@ pub use pg92::Pg92LwLock;
 pub use raw::{ConstLwLock, Pg92RwLock, RawLwLock, ReadBiasedRwLock, RwLock};
 pub use read_biased::{INHIBIT_MULTIPLIER, READER_SLOTS, ReadBiasedLwLock};
 pub use spin::{
-    DEFAULT_SPIN_ROUNDS, SLockDelay, SpinDelay, SpinLock, SpinSchedule, set_spin_rounds, set_spin_schedule,
-    set_spins_per_delay, spin_rounds, spin_schedule, spins_per_delay,
+    DEFAULT_SPIN_ROUNDS, SLockDelay, SpinDelay, SpinLock, SpinSchedule, UnknownSpinSchedule, set_spin_rounds,
+    set_spin_schedule, set_spins_per_delay, spin_rounds, spin_schedule, spins_per_delay,
 };

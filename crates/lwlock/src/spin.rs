@@ -75,15 +75,21 @@ impl SpinSchedule {
 }
 
 impl std::str::FromStr for SpinSchedule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SpinSchedule, String> {
+    type Err = UnknownSpinSchedule;
+    /// Parses `lockstack` or `postgres`.
+    fn from_str(s: &str) -> Result<SpinSchedule, UnknownSpinSchedule> {
         match s {
             "lockstack" => Ok(SpinSchedule::Lockstack),
             "postgres" => Ok(SpinSchedule::Postgres),
-            _ => Err(format!("unknown spin schedule {s:?} (lockstack|postgres)")),
+            _ => Err(UnknownSpinSchedule(s.to_string())),
         }
     }
 }
+
+/// A [`SpinSchedule`] name other than `lockstack` and `postgres` (the name given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown spin schedule {0:?} (lockstack|postgres)")]
+pub struct UnknownSpinSchedule(pub String);
 
 static SPIN_SCHEDULE: AtomicU32 = AtomicU32::new(0);
 

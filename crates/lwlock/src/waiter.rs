@@ -117,11 +117,15 @@ thread_local! {
 /// already torn down, as during thread exit).
 pub(crate) fn with_waiter<R>(f: impl FnOnce(&Waiter) -> R) -> R {
     let mut f = Some(f);
-    match WAITER.try_with(|w| (f.take().expect("called once"))(w)) {
+    match WAITER
+        .try_with(|w| (f.take().expect("f is taken once: try_with runs this closure at most once"))(w))
+    {
         Ok(r) => r,
         Err(_) => {
             let w = Box::new(Waiter::new());
-            (f.take().expect("called once"))(&w)
+            (f.take().expect("f is still here: try_with failed, so it did not run the closure that takes it"))(
+                &w,
+            )
         }
     }
 }

@@ -109,7 +109,7 @@ fn ping_pong(chunks: u64) -> f64 {
         }
         best = best.min(t.elapsed().as_nanos() as f64 / (2 * CHUNK) as f64);
     }
-    h.join().expect("ping-pong thread");
+    h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     best
 }
 
@@ -149,7 +149,7 @@ fn contended_rmw(rounds: usize, ops: u64) -> Option<f64> {
         }
         let t = Instant::now();
         let mine = run(&line);
-        let theirs = h.join().expect("contended fetch_add thread");
+        let theirs = h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         let ns = t.elapsed().as_nanos() as f64 / (2 * ops) as f64;
         if (mine + theirs) * 8 >= 2 * ops {
             best = Some(best.map_or(ns, |b: f64| b.min(ns)));
@@ -198,7 +198,7 @@ fn park_pong(chunks: u64) -> (f64, f64) {
         best_lat = best_lat.min(t.elapsed().as_nanos() as f64 / (2 * CHUNK) as f64);
         best_wake = best_wake.min(wake_ns / CHUNK as f64);
     }
-    h.join().expect("park thread");
+    h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     (best_lat, best_wake)
 }
 
@@ -375,7 +375,9 @@ impl Repeated {
             |key: &str| self.spreads.iter().find(|(k, _)| *k == key).map(|(_, s)| Measured { ns: s.median });
         let all =
             |key: &str| self.runs.iter().all(|r| figures(r).iter().any(|(k, v)| *k == key && v.is_some()));
-        let must = |key: &str| med(key).expect("every repeat measures this figure");
+        let must = |key: &str| {
+            med(key).expect("figures gives every HostCosts a value for this key, so spreads has it")
+        };
         HostCosts {
             hw_threads: first.hw_threads,
             cpu: first.cpu.clone(),

@@ -61,7 +61,8 @@ impl MachineProfile {
     /// Every scalar constant of the profile, as `section.key` (`costs.atomic_rmw_ns`), in
     /// section order, keys in alphabetical order within a section.
     pub fn constant_keys(&self) -> Vec<String> {
-        let value = toml::Value::try_from(self).expect("a profile serializes");
+        let value = toml::Value::try_from(self)
+            .expect("a profile serializes: its fields are strings, numbers and tables of them");
         let mut keys = Vec::new();
         for section in CONSTANT_SECTIONS {
             let Some(table) = value.get(section).and_then(|v| v.as_table()) else { continue };
@@ -81,7 +82,8 @@ impl MachineProfile {
         if !CONSTANT_SECTIONS.contains(&section) {
             return None;
         }
-        let value = toml::Value::try_from(self).expect("a profile serializes");
+        let value = toml::Value::try_from(self)
+            .expect("a profile serializes: its fields are strings, numbers and tables of them");
         let v = value.get(section)?.get(name)?;
         v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
     }
@@ -111,14 +113,15 @@ impl MachineProfile {
     /// [`ConstantError::Unknown`] for an unknown key (with the valid ones),
     /// [`ConstantError::Invalid`] for the profile the values make invalid (a negative latency).
     pub fn with_constants(&self, overrides: &[(String, f64)]) -> Result<Self, ConstantError> {
-        let mut value = toml::Value::try_from(self).expect("a profile serializes");
+        let mut value = toml::Value::try_from(self)
+            .expect("a profile serializes: its fields are strings, numbers and tables of them");
         for (name, v) in overrides {
             let key = self.constant_key(name)?;
-            let (section, field) = key.split_once('.').expect("constant keys have a section");
+            let (section, field) = key.split_once('.').expect("constant_key returns section.key");
             let table = value
                 .get_mut(section)
                 .and_then(|t| t.as_table_mut())
-                .expect("constant_key found the section");
+                .expect("constant_key returns keys of the profile's own sections, which are tables");
             table.insert(field.to_string(), toml::Value::Float(*v));
         }
         let invalid = |message: String| ConstantError::Invalid { profile: self.name.clone(), message };

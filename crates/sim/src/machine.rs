@@ -85,7 +85,9 @@ impl Machine {
             for b in 0..nodes {
                 if a != b {
                     let d = t.numa_distances[a][b];
-                    let r = c.remote.iter().find(|r| r.distance == d).expect("validated");
+                    let r = c.remote.iter().find(|r| r.distance == d).expect(
+                        "validate() refuses a profile with a NUMA distance that has no costs.remote entry",
+                    );
                     node_transfer[a * nodes + b] = ps(r.transfer_ns);
                     node_memory[a * nodes + b] = ps(r.memory_ns);
                 }

@@ -391,7 +391,10 @@ impl MachineProfile {
     pub fn builtin(name: &str) -> Option<Self> {
         let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
         // The built-in files are checked by this crate's tests, so this cannot fail.
-        Some(Self::from_toml(text, name).expect("built-in profile is valid"))
+        Some(
+            Self::from_toml(text, name)
+                .expect("the built-in profiles are valid (this crate's tests load each)"),
+        )
     }
 
     /// The TOML source of the built-in profile `name` (with its citation comments).
@@ -428,7 +431,8 @@ impl MachineProfile {
 
     /// Renders the profile as TOML (without comments).
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("a profile serializes")
+        toml::to_string(self)
+            .expect("a profile serializes: its fields are strings, numbers and tables of them")
     }
 
     /// Physical cores (`sockets * cores_per_socket`).

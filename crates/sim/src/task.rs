@@ -411,7 +411,7 @@ pub(crate) fn exit(outcome: Result<(), Box<dyn Any + Send + 'static>>) {
             return;
         }
     }
-    ex.finish(id, outcome.take().expect("once"));
+    ex.finish(id, outcome.take().expect("outcome was set at the top of exit and is taken only here"));
 }
 
 /// Runs `f` with the running task's local value for `key` (the facade's `thread_local!`
@@ -434,8 +434,12 @@ pub fn with_local<T: 'static, R>(key: usize, init: impl FnOnce() -> T, f: impl F
     }
     let ptr: *const T = {
         let ex = cell.borrow();
-        let b = ex.tasks[ex.current as usize].locals.get(key).expect("created above");
-        b.downcast_ref::<T>().expect("task-local key used with two types") as *const T
+        let b = ex.tasks[ex.current as usize]
+            .locals
+            .get(key)
+            .expect("the value for this key was inserted above if it was absent");
+        b.downcast_ref::<T>().expect("a key's value was made by its own init, so it has the key's type")
+            as *const T
     };
     // SAFETY: the value is boxed, so it does not move when the list grows; it is removed only
     // after the task's closure returned (`task_body`) or when the run ends, and `f` runs

@@ -199,7 +199,7 @@ impl WalConfig {
     /// If `start_segment * WAL_SEG_SIZE` overflows a `u64` (only possible for a value that
     /// [`validate`](Self::validate) rejects).
     pub fn start_position(&self) -> XLogRecPtr {
-        XLogRecPtr(self.start_segment.checked_mul(WAL_SEG_SIZE).expect("start_segment out of range"))
+        XLogRecPtr(self.start_segment.checked_mul(WAL_SEG_SIZE).expect("start_segment * WAL_SEG_SIZE fits a u64: validate() refuses start segments above MAX_START_SEGMENT"))
     }
 
     /// Checks every range.

@@ -55,7 +55,7 @@ pub use insertion::{InsertionHold, InsertionLocks, Reservation};
 pub use lockstack_common::{AUXILIARY_BACKEND_BASE, AttachError};
 pub use ptr::{WAL_SEG_SIZE, XLOG_BLCKSZ, XLogRecPtr};
 pub use reader::{DecodedRecord, MemoryImage, PageSource, ReadEnd, SegmentDir, StopReason, WalReader};
-pub use record::{MAX_RECORD_PAYLOAD, RECORD_HEADER_SIZE};
+pub use record::{MAX_RECORD_PAYLOAD, PageHeaderError, RECORD_HEADER_SIZE};
 pub use sink::{parse_segment_file_name, segment_file_name};
 pub use stats::WalStats;
 pub use wal::{Record, Wal, WalBackend};

@@ -16,7 +16,8 @@ use lockstack_common::TransactionId;
 use crate::config::WalError;
 use crate::ptr::{XLOG_BLCKSZ, XLogRecPtr, maxalign, page_header_size};
 use crate::record::{
-    MAX_RECORD_PAYLOAD, PageHeader, RECORD_HEADER_SIZE, RecordHeader, XLP_FIRST_IS_CONTRECORD,
+    MAX_RECORD_PAYLOAD, PageHeader, PageHeaderError, RECORD_HEADER_SIZE, RecordHeader,
+    XLP_FIRST_IS_CONTRECORD,
 };
 use crate::sink::{read_page_from_dir, wal_files_in};
 
@@ -160,7 +161,7 @@ pub enum StopReason {
     /// The source has no page there.
     MissingPage,
     /// A page header is wrong (magic, timeline, address, flags).
-    BadPageHeader(String),
+    BadPageHeader(PageHeaderError),
     /// A page that should continue the record does not (flag or remaining length wrong), or
     /// one that should start a record continues another.
     BadContinuation(String),

@@ -139,24 +139,50 @@ impl PageHeader {
         }
     }
 
-    /// Checks magic, timeline, address and the long-header flag against the page's position;
-    /// returns a description of the first mismatch.
-    pub(crate) fn check(&self, page_start: u64) -> Result<(), String> {
+    /// Checks magic, timeline, address and the long-header flag against the page's position.
+    ///
+    /// # Errors
+    /// The first mismatch, as a [`PageHeaderError`].
+    pub(crate) fn check(&self, page_start: u64) -> Result<(), PageHeaderError> {
         if self.magic != PAGE_MAGIC {
-            return Err(format!("bad magic {:#06x}", self.magic));
+            return Err(PageHeaderError::BadMagic(self.magic));
         }
         if self.tli != TIMELINE {
-            return Err(format!("unexpected timeline {}", self.tli));
+            return Err(PageHeaderError::UnexpectedTimeline(self.tli));
         }
         if self.pageaddr != page_start {
-            return Err(format!("page address {:#x} instead of {page_start:#x}", self.pageaddr));
+            return Err(PageHeaderError::WrongAddress { found: self.pageaddr, expected: page_start });
         }
         let want_long = page_header_size(page_start) != SHORT_PAGE_HEADER;
         if (self.info & XLP_LONG_HEADER != 0) != want_long {
-            return Err("long-header flag does not match the page position".into());
+            return Err(PageHeaderError::LongHeaderFlag);
         }
         Ok(())
     }
+}
+
+/// Why a WAL page header does not belong at its position (the reader's
+/// [`crate::StopReason::BadPageHeader`]); displays as one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PageHeaderError {
+    /// The magic number is not lockstack's page magic (the one found).
+    #[error("bad magic {0:#06x}")]
+    BadMagic(u16),
+    /// The timeline is not lockstack's single timeline (the one found).
+    #[error("unexpected timeline {0}")]
+    UnexpectedTimeline(u32),
+    /// The page's stated address differs from where it was read, bytes from the start of WAL.
+    #[error("page address {found:#x} instead of {expected:#x}")]
+    WrongAddress {
+        /// The address in the header.
+        found: u64,
+        /// The page's position.
+        expected: u64,
+    },
+    /// The long-header flag is set on a page that is not a segment's first, or clear on one
+    /// that is.
+    #[error("long-header flag does not match the page position")]
+    LongHeaderFlag,
 }
 
 #[cfg(test)]

@@ -257,7 +257,7 @@ fn open_segment<'a>(
         }
         *open = Some(OpenSegment { segno, file, path });
     }
-    Ok(open.as_mut().expect("segment opened above"))
+    Ok(open.as_mut().expect("*open holds this segment: it already did, or it was opened just above"))
 }
 
 /// Reads one page of a segment directory; `Ok(None)` if the segment file does not exist or is
@@ -280,7 +280,8 @@ pub(crate) fn read_page_from_dir(
             Err(e) => return Err(WalError::io(&path, "open", e)),
         }
     }
-    let (_, f, path) = cache.as_mut().expect("opened above");
+    let (_, f, path) =
+        cache.as_mut().expect("the cache holds this segment: it already did, or it was opened just above");
     f.seek(SeekFrom::Start(page_start % WAL_SEG_SIZE))
         .map_err(|e| WalError::io(path.as_path(), "seek", e))?;
     let mut got = 0;

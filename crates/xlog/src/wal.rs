@@ -360,7 +360,10 @@ impl Wal {
     /// # Panics
     /// If `end_of_wal` is in the last segment a `u64` position can address (unreachable).
     pub fn start_segment_after(end_of_wal: XLogRecPtr) -> u64 {
-        end_of_wal.segment().checked_add(1).expect("end of WAL in the last addressable segment")
+        end_of_wal
+            .segment()
+            .checked_add(1)
+            .expect("a segment number is at most u64::MAX / WAL_SEG_SIZE, so adding 1 cannot overflow")
     }
 
     /// Stops the WAL writer (if running) and flushes every insertion finished so far. Call it

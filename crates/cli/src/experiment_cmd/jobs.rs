@@ -78,14 +78,34 @@ pub(super) fn simulated_tally() -> Result<Option<serde_json::Value>, Failure> {
     }
 }
 
+/// A point file whose `simulated` field is not a simulated machine's tally.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: simulated: not a simulated machine's tally: {source}", path.display())]
+pub(super) struct NotATally {
+    /// The point file.
+    path: std::path::PathBuf,
+    /// The JSON decoder's error.
+    source: serde_json::Error,
+}
+
+/// For callers that carry errors as text: the message, as displayed.
+impl From<NotATally> for String {
+    fn from(e: NotATally) -> String {
+        e.to_string()
+    }
+}
+
 /// The simulated machine's phases of every merged point, in point order (`None` for a native
 /// sweep).
-pub(super) fn merged_tally(m: &points::Merged) -> Result<Option<SimTally>, String> {
+///
+/// # Errors
+/// [`NotATally`] for the first point file whose `simulated` field does not decode.
+pub(super) fn merged_tally(m: &points::Merged) -> Result<Option<SimTally>, NotATally> {
     let mut tally: Option<SimTally> = None;
     for (v, path) in m.simulated.iter().zip(&m.files) {
         let Some(v) = v else { continue };
-        let t: SimTally = serde_json::from_value(v.clone())
-            .map_err(|e| format!("{}: simulated: not a simulated machine's tally: {e}", path.display()))?;
+        let t: SimTally =
+            serde_json::from_value(v.clone()).map_err(|source| NotATally { path: path.clone(), source })?;
         match &mut tally {
             None => tally = Some(t),
             Some(all) => all.phases.extend(t.phases),

@@ -132,7 +132,7 @@ pub(super) fn show_text(e: &Experiment) -> Vec<String> {
     }
     let home = experiments::user_dir::dir()
         .map(|d| d.join(experiments::user_dir::CALIBRATIONS).display().to_string())
-        .unwrap_or_else(|e| e);
+        .unwrap_or_else(|e| e.to_string());
     match e.user_calibrations() {
         Ok(cals) if cals.is_empty() => out.push(format!("your calibrations ({home}): none")),
         Ok(cals) => {

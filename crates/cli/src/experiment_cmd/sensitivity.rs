@@ -76,7 +76,9 @@ pub(super) fn sensitivity_constants(
         match why {
             Some(w) => held.push(format!("{key}: {w}")),
             None => {
-                let v = profile.constant(&key).expect("constant_key found it");
+                let v = profile
+                    .constant(&key)
+                    .expect("every key is in the profile's assumed list, and validate_assumed keeps that list to its constant_keys");
                 constants.push((key, v));
             }
         }
@@ -157,7 +159,8 @@ pub(super) fn sensitivity(
     }
     std::fs::remove_dir_all(&tmp)
         .map_err(|e| Failure::run(format!("--sensitivity: removing {}: {e}", tmp.display())))?;
-    let (mut result, tally) = base.expect("the base sweep is the first");
+    let (mut result, tally) =
+        base.expect("sweeps starts with the base sweep, which the loop's first pass (i == 0) stored");
     #[cfg(feature = "sim")]
     if let Some(t) = tally {
         crate::sim_cmd::adopt(t);

@@ -57,7 +57,7 @@ static ADOPTED: Mutex<Option<SimTally>> = Mutex::new(None);
 
 /// The tally of `reports`: the simulated machine's profile and each phase's figures.
 fn tally_of(reports: &[SimReport]) -> SimTally {
-    let sim = SIM.get().expect("set up");
+    let sim = SIM.get().expect("setup registers SIM before any phase runs, and a tally follows a phase");
     let p = sim.profile();
     SimTally {
         profile: p.name.clone(),
@@ -73,7 +73,8 @@ fn tally_of(reports: &[SimReport]) -> SimTally {
 /// The run's ground as the section states it: a calibration the command noted, else "not
 /// calibrated" and the rate PostgreSQL's counts were charged at.
 fn ground() -> Ground {
-    let p = SIM.get().expect("set up").profile();
+    let p =
+        SIM.get().expect("setup registers SIM before any phase runs, and a report follows a phase").profile();
     let text = match MachineProfile::builtin_source(&p.name) {
         Some(t) => t.to_string(),
         None => PROFILE_FILE
@@ -251,7 +252,7 @@ fn run_phase(phase: &mut dyn FnMut()) {
 /// `default_costs` applies without `--costs`; `release` (a preset name) picks the release
 /// whose PostgreSQL counts apply.
 pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
-    let spec = a.machine.as_deref().expect("setup is called with --machine");
+    let spec = a.machine.as_deref().expect("main calls setup only when --machine was given");
     let profile = super::machine_profile(a)?;
     if MachineProfile::builtin_source(spec).is_none() {
         // The file's comments say which figures are cited (read again for the report).

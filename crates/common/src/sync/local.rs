@@ -53,7 +53,9 @@ impl<T: 'static> LocalKey<T> {
     #[inline]
     pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
         let mut f = Some(f);
-        match self.try_with(|v| (f.take().expect("called once"))(v)) {
+        match self
+            .try_with(|v| (f.take().expect("f is taken once: try_with runs its closure at most once"))(v))
+        {
             Ok(r) => r,
             Err(e) => panic!("cannot access a thread-local: {e}"),
         }
@@ -72,11 +74,19 @@ impl<T: 'static> LocalKey<T> {
                 // SAFETY: the backend keeps the task's value alive until the task ends (the
                 // `task_local` contract), and the reference does not leave this call.
                 let v = unsafe { &*p };
-                (f.take().expect("called once"))(v.downcast_ref::<T>().expect("task-local of the key's type"))
+                (f.take().expect("f is taken once: with_current runs its closure at most once"))(
+                    v.downcast_ref::<T>()
+                        .expect("the key's value was made by its own init, so it has the key's type"),
+                )
             }) {
                 return Ok(r);
             }
-            self.inner.try_with(f.take().expect("called once")).map_err(|_| AccessError)
+            self.inner
+                .try_with(
+                    f.take()
+                        .expect("f is still here: with_current returned None, so it did not run the closure"),
+                )
+                .map_err(|_| AccessError)
         }
         #[cfg(loom)]
         {

@@ -46,13 +46,17 @@ impl<T> Mutex<T> {
 impl<T> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.0.as_deref().expect("guard present outside a wait")
+        self.0
+            .as_deref()
+            .expect("the guard is taken only inside Condvar::wait, which puts it back before returning")
     }
 }
 
 impl<T> DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.0.as_deref_mut().expect("guard present outside a wait")
+        self.0
+            .as_deref_mut()
+            .expect("the guard is taken only inside Condvar::wait, which puts it back before returning")
     }
 }
 
@@ -99,7 +103,9 @@ impl Condvar {
 
     /// Unlocks, sleeps until notified, relocks.
     pub fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-        let g = guard.0.take().expect("guard present outside a wait");
+        let g = guard.0.take().expect(
+            "a guard outside a wait holds its lock: only this function takes it, and it puts it back",
+        );
         guard.0 = Some(self.0.wait(g).unwrap_or_else(|e| e.into_inner()));
     }
 

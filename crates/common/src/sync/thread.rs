@@ -203,7 +203,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    Builder::new().spawn(f).expect("failed to spawn thread")
+    Builder::new()
+        .spawn(f)
+        .expect("the OS spawns the thread (std::thread::spawn panics the same way when it cannot)")
 }
 
 /// Starts `f` as a task of `sim`, installing `sim` in it if the backend runs it on another

@@ -122,7 +122,8 @@ impl Instant {
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
-        self.checked_add(d).expect("overflow when adding duration to instant")
+        self.checked_add(d)
+            .expect("Instant + Duration stays representable (std's Instant panics the same way on overflow)")
     }
 }
 
@@ -135,7 +136,8 @@ impl AddAssign<Duration> for Instant {
 impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
-        self.checked_sub(d).expect("overflow when subtracting duration from instant")
+        self.checked_sub(d)
+            .expect("Instant - Duration stays representable (std's Instant panics the same way on overflow)")
     }
 }
 

@@ -29,8 +29,8 @@ use lockstack_lwlock::{LwLock, LwLockImpl, LwLockKind, LwLockMode};
 mod nbtpage;
 mod nbtsearch;
 
-pub(crate) use nbtpage::verify_page;
 use nbtpage::*;
+pub(crate) use nbtpage::{BtreePageError, verify_page};
 pub use nbtpage::{PAGE_OPAQUE_SIZE, Tid};
 pub use nbtsearch::Search;
 use nbtsearch::*;
@@ -189,8 +189,8 @@ impl BTree {
     pub fn open(bb: &BackendBuffers, rel: Oid, lwlock_kind: LwLockKind) -> Result<BTree, BTreeError> {
         let (buf, g) = lock_block(bb, rel, META_BLOCK, LwLockMode::Shared)?;
         let s = page::special(g.page());
-        let magic = u32::from_le_bytes(s[0..4].try_into().expect("4 bytes"));
-        let root = u32::from_le_bytes(s[4..8].try_into().expect("4 bytes"));
+        let magic = u32::from_le_bytes(s[0..4].try_into().expect("a 4-byte range converts to [u8; 4]"));
+        let root = u32::from_le_bytes(s[4..8].try_into().expect("a 4-byte range converts to [u8; 4]"));
         drop(g);
         bb.release(buf);
         if magic != META_MAGIC {
@@ -404,7 +404,8 @@ impl BTree {
             let items: Vec<Item> = (1..=nitems(p)).filter(|&i| i != pos).map(|i| item_at(p, i)).collect();
             init_page(p, o);
             for it in &items {
-                page::add_item(p, &it.encode(leaf), None).expect("fewer items than before");
+                page::add_item(p, &it.encode(leaf), None)
+                    .expect("the page held these items and one more, so they fit it once re-initialised");
             }
             g.mark_dirty();
         }
@@ -497,7 +498,8 @@ impl BTree {
                 Opaque { level: o.level, flags: if leaf { F_LEAF } else { 0 }, right: o.right, high: o.high },
             );
             for x in right {
-                page::add_item(rp, &x.encode(leaf), None).expect("half a page fits");
+                page::add_item(rp, &x.encode(leaf), None)
+                    .expect("each half of a full page's items fits an empty page");
             }
             rg.mark_dirty();
         }
@@ -506,7 +508,8 @@ impl BTree {
             let p = g.page_mut();
             init_page(p, Opaque { level: o.level, flags: o.flags & !F_ROOT, right: rblk.0, high: Some(sep) });
             for x in left {
-                page::add_item(p, &x.encode(leaf), None).expect("half a page fits");
+                page::add_item(p, &x.encode(leaf), None)
+                    .expect("each half of a full page's items fits an empty page");
             }
             g.mark_dirty();
         }
@@ -529,8 +532,10 @@ impl BTree {
             let p = g.page_mut();
             init_page(p, Opaque { level, flags: F_ROOT, right: NO_RIGHT, high: None });
             let first = Item { key: i64::MIN, tie: 0, child: left };
-            page::add_item(p, &first.encode(false), None).expect("empty page");
-            page::add_item(p, &Item { child: right, ..downlink }.encode(false), None).expect("empty page");
+            page::add_item(p, &first.encode(false), None)
+                .expect("an empty page holds a root's two downlinks");
+            page::add_item(p, &Item { child: right, ..downlink }.encode(false), None)
+                .expect("an empty page holds a root's two downlinks");
             g.mark_dirty();
         }
         bb.release(nbuf);

@@ -77,11 +77,11 @@ pub(super) fn opaque(p: &[u8]) -> Opaque {
     Opaque {
         level: u16::from_le_bytes([s[0], s[1]]),
         flags,
-        right: u32::from_le_bytes(s[4..8].try_into().expect("4 bytes")),
+        right: u32::from_le_bytes(s[4..8].try_into().expect("a 4-byte range converts to [u8; 4]")),
         high: (flags & F_HAS_HIGH_KEY != 0).then(|| {
             (
-                i64::from_le_bytes(s[8..16].try_into().expect("8 bytes")),
-                u64::from_le_bytes(s[16..24].try_into().expect("8 bytes")),
+                i64::from_le_bytes(s[8..16].try_into().expect("an 8-byte range converts to [u8; 8]")),
+                u64::from_le_bytes(s[16..24].try_into().expect("an 8-byte range converts to [u8; 8]")),
             )
         }),
     }
@@ -125,13 +125,13 @@ impl Item {
 }
 
 pub(super) fn item_at(p: &[u8], off: OffsetNumber) -> Item {
-    let b = page::get_item(p, off).expect("B-tree items are always normal");
+    let b = page::get_item(p, off).expect("every item of a B-tree page is LP_NORMAL (the B-tree never marks one otherwise, and verify_page checks pages read from disk)");
     touch(b.as_ptr(), b.len(), Access::Read);
     Item {
-        key: i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
-        tie: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+        key: i64::from_le_bytes(b[0..8].try_into().expect("an 8-byte range converts to [u8; 8]")),
+        tie: u64::from_le_bytes(b[8..16].try_into().expect("an 8-byte range converts to [u8; 8]")),
         child: if b.len() >= INTERNAL_ITEM {
-            u32::from_le_bytes(b[16..20].try_into().expect("4 bytes"))
+            u32::from_le_bytes(b[16..20].try_into().expect("a 4-byte range converts to [u8; 4]"))
         } else {
             0
         },
@@ -150,8 +150,8 @@ pub(super) fn nitems(p: &[u8]) -> OffsetNumber {
 pub(super) fn pos_at(p: &[u8], off: OffsetNumber) -> (i64, u64) {
     let b = page::item_data(p, off);
     (
-        i64::from_le_bytes(b[0..8].try_into().expect("8 bytes")),
-        u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+        i64::from_le_bytes(b[0..8].try_into().expect("an 8-byte range converts to [u8; 8]")),
+        u64::from_le_bytes(b[8..16].try_into().expect("an 8-byte range converts to [u8; 8]")),
     )
 }
 
@@ -210,7 +210,7 @@ pub(crate) fn verify_page(rel: u32, block: u32, p: &[u8]) -> Result<(), BtreePag
             return Err(BtreePageError::MetaSpecial { special });
         }
         let s = page::special(p);
-        let owner = u32::from_le_bytes(s[META_REL].try_into().expect("4 bytes"));
+        let owner = u32::from_le_bytes(s[META_REL].try_into().expect("a 4-byte range converts to [u8; 4]"));
         return if owner == rel { Ok(()) } else { Err(BtreePageError::OtherRelation { owner, rel }) };
     }
     if special != PAGE_OPAQUE_SIZE {

@@ -159,7 +159,7 @@ pub(super) fn find_child_within(
     };
     let at = partition_point(2, n + 1, guess, |off| pos_at(p, off) <= target);
     let b = page::item_data(p, at - 1);
-    let child = u32::from_le_bytes(b[16..20].try_into().expect("internal items hold a child block"));
+    let child = u32::from_le_bytes(b[16..20].try_into().expect("a 4-byte range converts to [u8; 4]"));
     let low = if at > 2 { Some(pos_at(p, at - 1).0) } else { range.low };
     let high = if at <= n { Some(pos_at(p, at).0) } else { range.high };
     (child, KeyRange { low, high })

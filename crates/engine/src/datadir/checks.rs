@@ -325,7 +325,7 @@ pub(super) fn check_relation_files(dir: &Path, checksums: bool) -> Result<(), En
             let tag = BufferTag { rel, fork, block: BlockNumber(b) };
             lockstack_bufmgr::page::verify(&buf)
                 .map_err(|e| e.to_string())
-                .and_then(|()| crate::tables::verify_page(tag, &buf))
+                .and_then(|()| crate::tables::verify_page(tag, &buf).map_err(|e| e.to_string()))
                 .map_err(|reason| BufferError::InvalidPage { tag, reason })?;
         }
     }

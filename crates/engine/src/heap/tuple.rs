@@ -44,11 +44,11 @@ pub struct TupleHeader {
 }
 
 fn rd_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("a 4-byte range converts to [u8; 4]"))
 }
 
 fn rd_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("a 2-byte range converts to [u8; 2]"))
 }
 
 /// Builds a tuple: header for an insert by `xmin` at command `cmin`, the columns, and
@@ -95,7 +95,7 @@ pub fn column(t: &[u8], i: usize) -> i64 {
     assert!(i < usize::from(rd_u16(t, 26)), "column {i} out of range");
     let at = HEAP_TUPLE_HEADER_SIZE + i * 8;
     touch(t[at..].as_ptr(), 8, Access::Read);
-    i64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"))
+    i64::from_le_bytes(t[at..at + 8].try_into().expect("an 8-byte range converts to [u8; 8]"))
 }
 
 /// Every column of a tuple.
@@ -158,7 +158,7 @@ pub fn row(t: &[u8]) -> Row {
     touch(t[HEAP_TUPLE_HEADER_SIZE..].as_ptr(), n * 8, Access::Read);
     for (i, c) in r.cols[..n].iter_mut().enumerate() {
         let at = HEAP_TUPLE_HEADER_SIZE + i * 8;
-        *c = i64::from_le_bytes(t[at..at + 8].try_into().expect("8 bytes"));
+        *c = i64::from_le_bytes(t[at..at + 8].try_into().expect("an 8-byte range converts to [u8; 8]"));
     }
     r
 }
@@ -266,7 +266,7 @@ pub fn chain_all_dead(p: &[u8], root: OffsetNumber, oracle: &dyn PruneOracle) ->
             LpFlags::Normal => {}
             _ => return true,
         }
-        let t = page::get_item(p, off).expect("normal");
+        let t = page::get_item(p, off).expect("the line pointer was matched as LP_NORMAL above");
         if !continues_chain(t, prior) {
             return true;
         }
@@ -359,7 +359,7 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
         let start = match id.flags {
             LpFlags::Redirect => id.off,
             LpFlags::Normal => {
-                let t = page::get_item(p, root).expect("normal");
+                let t = page::get_item(p, root).expect("the line pointer was matched as LP_NORMAL above");
                 if header(t).infomask2 & HEAP_ONLY_TUPLE != 0 {
                     continue;
                 }
@@ -377,7 +377,7 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
             if oid.flags != LpFlags::Normal {
                 break;
             }
-            let t = page::get_item(p, off).expect("normal");
+            let t = page::get_item(p, off).expect("the line pointer was checked to be LP_NORMAL above");
             if !continues_chain(t, prior) {
                 break;
             }
@@ -414,7 +414,7 @@ pub fn prune_page(p: &mut [u8], oracle: &dyn PruneOracle) -> usize {
         if page::item_id(p, off).flags != LpFlags::Normal {
             continue;
         }
-        let t = page::get_item(p, off).expect("normal");
+        let t = page::get_item(p, off).expect("the line pointer was checked to be LP_NORMAL above");
         let h = header(t);
         if h.infomask2 & HEAP_ONLY_TUPLE != 0 && h.infomask2 & HEAP_HOT_UPDATED == 0 && dead_to_all(t, oracle)
         {

@@ -459,10 +459,10 @@ pub(super) fn stamp_row_lock(
     multi: Option<Vec<MultiXactMember>>,
 ) -> Result<(), EngineError> {
     let item = page::get_item_mut(p, tid.offset).ok_or_else(|| {
-        EngineError::Table(tables::TableError::Corrupt(format!(
-            "no tuple at ({}, {}) to lock",
-            tid.block, tid.offset
-        )))
+        EngineError::Table(tables::TableError::Corrupt(tables::CorruptRow::NoTupleToLock {
+            block: tid.block,
+            offset: tid.offset,
+        }))
     })?;
     match multi {
         Some(members) => {

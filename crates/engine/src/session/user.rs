@@ -191,7 +191,7 @@ impl Session {
                 let mut vals = Vec::with_capacity(t.def.columns.len());
                 for (i, c) in t.def.columns.iter().enumerate() {
                     let v = row.get(i).cloned().flatten().unwrap_or_else(|| t.default_value(i));
-                    vals.push(coerce(&t.def.name, c, v).map_err(sql_err)?);
+                    vals.push(coerce(&t.def.name, c, v).map_err(|e| sql_err(e.into()))?);
                 }
                 if let Some(k) = t.def.primary_key
                     && s.key_is_live(&t, k, &vals[k])?
@@ -635,7 +635,7 @@ impl Session {
                             .columns
                             .iter()
                             .zip(v)
-                            .map(|(c, x)| coerce(&t.def.name, c, x).map_err(sql_err))
+                            .map(|(c, x)| coerce(&t.def.name, c, x).map_err(|e| sql_err(e.into())))
                             .collect::<Result<Vec<_>, _>>();
                         let vals = match vals {
                             Ok(v) => v,

@@ -1,7 +1,11 @@
 //! [`SettingsError`]: why a `--set`, a preset, a command's knob resolution or a pool-size
 //! check failed. No locks.
 
+use lockstack_bufmgr::BufferError;
 use lockstack_common::knob::KnobError;
+use lockstack_lmgr::LmgrConfigError;
+use lockstack_procarray::ConfigError;
+use lockstack_xlog::WalError;
 
 /// Why a `--set`, a preset, a command's knob resolution or a pool-size check failed; each
 /// displays as the one line the command prints.
@@ -73,15 +77,15 @@ pub enum SettingsError {
     Invalid {
         /// The assignment blamed, trimmed.
         assignment: String,
-        /// The subsystem's message.
-        reason: String,
+        /// The subsystem's refusal.
+        reason: ConfigCheckError,
     },
     /// As [`SettingsError::Invalid`], with no `--set` of that subsystem to blame (a preset's
     /// own value).
     #[error("engine configuration: {reason}")]
     InvalidConfiguration {
-        /// The subsystem's message.
-        reason: String,
+        /// The subsystem's refusal.
+        reason: ConfigCheckError,
     },
     /// `-s` is not a positive scale whose pool size fits a `usize`.
     #[error("-s {scale}: invalid scaling factor")]
@@ -111,6 +115,43 @@ pub enum SettingsError {
         /// `MemAvailable`, MiB.
         avail_mib: u64,
     },
+}
+
+/// Why an engine configuration fails a subsystem's check ([`super::validate`], the checks
+/// `Engine::new` makes); displays as the subsystem's one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigCheckError {
+    /// An SLRU (`name`: `CLOG`, `pg_subtrans`) with fewer than 2 or more than 65536 buffers
+    /// (`SimpleLruInit`'s bounds).
+    #[error("{name} buffers must be 2..=65536, got {buffers}")]
+    SlruBufferCount {
+        /// The SLRU.
+        name: &'static str,
+        /// Its buffers.
+        buffers: usize,
+    },
+    /// An SLRU with banked locking whose buffers are not a multiple of the bank size.
+    #[error("{name} buffers must be a multiple of {bank} with banks (locking=banks), got {buffers}")]
+    SlruBankMultiple {
+        /// The SLRU.
+        name: &'static str,
+        /// [`lockstack_clog::SLRU_BANK_SIZE`].
+        bank: usize,
+        /// Its buffers.
+        buffers: usize,
+    },
+    /// The lock manager's settings.
+    #[error(transparent)]
+    Lmgr(#[from] LmgrConfigError),
+    /// The buffer pool's settings.
+    #[error(transparent)]
+    Bufmgr(#[from] BufferError),
+    /// The WAL's settings.
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    /// The proc array's settings.
+    #[error(transparent)]
+    ProcArray(#[from] ConfigError),
 }
 
 impl From<SettingsError> for String {

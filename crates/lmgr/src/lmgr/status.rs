@@ -15,6 +15,7 @@ use crate::local::{LocalKey, LocalLock};
 use crate::mode::{LockMask, LockMode};
 use crate::stats::LmgrStats;
 use crate::tag::LockTag;
+use crate::violation::TableViolation;
 
 impl Lmgr {
     /// `GetLockConflicts(tag, mode)`: the VXIDs of every backend other than `exclude` that
@@ -210,7 +211,7 @@ impl Lmgr {
         let strong_mask: LockMask = LockMode::ALL.iter().filter(|m| m.is_strong()).map(|m| m.bit()).sum();
         self.fp
             .with_all_locked(|fp| self.check_invariants_locked(fp, strong_mask))
-            .map_err(InvariantViolation)
+            .map_err(|v| InvariantViolation(v.to_string()))
     }
     /// [`check_invariants`](Self::check_invariants) with every fpInfoLock held (`fp` is their
     /// state, by backend): takes the partition locks and checks.
@@ -218,25 +219,22 @@ impl Lmgr {
         &self,
         fp: &[FpSnapshot],
         strong_mask: LockMask,
-    ) -> Result<(), String> {
+    ) -> Result<(), TableViolation> {
         self.with_all_partitions(None, |tables| {
             let mut queued: HashMap<BackendId, LockTag> = HashMap::new();
             for (pi, t) in tables.iter().enumerate() {
                 t.check()?;
                 for (tag, e) in t.locks.iter() {
                     if self.partition_of(tag.hash_code()) != pi {
-                        return Err(format!("{tag} is in partition {pi}, not its own"));
+                        return Err(TableViolation::WrongPartition { tag: *tag, partition: pi });
                     }
                     for w in &e.wait_queue {
                         if queued.insert(w.backend, *tag).is_some() {
-                            return Err(format!("backend {} is queued on two locks", w.backend));
+                            return Err(TableViolation::QueuedTwice(w.backend));
                         }
                         let st = self.procs[w.backend.index()].wait.lock();
                         if st.status != WaitStatus::Waiting || st.tag != Some(*tag) || st.mode != w.mode {
-                            return Err(format!(
-                                "backend {} is queued on {tag} but does not know it",
-                                w.backend
-                            ));
+                            return Err(TableViolation::QueueUnknown { backend: w.backend, tag: *tag });
                         }
                     }
                 }
@@ -245,7 +243,7 @@ impl Lmgr {
                 let b = BackendId(i as u32);
                 let st = p.wait.lock();
                 if st.status == WaitStatus::Waiting && !queued.contains_key(&b) {
-                    return Err(format!("backend {b} thinks it waits but is in no queue"));
+                    return Err(TableViolation::WaitsInNoQueue(b));
                 }
                 drop(st);
                 for (relid, bits) in &fp[i].entries {
@@ -254,14 +252,15 @@ impl Lmgr {
                     if let Some(e) = t.locks.get(&tag)
                         && e.grant_mask & strong_mask != 0
                     {
-                        return Err(format!(
-                            "backend {b} holds {:?} on {tag} in fast path while a strong lock is granted",
-                            LockMode::modes_in(*bits).collect::<Vec<_>>()
-                        ));
+                        return Err(TableViolation::FastPathUnderStrong {
+                            backend: b,
+                            modes: LockMode::modes_in(*bits).collect(),
+                            tag,
+                        });
                     }
                 }
                 if fp[i].vxid_lock && p.lxid.load(Ordering::Acquire) != fp[i].vxid_lxid.0 {
-                    return Err(format!("backend {b} holds a fast-path VXID lock of a finished transaction"));
+                    return Err(TableViolation::StaleVxidLock(b));
                 }
             }
             Ok(())

@@ -126,7 +126,7 @@ pub type RunPlan<'a> = dyn FnMut(&Plan) -> Result<ExperimentResult, String> + 'a
 /// # Errors
 /// The run's one-line error.
 pub fn run_here(plan: &Plan) -> Result<ExperimentResult, String> {
-    driver::run(plan, &mut |_| {})
+    driver::run(plan, &mut |_| {}).map_err(|e| e.to_string())
 }
 
 fn baseline_tps(
@@ -142,7 +142,7 @@ fn baseline_tps(
     opts.runs = Some(1);
     opts.workloads = Some(vec![workload.to_string()]);
     opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
-    let plan = Plan::new(e, &opts).map_err(CalibrateError::Run)?;
+    let plan = Plan::new(e, &opts).map_err(|e| CalibrateError::Run(e.into()))?;
     let r = run(&plan).map_err(CalibrateError::Run)?;
     let row = r.row(workload, e.baseline().name, clients).ok_or_else(|| {
         CalibrateError::Run(format!("calibration: no result for {workload} at {clients} clients"))

@@ -23,12 +23,25 @@ impl From<UnknownExperiment> for String {
     }
 }
 
+/// [`super::user_dir::dir`] found none of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and
+/// `$HOME` set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no user directory: give --home DIR or set {} (HOME is not set either)", super::user_dir::ENV)]
+pub struct NoUserDir;
+
+/// For callers that carry errors as text: the message, as displayed.
+impl From<NoUserDir> for String {
+    fn from(e: NoUserDir) -> String {
+        e.to_string()
+    }
+}
+
 /// Why the user's calibrations file could not be read or stored.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrationsError {
     /// None of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and `$HOME` is set.
-    #[error("no user directory: give --home DIR or set {} (HOME is not set either)", super::user_dir::ENV)]
-    NoUserDir,
+    #[error(transparent)]
+    NoUserDir(#[from] NoUserDir),
     /// The file exists but cannot be read (or is too large).
     #[error(transparent)]
     Read(#[from] NamedReadError),
@@ -73,15 +86,15 @@ impl From<&CalibrationsError> for String {
 /// Why a point file could not be written, or a directory of them not merged.
 #[derive(Debug, thiserror::Error)]
 pub enum PointsError {
-    /// Measuring the point failed (the driver's one-line message).
-    #[error("{0}")]
-    Run(String),
+    /// Measuring the point failed.
+    #[error(transparent)]
+    Run(super::driver::PointError),
     /// The point file's plan names no experiment.
     #[error(transparent)]
     UnknownExperiment(#[from] UnknownExperiment),
-    /// The point file's options are refused by [`super::driver::Plan::new`] (its message).
-    #[error("{0}")]
-    Plan(String),
+    /// The point file's options are refused by [`super::driver::Plan::new`].
+    #[error(transparent)]
+    Plan(super::driver::PlanError),
     /// The options of a point file do not resolve to themselves (an edited file).
     #[error("the options of experiment {experiment} do not resolve to themselves")]
     NotSelfResolving {

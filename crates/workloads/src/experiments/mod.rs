@@ -37,7 +37,7 @@ pub mod validation;
 
 use serde::Serialize;
 
-pub use error::{CalibrationsError, PointsError, UnknownExperiment};
+pub use error::{CalibrationsError, NoUserDir, PointsError, UnknownExperiment};
 
 use crate::micro::buffers::BufferScenario;
 
@@ -355,7 +355,8 @@ pub fn find(name: &str) -> Result<&'static Experiment, UnknownExperiment> {
 pub fn calibrations() -> &'static [Calibrated] {
     static ALL: std::sync::OnceLock<Vec<Calibrated>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        parse_calibrations(include_str!("../../calibrations.toml")).expect("calibrations.toml parses")
+        parse_calibrations(include_str!("../../calibrations.toml"))
+            .expect("the built-in calibrations.toml parses (a test reads it)")
     })
 }
 

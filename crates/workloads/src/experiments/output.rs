@@ -192,7 +192,10 @@ pub fn write_all(r: &ExperimentResult, dir: &Path) -> Result<Written, OutputErro
     write_usl_csv(r, &paths.usl_csv)?;
     let svg = render_svg(r)?;
     std::fs::write(&paths.svg, svg).map_err(|e| OutputError::file(&paths.svg, e))?;
-    let time_path = paths.time_svg.take().expect("paths names the time plot");
+    let time_path = paths
+        .time_svg
+        .take()
+        .expect("Written::paths always names the time plot; only this function takes it");
     match render_time_svg(r)? {
         Some(svg) => {
             std::fs::write(&time_path, svg).map_err(|e| OutputError::file(&time_path, e))?;
@@ -204,7 +207,10 @@ pub fn write_all(r: &ExperimentResult, dir: &Path) -> Result<Written, OutputErro
             Err(e) => return Err(OutputError::file(&time_path, e)),
         },
     }
-    let sens_path = paths.sensitivity_csv.take().expect("paths names the sensitivity table");
+    let sens_path = paths
+        .sensitivity_csv
+        .take()
+        .expect("Written::paths always names the sensitivity table; only this function takes it");
     match &r.sensitivity {
         Some(s) => {
             s.write_csv(&sens_path).map_err(OutputError::Sensitivity)?;
@@ -351,7 +357,7 @@ fn verify_usl(path: &Path, json: &serde_json::Value) -> Result<usize, OutputErro
 /// The time plot against the points' time splits in the JSON file; returns the points with a
 /// split.
 fn verify_time(p: &Written, json: &serde_json::Value) -> Result<usize, OutputError> {
-    let time = p.time_svg.as_ref().expect("Written::paths names the time plot");
+    let time = p.time_svg.as_ref().expect("Written::paths always names the time plot");
     let points = json.get("points").and_then(|x| x.as_array()).map_or(&[][..], Vec::as_slice);
     let mut timed = 0;
     for (i, pt) in points.iter().enumerate() {

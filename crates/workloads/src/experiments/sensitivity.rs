@@ -320,10 +320,20 @@ impl Sensitivity {
     /// Writes [`Sensitivity::csv`] to `path`.
     ///
     /// # Errors
-    /// The path and the I/O error, one line.
-    pub fn write_csv(&self, path: &Path) -> Result<(), String> {
-        std::fs::write(path, self.csv()).map_err(|e| format!("{}: {e}", path.display()))
+    /// A [`WriteCsvError`]: the path and the I/O error, one line.
+    pub fn write_csv(&self, path: &Path) -> Result<(), WriteCsvError> {
+        std::fs::write(path, self.csv()).map_err(|source| WriteCsvError { path: path.to_path_buf(), source })
     }
+}
+
+/// Writing [`Sensitivity::csv`] failed; displays as `PATH: I/O error`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct WriteCsvError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The I/O error.
+    pub source: std::io::Error,
 }
 
 #[cfg(test)]

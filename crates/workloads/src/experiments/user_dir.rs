@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::error::CalibrationsError;
+use super::error::{CalibrationsError, NoUserDir};
 use super::{Calibrated, parse_calibrations};
 
 /// The environment variable naming the user's directory.
@@ -39,9 +39,9 @@ pub fn overridden() -> Option<&'static Path> {
 /// The user's directory (it need not exist yet).
 ///
 /// # Errors
-/// One line when none of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and `$HOME` is set,
-/// saying which to set.
-pub fn dir() -> Result<PathBuf, String> {
+/// [`NoUserDir`] when none of `--home`, `$LOCKSTACK_HOME`, `$XDG_CONFIG_HOME` and `$HOME` is
+/// set (its message says which to set).
+pub fn dir() -> Result<PathBuf, NoUserDir> {
     if let Some(d) = OVERRIDE.get() {
         return Ok(d.clone());
     }
@@ -55,7 +55,7 @@ pub fn dir() -> Result<PathBuf, String> {
     if let Some(d) = var("HOME") {
         return Ok(d.join(".config").join("lockstack"));
     }
-    Err(CalibrationsError::NoUserDir.to_string())
+    Err(NoUserDir)
 }
 
 /// The user's profile file for `name` (`DIR/machines/NAME.toml`), when `name` is a plain name
@@ -104,7 +104,7 @@ pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, CalibrationsErr
 /// No user directory, an existing file that does not parse, or a write that fails: one line
 /// naming the file and what to do.
 pub fn store_calibrations(rows: &[Calibrated]) -> Result<PathBuf, CalibrationsError> {
-    let d = dir().map_err(|_| CalibrationsError::NoUserDir)?;
+    let d = dir()?;
     store_calibrations_in(&d, rows)
 }
 

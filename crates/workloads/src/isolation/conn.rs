@@ -12,6 +12,7 @@ use lockstack_engine::usertable::{TableDef, Value, coerce};
 use lockstack_lmgr::{LockError, LockOptions, LockTag, Oid};
 
 use super::sql::{AdvisoryKey, AdvisoryOp, Call, Cond, Expr, Guc, Insert, Query, Statement, Update};
+use super::statement_error::StatementError;
 
 /// A result set: column names and rows of text values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,30 +94,26 @@ pub(crate) struct Conn {
 /// The connection's timeout settings: deadlock_timeout, lock_timeout, statement_timeout.
 type Gucs = (Duration, Option<Duration>, Option<Duration>);
 
-const STATEMENT_TIMEOUT: &str = "canceling statement due to statement timeout";
 const LOCK_TIMEOUT: &str = "canceling statement due to lock timeout";
 
 /// An engine error as the server reports it: the primary message only.
-fn message(e: EngineError) -> String {
+fn message(e: EngineError) -> StatementError {
     match e {
-        EngineError::Lock(l) => l.message(),
-        EngineError::Sql(m) => m,
-        other => other.to_string(),
+        EngineError::Lock(l) => StatementError::Lock(l),
+        EngineError::Sql(m) => StatementError::Engine(m),
+        other => StatementError::Engine(other.to_string()),
     }
 }
 
 const ABORTED: &str = "current transaction is aborted, commands ignored until end of transaction block";
 
-fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, String> {
-    let bad = || format!("invalid value for parameter \"{}\": \"{v}\"", guc.name());
+fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, StatementError> {
+    let bad = || StatementError::InvalidValue { parameter: guc.name(), value: v.to_string() };
     let t = v.trim();
     if let Some(rest) = t.strip_prefix('-')
         && rest.starts_with(|c: char| c.is_ascii_digit())
     {
-        return Err(format!(
-            "{t} is outside the valid range for parameter \"{}\" (0 .. 2147483647)",
-            guc.name()
-        ));
+        return Err(StatementError::OutOfRange { parameter: guc.name(), value: t.to_string() });
     }
     let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
     if digits.is_empty() {
@@ -134,14 +131,9 @@ fn parse_duration(guc: Guc, v: &str) -> Result<Option<Duration>, String> {
         _ => return Err(bad()),
     }
     .filter(|ms| *ms <= i32::MAX as u64)
-    .ok_or_else(|| {
-        format!("{v} is outside the valid range for parameter \"{}\" (0 .. 2147483647)", guc.name())
-    })?;
+    .ok_or_else(|| StatementError::OutOfRange { parameter: guc.name(), value: v.to_string() })?;
     match guc {
-        Guc::DeadlockTimeout if ms == 0 => {
-            Err("0 ms is outside the valid range for parameter \"deadlock_timeout\" (1 ms .. 2147483647 ms)"
-                .into())
-        }
+        Guc::DeadlockTimeout if ms == 0 => Err(StatementError::ZeroDeadlockTimeout),
         Guc::DeadlockTimeout => Ok(Some(Duration::from_millis(ms))),
         Guc::LockTimeout | Guc::StatementTimeout => Ok((ms > 0).then(|| Duration::from_millis(ms))),
     }
@@ -175,7 +167,7 @@ impl Conn {
         st: &Statement,
         multi: bool,
         notices: &mut Vec<String>,
-    ) -> Result<Option<ResultSet>, String> {
+    ) -> Result<Option<ResultSet>, StatementError> {
         let lock = self.session.lock_backend().lock_timeout();
         let Some(stmt) = self.statement_timeout.filter(|s| lock.is_none_or(|l| *s < l)) else {
             return self.run_one(st, multi, notices);
@@ -187,7 +179,7 @@ impl Conn {
             self.session.lock_backend().set_lock_timeout(lock);
         }
         match r {
-            Err(m) if m == LOCK_TIMEOUT => Err(STATEMENT_TIMEOUT.to_string()),
+            Err(m) if m.to_string() == LOCK_TIMEOUT => Err(StatementError::StatementTimeout),
             other => other,
         }
     }
@@ -230,7 +222,7 @@ impl Conn {
             match self.run_timed(st, multi, &mut res.notices) {
                 Ok(set) => res.sets.push(set),
                 Err(msg) => {
-                    res.error = Some(msg);
+                    res.error = Some(msg.to_string());
                     self.abort();
                     break;
                 }
@@ -240,13 +232,13 @@ impl Conn {
             self.saved = None;
             self.tx = Tx::Idle;
             if let Err(e) = self.session.commit() {
-                res.error.get_or_insert(message(e));
+                res.error.get_or_insert(message(e).to_string());
             }
         }
         res
     }
 
-    fn relation(&self, name: &str) -> Result<Oid, String> {
+    fn relation(&self, name: &str) -> Result<Oid, StatementError> {
         self.session.user_table_oid(name).map_err(message)
     }
 
@@ -255,7 +247,7 @@ impl Conn {
         st: &Statement,
         multi: bool,
         notices: &mut Vec<String>,
-    ) -> Result<Option<ResultSet>, String> {
+    ) -> Result<Option<ResultSet>, StatementError> {
         let db = self.session.engine().lmgr.database();
         match st {
             Statement::Begin { repeatable_read } => match self.tx {
@@ -296,7 +288,7 @@ impl Conn {
             },
             Statement::Lock { tables, mode, nowait } => {
                 if self.tx == Tx::Idle && !multi {
-                    return Err("LOCK TABLE can only be used in transaction blocks".into());
+                    return Err(StatementError::OutsideBlock("LOCK TABLE"));
                 }
                 self.ensure_xact();
                 for t in tables {
@@ -305,15 +297,15 @@ impl Conn {
                     match self.session.lock_backend().lock(LockTag::relation(db, oid), *mode, opts) {
                         Ok(_) => {}
                         Err(LockError::NotAvailable { .. }) => {
-                            return Err(format!("could not obtain lock on relation \"{t}\""));
+                            return Err(StatementError::RelationNotAvailable(t.clone()));
                         }
-                        Err(e) => return Err(e.message()),
+                        Err(e) => return Err(StatementError::Lock(e)),
                     }
                 }
             }
             Statement::Savepoint(name) => {
                 if self.tx != Tx::Block {
-                    return Err("SAVEPOINT can only be used in transaction blocks".into());
+                    return Err(StatementError::OutsideBlock("SAVEPOINT"));
                 }
                 self.session.savepoint(name).map_err(message)?;
             }
@@ -323,19 +315,19 @@ impl Conn {
                     self.tx = Tx::Block;
                 }
                 // The whole transaction was rolled back by the error: no savepoint is left.
-                Tx::Aborted => return Err(format!("savepoint \"{name}\" does not exist")),
+                Tx::Aborted => return Err(StatementError::NoSavepoint(name.clone())),
                 Tx::Idle | Tx::Implicit => {
-                    return Err("ROLLBACK TO SAVEPOINT can only be used in transaction blocks".into());
+                    return Err(StatementError::OutsideBlock("ROLLBACK TO SAVEPOINT"));
                 }
             },
             Statement::Release(name) => {
                 if self.tx != Tx::Block {
-                    return Err("RELEASE SAVEPOINT can only be used in transaction blocks".into());
+                    return Err(StatementError::OutsideBlock("RELEASE SAVEPOINT"));
                 }
                 self.session.release_savepoint(name).map_err(message)?;
             }
             Statement::Set { .. } if self.session.subxact_depth() > 0 => {
-                return Err("unsupported: SET inside a subtransaction (ROLLBACK TO would not undo it)".into());
+                return Err(StatementError::InSubtransaction("SET"));
             }
             Statement::Set { guc, value } => {
                 let v = match value {
@@ -382,10 +374,7 @@ impl Conn {
                 }));
             }
             Statement::CreateTable(_) | Statement::DropTable { .. } if self.session.subxact_depth() > 0 => {
-                return Err(
-                    "unsupported: CREATE or DROP TABLE inside a subtransaction (ROLLBACK TO would not undo it)"
-                        .into(),
-                );
+                return Err(StatementError::InSubtransaction("CREATE or DROP TABLE"));
             }
             Statement::CreateTable(def) => {
                 self.ensure_xact();
@@ -429,22 +418,24 @@ impl Conn {
         self.saved = None;
     }
 
-    fn insert(&mut self, ins: &Insert) -> Result<(), String> {
+    fn insert(&mut self, ins: &Insert) -> Result<(), StatementError> {
         let def = self.session.user_table_def(&ins.table).map_err(message)?;
         let positions: Vec<usize> = match &ins.columns {
             None => (0..def.columns.len()).collect(),
             Some(cols) => cols
                 .iter()
                 .map(|c| {
-                    def.column(c)
-                        .ok_or_else(|| format!("column \"{c}\" of relation \"{}\" does not exist", def.name))
+                    def.column(c).ok_or_else(|| StatementError::NoColumnOfRelation {
+                        column: c.clone(),
+                        table: def.name.clone(),
+                    })
                 })
                 .collect::<Result<_, _>>()?,
         };
         let mut rows = Vec::with_capacity(ins.rows.len());
         for r in &ins.rows {
             if r.len() > positions.len() {
-                return Err("INSERT has more expressions than target columns".into());
+                return Err(StatementError::TooManyExpressions);
             }
             let mut full: Vec<Option<Value>> = vec![None; def.columns.len()];
             for (v, &at) in r.iter().zip(&positions) {
@@ -456,10 +447,10 @@ impl Conn {
         Ok(())
     }
 
-    fn query(&mut self, q: &Query, notices: &mut Vec<String>) -> Result<ResultSet, String> {
+    fn query(&mut self, q: &Query, notices: &mut Vec<String>) -> Result<ResultSet, StatementError> {
         let db = self.session.engine().lmgr.database();
         let def = self.session.user_table_def(&q.table).map_err(message)?;
-        let col = |c: &str| def.column(c).ok_or_else(|| format!("column \"{c}\" does not exist"));
+        let col = |c: &str| def.column(c).ok_or_else(|| StatementError::NoColumn(c.to_string()));
         let out: Vec<usize> = match &q.columns {
             None => (0..def.columns.len()).collect(),
             Some(cs) => cs.iter().map(|c| col(c)).collect::<Result<_, _>>()?,
@@ -481,18 +472,21 @@ impl Conn {
         })
     }
 
-    fn update(&mut self, u: &Update, db: Oid, notices: &mut Vec<String>) -> Result<(), String> {
+    fn update(&mut self, u: &Update, db: Oid, notices: &mut Vec<String>) -> Result<(), StatementError> {
         let def = self.session.user_table_def(&u.table).map_err(message)?;
         let col = |c: &str| {
-            def.column(c).ok_or_else(|| format!("column \"{c}\" of relation \"{}\" does not exist", def.name))
+            def.column(c).ok_or_else(|| StatementError::NoColumnOfRelation {
+                column: c.to_string(),
+                table: def.name.clone(),
+            })
         };
         let mut set = Vec::with_capacity(u.set.len());
         for (c, e) in &u.set {
             let e = match e {
                 Expr::Column(src, d) => {
-                    let i = def.column(src).ok_or_else(|| format!("column \"{src}\" does not exist"))?;
+                    let i = def.column(src).ok_or_else(|| StatementError::NoColumn(src.clone()))?;
                     if *d != 0 && !def.columns[i].ty.is_integer() {
-                        return Err(format!("operator does not exist: text + integer (column \"{src}\")"));
+                        return Err(StatementError::TextPlusInteger(src.clone()));
                     }
                     SetExpr::Column(i, *d)
                 }
@@ -526,7 +520,7 @@ impl Conn {
         Ok(())
     }
 
-    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, String> {
+    fn call(&mut self, call: &Call, db: Oid, notices: &mut Vec<String>) -> Result<String, StatementError> {
         advisory_call(self.session.lock_backend(), call, db, notices)
     }
 }
@@ -537,7 +531,7 @@ fn advisory_call(
     call: &Call,
     db: Oid,
     notices: &mut Vec<String>,
-) -> Result<String, String> {
+) -> Result<String, StatementError> {
     let (f, key) = match call {
         Call::UnlockAll => {
             b.release_advisory_session_locks();
@@ -553,11 +547,11 @@ fn advisory_call(
     match f.op {
         AdvisoryOp::Lock => {
             let opts = LockOptions { session: !f.xact, dont_wait: false };
-            b.lock(tag, mode, opts).map_err(|e| e.message())?;
+            b.lock(tag, mode, opts).map_err(StatementError::Lock)?;
             Ok(String::new())
         }
         AdvisoryOp::Try => {
-            let got = b.conditional_lock(tag, mode, !f.xact).map_err(|e| e.message())?;
+            let got = b.conditional_lock(tag, mode, !f.xact).map_err(StatementError::Lock)?;
             Ok(if got { "t" } else { "f" }.into())
         }
         AdvisoryOp::Unlock => {
@@ -595,14 +589,14 @@ enum ResolvedCond {
 }
 
 impl Filter {
-    fn new(def: &TableDef, c: Option<&Cond>, db: Oid) -> Result<Filter, String> {
+    fn new(def: &TableDef, c: Option<&Cond>, db: Oid) -> Result<Filter, StatementError> {
         let cond = match c {
             None => None,
             Some(Cond::Eq(_, Value::Null)) => {
-                return Err("unsupported: comparison with NULL in WHERE (always null)".into());
+                return Err(StatementError::NullComparison);
             }
             Some(Cond::Eq(col, v)) => {
-                let i = def.column(col).ok_or_else(|| format!("column \"{col}\" does not exist"))?;
+                let i = def.column(col).ok_or_else(|| StatementError::NoColumn(col.clone()))?;
                 Some(ResolvedCond::Eq(i, coerce(&def.name, &def.columns[i], v.clone())?))
             }
             Some(Cond::CallNotNull(call)) => Some(ResolvedCond::Call(call.clone())),
@@ -615,7 +609,8 @@ impl Filter {
             None => Ok(true),
             Some(ResolvedCond::Eq(i, v)) => Ok(row[*i] == *v),
             Some(ResolvedCond::Call(c)) => {
-                advisory_call(s.lock_backend(), c, self.db, &mut self.notices).map_err(EngineError::Sql)?;
+                advisory_call(s.lock_backend(), c, self.db, &mut self.notices)
+                    .map_err(|e| EngineError::Sql(e.to_string()))?;
                 Ok(true)
             }
         }
@@ -632,10 +627,12 @@ mod tests {
         assert_eq!(parse_duration(Guc::LockTimeout, "2s").unwrap(), Some(Duration::from_secs(2)));
         assert_eq!(parse_duration(Guc::LockTimeout, "0").unwrap(), None);
         assert_eq!(
-            parse_duration(Guc::LockTimeout, "-1").unwrap_err(),
+            parse_duration(Guc::LockTimeout, "-1").unwrap_err().to_string(),
             "-1 is outside the valid range for parameter \"lock_timeout\" (0 .. 2147483647)"
         );
         assert!(parse_duration(Guc::DeadlockTimeout, "0").is_err());
-        assert!(parse_duration(Guc::LockTimeout, "soon").unwrap_err().starts_with("invalid value"));
+        assert!(
+            parse_duration(Guc::LockTimeout, "soon").unwrap_err().to_string().starts_with("invalid value")
+        );
     }
 }

@@ -19,6 +19,7 @@ mod error;
 mod runner;
 pub mod spec;
 pub mod sql;
+mod statement_error;
 
 pub use error::SqlError;
 
@@ -59,7 +60,8 @@ pub struct IsolationConfig {
 impl Default for IsolationConfig {
     /// [`DEFAULT_PRESET`]'s lock manager, a 60 s step timeout.
     fn default() -> Self {
-        IsolationConfig::for_preset(DEFAULT_PRESET).expect("the default preset exists")
+        IsolationConfig::for_preset(DEFAULT_PRESET)
+            .expect("DEFAULT_PRESET names one of the engine's presets (a test loads it)")
     }
 }
 
@@ -74,7 +76,7 @@ impl IsolationConfig {
     ///
     /// # Errors
     /// An unknown preset, one line listing the valid ones.
-    pub fn for_preset(name: &str) -> Result<IsolationConfig, String> {
+    pub fn for_preset(name: &str) -> Result<IsolationConfig, lockstack_engine::settings::SettingsError> {
         let engine = lockstack_engine::engine::EngineConfig::preset(name, 2, 16)?;
         Ok(IsolationConfig { lmgr: engine.lmgr, step_timeout: Duration::from_secs(60), dry_run: false })
     }

@@ -293,7 +293,9 @@ impl Worker<'_> {
                 Ok(64)
             }
             BufferScenario::Scan => {
-                let check = self.check.expect("scan rows have a check");
+                let check = self
+                    .check
+                    .expect("rows() pairs every scan row with a visibility check (validate requires one)");
                 let n = self.cfg.table_pages;
                 // Threads start at different pages so that not all of them walk in lockstep.
                 let start = (self.t as u32).wrapping_mul(n / self.cfg.threads.max(1) as u32) % n;
@@ -312,8 +314,9 @@ impl Worker<'_> {
                     for o in 1..=max {
                         if let Some(t) = page::get_item(g.page(), o).filter(|t| t.len() == TUPLE_LEN) {
                             seen += 1;
-                            words =
-                                words.wrapping_add(u64::from_le_bytes(t[..8].try_into().expect("8 bytes")));
+                            words = words.wrapping_add(u64::from_le_bytes(
+                                t[..8].try_into().expect("an 8-byte range converts to [u8; 8]"),
+                            ));
                         }
                     }
                     std::hint::black_box(words);
@@ -329,7 +332,9 @@ impl Worker<'_> {
                 Ok(u64::from(batch))
             }
             BufferScenario::VmDelete => {
-                let check = self.check.expect("vm-delete rows have a check");
+                let check = self.check.expect(
+                    "rows() pairs every vm-delete row with a visibility check (validate requires one)",
+                );
                 let blk = self.t as u32;
                 for _ in 0..16 {
                     let b = bb.read_block(REL, BlockNumber(blk))?;
@@ -382,8 +387,11 @@ fn check_deletes(bb: &BackendBuffers, counts: &[u64]) -> Result<(), BenchError> 
         let g = bb.lock(b, LwLockMode::Shared);
         for o in 1..=page::max_offset_number(g.page()) {
             let it = page::get_item(g.page(), o).ok_or_else(|| BenchError::Check("missing tuple".into()))?;
-            let got = u64::from_le_bytes(it[4..12].try_into().expect("8 bytes"));
-            if got != n || u32::from_le_bytes(it[0..4].try_into().expect("4 bytes")) != t as u32 {
+            let got = u64::from_le_bytes(it[4..12].try_into().expect("an 8-byte range converts to [u8; 8]"));
+            if got != n
+                || u32::from_le_bytes(it[0..4].try_into().expect("a 4-byte range converts to [u8; 4]"))
+                    != t as u32
+            {
                 return Err(BenchError::Check(format!(
                     "page {t} tuple {o}: delete count {got}, expected {n}"
                 )));

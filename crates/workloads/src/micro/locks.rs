@@ -126,7 +126,9 @@ pub fn run(cfg: &LocksConfig) -> Result<LocksReport, BenchError> {
             .map(|i| {
                 let (lmgr, stop, gate) = (&lmgr, &stop, &gate);
                 s.spawn(move || {
-                    let mut b = lmgr.attach(BackendId(i as u32)).expect("backend ids are in range");
+                    let mut b = lmgr.attach(BackendId(i as u32)).expect(
+                        "the lock manager was built with max_backends = threads, so ids 0..threads attach",
+                    );
                     let rels: Vec<Oid> = (0..cfg.relations).map(|r| Oid(16384 + r as u32)).collect();
                     gate.arrive_and_wait();
                     let first = Instant::now();

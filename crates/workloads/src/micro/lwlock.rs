@@ -353,7 +353,10 @@ fn run_row<D: Drive>(lock: &D, cfg: &LwLockBenchConfig) -> RowRun {
         let start = Instant::now();
         lockstack_common::sync::sleep(cfg.duration);
         stop.store(true, Ordering::Relaxed);
-        let r: Vec<ThreadResult> = handles.into_iter().map(|h| h.join().expect("worker panicked")).collect();
+        let r: Vec<ThreadResult> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect();
         elapsed = start.elapsed();
         r
     });
@@ -370,7 +373,7 @@ fn summarize(lock: LockUnderTest, run: RowRun, counters: Option<LwLockCounters>)
         ops += r.ops;
         excl += r.exclusive;
         torn += r.torn_reads;
-        hist.add(&r.hist).expect("same bounds");
+        hist.add(&r.hist).expect("every histogram is made with the same bounds (1..=1e10, 2 digits)");
     }
     LwLockBenchRow {
         lock,

@@ -203,8 +203,10 @@ pub fn measured_phase<R>(f: impl FnOnce() -> R) -> R {
     let _phase = PHASE_GATE.write().unwrap_or_else(|e| e.into_inner());
     let mut f = Some(f);
     let mut out = None;
-    run(&mut || out = Some((f.take().expect("the phase runs once"))()));
-    out.expect("the phase runner ran the phase")
+    run(&mut || {
+        out = Some((f.take().expect("f is taken once: a phase runner runs the phase exactly once"))())
+    });
+    out.expect("a phase runner runs the phase exactly once before it returns")
 }
 
 /// Held for writing while [`measured_phase`] runs a phase in a simulation, for reading by

@@ -320,7 +320,7 @@ impl SimBackend for Counting {
                 COUNTING_TASK.with(|t| t.set(id));
                 f()
             })
-            .expect("spawning a counted thread");
+            .expect("the OS spawns the counted thread (as std::thread::spawn, which panics when it cannot)");
         self.handles.lock().unwrap_or_else(|e| e.into_inner()).insert(id, h);
         id
     }

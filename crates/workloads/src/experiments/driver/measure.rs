@@ -18,7 +18,7 @@ fn run_pgbench(
     variant: &Variant,
     clients: usize,
     run: usize,
-) -> Result<Point, String> {
+) -> Result<Point, PointError> {
     let (mut run_cfg, _) = plan.run_config(variant, clients)?;
     if let Some(s) = &plan.simulation {
         // The machine's storage flushes the WAL, unless the caller's own --set chose a sink.
@@ -31,9 +31,7 @@ fn run_pgbench(
             .is_some_and(|w| matches!(w.kind, WorkloadKind::Pgbench { builtin: b } if b == builtin))
     };
     if let Some(c) = plan.calibrated.iter().find(is_this) {
-        settings::KNOBS
-            .set(&mut run_cfg, POSTGRES_IPC_KEY, &format!("{}", c.postgres_ipc))
-            .map_err(|e| e.to_string())?;
+        settings::KNOBS.set(&mut run_cfg, POSTGRES_IPC_KEY, &format!("{}", c.postgres_ipc))?;
     }
     let RunConfig { engine, sim } = run_cfg;
     let cfg = PgbenchConfig {
@@ -51,7 +49,7 @@ fn run_pgbench(
         sim,
         protocol: plan.experiment.protocol,
     };
-    let r = runner::run(&cfg, &|_| {}).map_err(|e| e.to_string())?;
+    let r = runner::run(&cfg, &|_| {})?;
     let counters = crate::report::counters_by_name(&r.lock_stack.counters);
     let bad = r.checks.iter().find(|c| !c.ok);
     Ok(Point {
@@ -77,7 +75,7 @@ fn run_buffers(
     variant: &Variant,
     clients: usize,
     run: usize,
-) -> Result<Point, String> {
+) -> Result<Point, PointError> {
     let (mut run_cfg, _) = plan.run_config(variant, clients)?;
     if let Some(s) = &plan.simulation {
         (s.engine_defaults)(&mut run_cfg, false);
@@ -85,7 +83,7 @@ fn run_buffers(
     run_cfg.engine.apply_spin_settings();
     let cfg = plan.buffers_config(scenario, variant, clients)?;
     let rep = buffers::run(&cfg)?;
-    let row = rep.rows.into_iter().next().ok_or("the buffer experiment returned no row")?;
+    let row = rep.rows.into_iter().next().ok_or(PointError::NoBufferRow)?;
     let b = &row.buffers;
     let mut counters = BTreeMap::new();
     b.visit(&mut |n, v| {
@@ -192,7 +190,7 @@ pub fn summarise(plan: &Plan, points: &[Point]) -> Vec<SummaryRow> {
 /// A configuration the engine or buffer pool refuses, or an engine error other than a failed
 /// transaction (those are counted in [`Point::failed`]). A failed consistency check is not an
 /// error: it marks the point (`ok = false`).
-pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, String> {
+pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, PointError> {
     let simulation = plan.simulation.as_ref();
     let phases_seen = simulation.map_or(0, |s| (s.phase_times)().len());
     let measure = || {
@@ -202,7 +200,7 @@ pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, String> {
             WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,
         };
         p.workload = spec.workload.name.into();
-        Ok::<Point, String>(p)
+        Ok::<Point, PointError>(p)
     };
     let mut p: Point = lockstack_common::sync::thread::scope(|s| match s.spawn(measure).join() {
         Ok(r) => r,
@@ -263,7 +261,7 @@ pub fn assemble(plan: &Plan, points: Vec<Point>, machine: MachineNote) -> Experi
 ///
 /// # Errors
 /// As [`run_point`]; the first error ends the run.
-pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, String> {
+pub fn run(plan: &Plan, on_step: &mut dyn FnMut(&Step<'_>)) -> Result<ExperimentResult, PointError> {
     let specs = plan.point_specs();
     let total = specs.len();
     let mut points = Vec::with_capacity(total);

@@ -220,40 +220,38 @@ impl Plan {
     /// reject, so that bad input fails before any measuring.
     ///
     /// # Errors
-    /// A one-line message: an empty client list or a count outside 1..=[`MAX_CLIENTS`], a
+    /// A [`PlanError`], one line: an empty client list or a count outside 1..=[`MAX_CLIENTS`], a
     /// duration that is not a positive number of at most [`MAX_DURATION_S`] s, runs outside
     /// 1..=[`MAX_RUNS`], a scale outside 1..=100000 (1..=512 for `vm-pin`), an unknown preset or
     /// workload, a `--set` assignment [`settings::apply_set`] rejects, a key one of the
     /// experiment's variants sets (it would erase the comparison), or (`vm-pin`) a key other
     /// than [`VM_PIN_KEYS`] (and [`VM_CHECK_KEY`] for the others).
-    pub fn new(experiment: &'static Experiment, opts: &Options) -> Result<Plan, String> {
+    pub fn new(experiment: &'static Experiment, opts: &Options) -> Result<Plan, PlanError> {
         let seed_machine = opts.machine.as_deref().and_then(|m| experiment.machine(m));
         let default_clients = seed_machine.map_or(experiment.clients, |m| m.clients);
         let mut clients = opts.clients.clone().unwrap_or_else(|| default_clients.to_vec());
         if clients.is_empty() {
-            return Err("--clients: no client count given".into());
+            return Err(PlanError::NoClients);
         }
         if let Some(&bad) = clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
-            return Err(format!("--clients: each count must be 1..={MAX_CLIENTS}, got {bad}"));
+            return Err(PlanError::ClientCount(bad));
         }
         clients.sort_unstable();
         clients.dedup();
         let duration_s =
             opts.duration_s.unwrap_or(seed_machine.map_or(experiment.duration_s, |m| m.duration_s));
         if !duration_s.is_finite() || duration_s <= 0.0 || duration_s > MAX_DURATION_S {
-            return Err(format!(
-                "--duration must be above 0 and at most {MAX_DURATION_S} seconds, got {duration_s}"
-            ));
+            return Err(PlanError::Duration(duration_s));
         }
         let runs = opts.runs.unwrap_or(experiment.runs);
         if runs == 0 || runs > MAX_RUNS {
-            return Err(format!("--runs must be 1..={MAX_RUNS}, got {runs}"));
+            return Err(PlanError::Runs(runs));
         }
         let vm_pin = is_vm_pin(experiment);
         let scale = opts.scale.unwrap_or(seed_machine.map_or(1, |m| m.scale));
         let max_scale = if vm_pin { 512 } else { 100_000 };
         if !(1..=max_scale).contains(&scale) {
-            return Err(format!("--scale must be 1..={max_scale} for {}, got {scale}", experiment.name));
+            return Err(PlanError::Scale { max: max_scale, experiment: experiment.name, scale });
         }
         if !vm_pin {
             // Every point loads the pgbench tables in memory: refuse a scale that cannot fit.
@@ -284,17 +282,17 @@ impl Plan {
                 for n in names {
                     if experiment.workload(n).is_none() {
                         let valid: Vec<&str> = experiment.workloads.iter().map(|w| w.name).collect();
-                        return Err(format!(
-                            "unknown workload \"{n}\" for {} (valid: {})",
-                            experiment.name,
-                            valid.join(", ")
-                        ));
+                        return Err(PlanError::UnknownWorkload {
+                            name: n.clone(),
+                            experiment: experiment.name,
+                            valid: valid.join(", "),
+                        });
                     }
                 }
                 let v: Vec<&'static Workload> =
                     experiment.workloads.iter().filter(|w| names.iter().any(|n| n == w.name)).collect();
                 if v.is_empty() {
-                    return Err("--workload: no workload given".into());
+                    return Err(PlanError::NoWorkload);
                 }
                 v
             }
@@ -304,26 +302,20 @@ impl Plan {
         for a in &opts.set {
             let key = key_of(a);
             if varied.contains(&key) {
-                return Err(format!(
-                    "--set {key}: the {} experiment varies this knob itself (its variants set it)",
-                    experiment.name
-                ));
+                return Err(PlanError::VariedKnob { key: key.to_string(), experiment: experiment.name });
             }
             if !vm_pin && key == VM_CHECK_KEY {
-                return Err(format!("--set {key}: only vm-pin has a visibility-check knob"));
+                return Err(PlanError::VmCheckKnob(key.to_string()));
             }
             if vm_pin && !VM_PIN_KEYS.contains(&key) {
-                return Err(format!(
-                    "--set {key}: vm-pin builds a buffer pool only; it accepts {}",
-                    VM_PIN_KEYS.join(", ")
-                ));
+                return Err(PlanError::VmPinKnob { key: key.to_string(), accepted: VM_PIN_KEYS.join(", ") });
             }
         }
         let own_ipc = opts.set.iter().any(|a| key_of(a) == POSTGRES_IPC_KEY);
         let postgres_costs = opts.simulation.as_ref().is_some_and(|s| s.postgres_ipc.is_some());
         let calibrated = match (&opts.machine, own_ipc || !postgres_costs) {
             (Some(m), false) => {
-                crate::experiments::user_dir::calibrations()?;
+                crate::experiments::user_dir::calibrations().map_err(PlanError::Calibrations)?;
                 workloads.iter().filter_map(|w| experiment.calibration(m, w.name).copied()).collect()
             }
             _ => Vec::new(),
@@ -388,7 +380,11 @@ impl Plan {
     ///
     /// # Errors
     /// As [`Plan::run_config`].
-    pub fn config(&self, variant: &Variant, clients: usize) -> Result<(EngineConfig, Option<Check>), String> {
+    pub fn config(
+        &self,
+        variant: &Variant,
+        clients: usize,
+    ) -> Result<(EngineConfig, Option<Check>), PlanError> {
         self.run_config(variant, clients).map(|(run, check)| (run.engine, check))
     }
 
@@ -403,7 +399,7 @@ impl Plan {
         &self,
         variant: &Variant,
         clients: usize,
-    ) -> Result<(RunConfig, Option<Check>), String> {
+    ) -> Result<(RunConfig, Option<Check>), PlanError> {
         let nbuffers = settings::pool_buffers(self.scale, BUFFER_HEADROOM)?;
         let mut cfg = RunConfig::new(EngineConfig::preset(&self.preset, clients + 1, nbuffers)?);
         let applied = self.assignments(variant);
@@ -414,7 +410,7 @@ impl Plan {
         settings::validate(&cfg.engine, &applied)?;
         let check = if is_vm_pin(self.experiment) {
             if !applied.iter().any(|a| key_of(a) == VM_CHECK_KEY) {
-                return Err(format!("variant {}: no {VM_CHECK_KEY} assignment", variant.name));
+                return Err(PlanError::NoVmCheck(variant.name));
             }
             Some(cfg.engine.vm_check)
         } else {
@@ -428,7 +424,7 @@ impl Plan {
         scenario: BufferScenario,
         variant: &Variant,
         clients: usize,
-    ) -> Result<BuffersConfig, String> {
+    ) -> Result<BuffersConfig, PlanError> {
         let (cfg, check) = self.config(variant, clients)?;
         let scale = u32::try_from(self.scale).unwrap_or(1);
         let table_pages = match scenario {
@@ -670,7 +666,9 @@ pub fn fit_usl(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
     out
 }
 
+mod error;
 mod measure;
+pub use error::{PlanError, PointError};
 pub use measure::{assemble, median, op_name, run, run_point, summarise};
 
 #[cfg(test)]

@@ -22,11 +22,13 @@ fn bad_options_are_rejected_with_one_line() {
         (Options { workloads: Some(vec!["nope".into()]), ..opts() }, "workload"),
     ];
     for (o, want) in cases {
-        let err = Plan::new(e, &o).unwrap_err();
+        let err = Plan::new(e, &o).unwrap_err().to_string();
         assert!(err.contains(want) && !err.contains('\n'), "{want}: {err}");
     }
     let vm = find("vm-pin").unwrap();
-    let err = Plan::new(vm, &Options { set: vec!["procarray.layout=dense".into()], ..opts() }).unwrap_err();
+    let err = Plan::new(vm, &Options { set: vec!["procarray.layout=dense".into()], ..opts() })
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bufmgr.header"), "{err}");
     assert!(Plan::new(vm, &Options { set: vec!["bufmgr.header=atomic".into()], ..opts() }).is_ok());
 }

@@ -28,9 +28,9 @@ pub enum OutputError {
     /// Plotters refused to draw (its error's text).
     #[error("{0}")]
     Draw(String),
-    /// Writing the sensitivity table failed (its text names the file).
+    /// Writing the sensitivity table failed (the error names the file).
     #[error("{0}")]
-    Sensitivity(String),
+    Sensitivity(crate::experiments::sensitivity::WriteCsvError),
 }
 
 impl OutputError {

@@ -37,14 +37,6 @@ impl Value {
         }
     }
 
-    /// [`Value::to_int`] with the error as its message, for callers that carry errors as text.
-    ///
-    /// # Errors
-    /// As [`Value::to_int`], displayed.
-    pub fn as_int(self) -> Result<i64, String> {
-        self.to_int().map_err(String::from)
-    }
-
     /// The value as a double.
     pub fn as_double(self) -> f64 {
         match self {

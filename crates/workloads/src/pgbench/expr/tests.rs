@@ -122,7 +122,7 @@ fn random_functions_stay_in_range_and_have_their_shape() {
     {
         let e = parse(f).unwrap();
         for _ in 0..n {
-            let v = eval(&e, &vars, &mut rng).unwrap().as_int().unwrap();
+            let v = eval(&e, &vars, &mut rng).unwrap().to_int().unwrap();
             assert!((1..=10).contains(&v), "{f} gave {v}");
             counts[k][(v - 1) as usize] += 1;
         }

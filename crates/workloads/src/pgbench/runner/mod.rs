@@ -560,7 +560,9 @@ pub fn run_on_with(
                     idle(WaitEvent::CLIENT_READ);
                     shared.go.wait(HarnessWait::Start);
                     idle(WaitEvent::NONE);
-                    let start = *start_cell.get().expect("set before go");
+                    let start = *start_cell.get().expect(
+                        "the main thread sets start_cell before it opens the go gate this client waited on",
+                    );
                     let out = session.map(|mut s| {
                         let mut r = client_loop(cfg, prog, opts, &shared, &progress[c], &mut s, c, start);
                         if let Err(e) = r {

@@ -155,8 +155,8 @@ impl ClientVars<'_> {
     pub(super) fn int(&self, slot: usize) -> Result<i64, EngineError> {
         self.values[slot]
             .ok_or_else(|| EngineError::Usage(format!("undefined variable \"{}\"", self.names[slot])))?
-            .as_int()
-            .map_err(EngineError::Usage)
+            .to_int()
+            .map_err(|e| EngineError::Usage(e.to_string()))
     }
 }
 

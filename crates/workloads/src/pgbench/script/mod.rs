@@ -268,7 +268,8 @@ impl Builtin {
 
     /// The parsed script, named `<builtin: description>`.
     pub fn script(&self) -> Script {
-        parse_script(&format!("<builtin: {}>", self.description), self.text).expect("built-in scripts parse")
+        parse_script(&format!("<builtin: {}>", self.description), self.text)
+            .expect("the built-in scripts parse (the script tests parse them)")
     }
 }
 
