@@ -27,6 +27,7 @@ pub mod calibrate;
 pub mod catalog;
 pub mod driver;
 mod error;
+mod limits;
 pub mod measured;
 pub mod output;
 pub mod points;
@@ -87,12 +88,7 @@ pub struct Variant {
     pub set: &'static [&'static str],
 }
 
-/// The knob `vm-pin` varies: which visibility check the buffer workers use
-/// (`page-flag-first`, `always-vm`, `always-vm-keep-pin`; seed 004's three patches), the
-/// engine config's [`vm_check`](crate::engine::EngineConfig::vm_check). Only the buffer
-/// workloads read it (the engine's transactions do not consult the visibility map), so the
-/// other experiments refuse it.
-pub const VM_CHECK_KEY: &str = "vm.check";
+pub use limits::VM_CHECK_KEY;
 
 /// How a raw counter is normalised for the counter table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

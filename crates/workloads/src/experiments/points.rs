@@ -24,8 +24,7 @@ use super::driver::{self, ExperimentResult, Options, Plan, Point, PointSpec};
 use super::error::PointsError;
 use crate::report::MachineNote;
 
-/// The `format` field of a point file; a file with another is refused.
-pub const FORMAT: &str = "lockstack-experiment-point/1";
+pub use super::limits::FORMAT;
 
 /// The largest point file [`merge`] reads, bytes (64 MiB). A point file holds one point's
 /// result, counters and simulated-machine tally, tens of kilobytes; the bound keeps a stray

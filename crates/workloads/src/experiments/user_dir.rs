@@ -11,8 +11,7 @@ use std::sync::OnceLock;
 use super::error::{CalibrationsError, NoUserDir};
 use super::{Calibrated, parse_calibrations};
 
-/// The environment variable naming the user's directory.
-pub const ENV: &str = "LOCKSTACK_HOME";
+pub use super::limits::ENV;
 
 /// The calibrations file's name inside the directory.
 pub const CALIBRATIONS: &str = "calibrations.toml";

@@ -27,14 +27,7 @@ use crate::settings::{self, RunConfig};
 use lockstack_common::Counters;
 use lockstack_engine::engine::EngineConfig;
 
-/// Largest client count accepted (pgbench's own limit on `-c` in our CLI).
-pub const MAX_CLIENTS: usize = 1000;
-
-/// Largest `--runs`.
-pub const MAX_RUNS: usize = 100;
-
-/// Largest `--duration`, seconds.
-pub const MAX_DURATION_S: f64 = 3600.0;
+pub use super::limits::{MAX_CLIENTS, MAX_DURATION_S, MAX_RUNS};
 
 /// Heap pages of the `scan` table per unit of `--scale` (16 MiB).
 pub const SCAN_PAGES_PER_SCALE: u32 = 2048;
@@ -666,9 +659,8 @@ pub fn fit_usl(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
     out
 }
 
-mod error;
 mod measure;
-pub use error::{PlanError, PointError};
+pub use super::error::{PlanError, PointError};
 pub use measure::{assemble, median, op_name, run, run_point, summarise};
 
 #[cfg(test)]

@@ -187,13 +187,3 @@ pub enum Expr {
     /// `f(args)`.
     Call(Func, Vec<Expr>),
 }
-
-/// pgbench's limits for the random functions (`pgbench.c`): gaussian parameter at least 2.0,
-/// zipfian parameter in [1.001, 1000].
-pub const MIN_GAUSSIAN_PARAM: f64 = 2.0;
-
-/// Smallest zipfian parameter pgbench accepts.
-pub const MIN_ZIPFIAN_PARAM: f64 = 1.001;
-
-/// Largest zipfian parameter pgbench accepts.
-pub const MAX_ZIPFIAN_PARAM: f64 = 1000.0;

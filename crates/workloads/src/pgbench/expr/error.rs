@@ -1,8 +1,7 @@
 //! The expression language's error ([`ExprError`]): what parsing or evaluating a `\set`
 //! expression can fail on, with the message pgbench would print. Touches no locks.
 
-use super::ast::{MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM};
-use super::parse::{MAX_EXPR_DEPTH, MAX_EXPR_LEN};
+use super::limits::{MAX_EXPR_DEPTH, MAX_EXPR_LEN, MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM};
 
 /// Why an expression could not be parsed or evaluated (`exprscan.l`, `exprparse.y` and
 /// `evalFunc` in `src/bin/pgbench`, PostgreSQL 15). Displays as one line.

@@ -9,6 +9,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::ast::*;
 use super::error::ExprError;
+use super::limits::{MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM};
 
 impl Expr {
     /// This expression with every `:name` replaced by what `var(name)` returns: an

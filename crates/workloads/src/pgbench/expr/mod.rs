@@ -10,12 +10,14 @@
 mod ast;
 mod error;
 mod eval;
+mod limits;
 mod parse;
 
-pub use ast::{BinOp, Expr, Func, MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM, Value};
+pub use ast::{BinOp, Expr, Func, Value};
 pub use error::ExprError;
 pub use eval::{ClientRng, Vars, client_rng, eval};
-pub use parse::{MAX_EXPR_DEPTH, MAX_EXPR_LEN, parse};
+pub use limits::{MAX_EXPR_DEPTH, MAX_EXPR_LEN, MAX_ZIPFIAN_PARAM, MIN_GAUSSIAN_PARAM, MIN_ZIPFIAN_PARAM};
+pub use parse::parse;
 
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 
 use super::ast::*;
 use super::error::ExprError;
+use super::limits::{MAX_EXPR_DEPTH, MAX_EXPR_LEN};
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Tok {
@@ -142,18 +143,6 @@ pub(super) struct Parser {
     /// Parser recursion depth (nested parentheses, unary operators, calls).
     nesting: usize,
 }
-
-/// The deepest expression tree [`parse`] accepts (nested parentheses, unary operators, calls,
-/// and operator chains such as a sum of many terms all count). Parsing, folding, evaluating and
-/// dropping an expression recurse once per level; at this depth each takes under 1 MiB of stack
-/// even in an unoptimised build (measured: a 256-level parse and evaluation fit in 1 MiB there,
-/// in well under 512 KiB optimised), so they stay inside a client thread's default 2 MiB.
-/// pgbench's bison parser allows deeper nesting (`YYMAXDEPTH`, 10000 states) but pgbench
-/// scripts use a handful of levels.
-pub const MAX_EXPR_DEPTH: usize = 256;
-
-/// The longest expression text [`parse`] accepts, bytes.
-pub const MAX_EXPR_LEN: usize = 100_000;
 
 pub(super) fn binop_info(t: &Tok) -> Option<(BinOp, u8)> {
     // Higher binds tighter (exprparse.y's precedence list, bottom = tightest).
