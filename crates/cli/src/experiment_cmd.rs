@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use clap::{Args, Parser};
+use lockstack_workloads::experiments::calibrate::{self, CalibrateError};
 use lockstack_workloads::experiments::driver::{self, ExperimentResult, Options, Plan};
 use lockstack_workloads::experiments::{self, Experiment, VM_CHECK_KEY, output, points};
 use lockstack_workloads::settings;
@@ -193,27 +194,23 @@ fn calibrate(
     // Each calibration run in a fresh child process, as every simulated experiment point is
     // (see `run`): its figure must not depend on the calibration runs before it.
     let mut runs = 0;
-    let mut run_plan = |plan: &Plan| -> Result<ExperimentResult, String> {
+    let mut run_plan = |plan: &Plan| -> Result<ExperimentResult, CalibrateError> {
         runs += 1;
         let tmp = std::env::temp_dir().join(format!("lockstack-calibrate-{}-{runs}", std::process::id()));
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("calibration: {}: {e}", tmp.display()))?;
+        let run = |m: String| CalibrateError::Run(m);
+        std::fs::create_dir_all(&tmp).map_err(|e| run(format!("calibration: {}: {e}", tmp.display())))?;
         let mut progress = Progress::new(format!("calibration run {runs}"), plan.points());
         let r = run_sweeps(plan, &[(sim.clone(), tmp.clone())], 1, &mut progress);
         progress.finish();
-        let merged = r.map_err(|f| f.message).and_then(|()| points::merge(&tmp).map_err(|e| e.to_string()));
-        std::fs::remove_dir_all(&tmp).map_err(|e| format!("calibration: removing {}: {e}", tmp.display()))?;
+        let merged =
+            r.map_err(|f| run(f.message)).and_then(|()| points::merge(&tmp).map_err(|e| run(e.to_string())));
+        std::fs::remove_dir_all(&tmp)
+            .map_err(|e| run(format!("calibration: removing {}: {e}", tmp.display())))?;
         Ok(merged?.result)
     };
-    let (solved, skipped) = lockstack_workloads::experiments::calibrate::solve(
-        exp,
-        opts,
-        machine,
-        cores,
-        profile_ipc,
-        figures.as_deref(),
-        &mut run_plan,
-    )
-    .map_err(|e| Failure::input(e.to_string()))?;
+    let (solved, skipped) =
+        calibrate::solve(exp, opts, machine, cores, profile_ipc, figures.as_deref(), &mut run_plan)
+            .map_err(|e| Failure::input(e.to_string()))?;
     for line in &skipped {
         outln!("{line}");
     }

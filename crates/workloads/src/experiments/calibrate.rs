@@ -99,9 +99,13 @@ pub enum CalibrateError {
     /// No workload had a usable figure: the reasons, `; `-separated.
     #[error("--calibrate: {0}")]
     NothingToFit(String),
-    /// A calibration run failed (its plan or its points).
+    /// A calibration run failed (its plan or its points): the run's own one line (a child
+    /// process's last line of stderr, when the runs are children).
     #[error("{0}")]
     Run(String),
+    /// A calibration run in this process failed ([`run_here`]).
+    #[error("{0}")]
+    Point(#[from] super::driver::PointError),
 }
 
 /// One solved calibration with its check.
@@ -118,15 +122,15 @@ pub struct Solved {
 /// Runs one plan and returns its result: [`driver::run`] in this process, or (the `lockstack`
 /// command's choice under `--machine`) each point in a fresh child process, so that a
 /// calibration run's figures do not depend on the runs before it in the same process.
-pub type RunPlan<'a> = dyn FnMut(&Plan) -> Result<ExperimentResult, String> + 'a;
+pub type RunPlan<'a> = dyn FnMut(&Plan) -> Result<ExperimentResult, CalibrateError> + 'a;
 
 /// Runs `plan` in this process ([`driver::run`]): a [`RunPlan`] for callers without child
 /// processes.
 ///
 /// # Errors
 /// The run's one-line error.
-pub fn run_here(plan: &Plan) -> Result<ExperimentResult, String> {
-    driver::run(plan, &mut |_| {}).map_err(|e| e.to_string())
+pub fn run_here(plan: &Plan) -> Result<ExperimentResult, CalibrateError> {
+    Ok(driver::run(plan, &mut |_| {})?)
 }
 
 fn baseline_tps(
@@ -143,7 +147,7 @@ fn baseline_tps(
     opts.workloads = Some(vec![workload.to_string()]);
     opts.set.push(format!("{POSTGRES_IPC_KEY}={ipc}"));
     let plan = Plan::new(e, &opts).map_err(|e| CalibrateError::Run(e.into()))?;
-    let r = run(&plan).map_err(CalibrateError::Run)?;
+    let r = run(&plan)?;
     let row = r.row(workload, e.baseline().name, clients).ok_or_else(|| {
         CalibrateError::Run(format!("calibration: no result for {workload} at {clients} clients"))
     })?;
