@@ -290,6 +290,37 @@ fn spread_sweeps_equal_a_single_process_run_byte_for_byte() {
     assert_eq!(left.len(), FILES.len(), "{left:?}");
 }
 
+/// A calibrated experiment's simulated-machine section names the calibration its header
+/// names: the points run in child processes that do not know their postgres_ipc is a stored
+/// calibration, so the section takes the plan's.
+#[test]
+fn the_section_names_the_calibration_the_header_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = lockstack(&[
+        "experiment",
+        "pgxact",
+        "--machine",
+        "xeon-32",
+        "--workload",
+        "select-only",
+        "--clients",
+        "1",
+        "--runs",
+        "1",
+        "--duration",
+        "0.005",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let header = stdout.lines().find(|l| l.starts_with("calibrated to: ")).expect("a calibrated header line");
+    let section =
+        stdout.lines().find(|l| l.starts_with("  calibration: ")).expect("the section's calibration line");
+    assert_eq!(section, format!("  calibration: {header}"), "{stdout}");
+}
+
 /// Under `--machine` every point runs in a fresh process, so a point's figures do not depend on
 /// the points run before it: `pgxact`'s four variants at 8 clients on `xeon-32` give the same
 /// tps, virtual time and transactions with `--jobs 1` as with `--jobs 2`. Run one after

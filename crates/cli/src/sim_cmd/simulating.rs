@@ -487,8 +487,14 @@ pub(crate) fn finish(a: &SimArgs, command: &str, args: &[String]) -> Result<(), 
         std::fs::write(path, text + "\n")
             .map_err(|e| Failure::output(format!("--sim-save-segments {}: {e}", path.display())))?;
     }
-    let tally =
+    let mut tally =
         ADOPTED.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| tally_of(&reports));
+    // Children's phases (`experiment` under --machine) carry the children's ground, and a
+    // child runs one point without knowing that its postgres_ipc is a stored calibration: the
+    // calibration this process noted (the plan's) is the run's.
+    if let Some(c) = CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        tally.ground.calibration = c;
+    }
     if tally.phases.is_empty() {
         // Nothing was simulated (`experiment NAME --list-points`): no section.
         return Ok(());
