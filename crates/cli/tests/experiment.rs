@@ -291,8 +291,9 @@ fn spread_sweeps_equal_a_single_process_run_byte_for_byte() {
 }
 
 /// A calibrated experiment's simulated-machine section names the calibration its header
-/// names: the points run in child processes that do not know their postgres_ipc is a stored
-/// calibration, so the section takes the plan's.
+/// names (the points run in child processes that do not know their postgres_ipc is a stored
+/// calibration, so the section takes the plan's), and its time plot's shares leave the
+/// background tasks out, as the section does.
 #[test]
 fn the_section_names_the_calibration_the_header_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -319,6 +320,11 @@ fn the_section_names_the_calibration_the_header_names() {
     let section =
         stdout.lines().find(|l| l.starts_with("  calibration: ")).expect("the section's calibration line");
     assert_eq!(section, format!("  calibration: {header}"), "{stdout}");
+    // The time plot's shares are of the backends' time, as the section's are: the WAL
+    // writer's idle time is in neither.
+    let json = std::fs::read_to_string(out.join("pgxact.json")).unwrap();
+    assert!(json.contains("\"running_ns\""), "no time split in the points");
+    assert!(!json.contains("Activity:WalWriterMain"), "the WAL writer's time is in a point's split");
 }
 
 /// Under `--machine` every point runs in a fresh process, so a point's figures do not depend on

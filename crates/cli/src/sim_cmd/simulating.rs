@@ -168,12 +168,7 @@ impl PhaseTally {
         };
         for task in r.stats.tasks.iter().skip(1) {
             t.tasks += 1;
-            if [lockstack_common::backend::WAIT_SAMPLER_THREAD, lockstack_common::backend::WAL_WRITER_THREAD]
-                .contains(&task.name.as_str())
-            {
-                // A monitor or a background process, not a backend: its sleeps would
-                // dilute the backends' shares, and a wait-event sampler, which reads the
-                // backends' slots only, never sees its waits.
+            if is_background(&task.name) {
                 t.background_tasks += 1;
                 for (c, v) in task.waiting_ns.iter().chain(&task.spinning_ns) {
                     *t.background_ns.entry(c.clone()).or_default() += v;
@@ -373,15 +368,23 @@ pub(crate) fn finish_timing(path: &std::path::Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Every phase's time split so far, the main task (the phase's own body: timer, progress,
-/// joins) left out as in the report's section.
+/// Whether the task named `name` is a monitor or a background process, not a backend (the
+/// wait sampler, the WAL writer): its sleeps would dilute the backends' shares, and a
+/// wait-event sampler, which reads the backends' slots only, never sees its waits.
+fn is_background(name: &str) -> bool {
+    [lockstack_common::backend::WAIT_SAMPLER_THREAD, lockstack_common::backend::WAL_WRITER_THREAD]
+        .contains(&name)
+}
+
+/// Every phase's time split so far over the backends, as in the report's section: the main
+/// task (the phase's own body: timer, progress, joins) and the background tasks left out.
 fn phase_times() -> Vec<TimeSplit> {
     let reports = REPORTS.lock().unwrap_or_else(|e| e.into_inner());
     reports
         .iter()
         .map(|r| {
             let mut s = TimeSplit::default();
-            for t in r.stats.tasks.iter().skip(1) {
+            for t in r.stats.tasks.iter().skip(1).filter(|t| !is_background(&t.name)) {
                 s.tasks += 1;
                 s.running_ns += t.running_ns;
                 for (c, v) in t.waiting_ns.iter().chain(&t.spinning_ns) {
