@@ -458,12 +458,9 @@ pub(super) fn stamp_row_lock(
     strength: RowLockStrength,
     multi: Option<Vec<MultiXactMember>>,
 ) -> Result<(), EngineError> {
-    let item = page::get_item_mut(p, tid.offset).ok_or_else(|| {
-        EngineError::Table(tables::TableError::Corrupt(tables::CorruptRow::NoTupleToLock {
-            block: tid.block,
-            offset: tid.offset,
-        }))
-    })?;
+    let item = page::get_item_mut(p, tid.offset).ok_or(EngineError::Table(tables::TableError::Corrupt(
+        tables::CorruptRow::NoTupleToLock { block: tid.block, offset: tid.offset },
+    )))?;
     match multi {
         Some(members) => {
             let multi = engine.multixact.create(&members);

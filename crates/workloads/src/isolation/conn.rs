@@ -577,8 +577,12 @@ enum SetExpr {
 
 /// A WHERE clause resolved against a table: the column and its coerced constant, or an
 /// advisory call made on each evaluation; the notices the calls raised.
+/// A WHERE clause resolved against its table: its terms, each `column = constant` before
+/// every call (PostgreSQL evaluates a comparison on the primary key as the index scan's
+/// condition, so a function in the same WHERE runs only on the rows it selects; the calls
+/// keep their written order), all of which a row must pass.
 struct Filter {
-    cond: Option<ResolvedCond>,
+    terms: Vec<ResolvedCond>,
     db: Oid,
     notices: Vec<String>,
 }
@@ -590,30 +594,42 @@ enum ResolvedCond {
 
 impl Filter {
     fn new(def: &TableDef, c: Option<&Cond>, db: Oid) -> Result<Filter, StatementError> {
-        let cond = match c {
-            None => None,
-            Some(Cond::Eq(_, Value::Null)) => {
-                return Err(StatementError::NullComparison);
-            }
-            Some(Cond::Eq(col, v)) => {
-                let i = def.column(col).ok_or_else(|| StatementError::NoColumn(col.clone()))?;
-                Some(ResolvedCond::Eq(i, coerce(&def.name, &def.columns[i], v.clone())?))
-            }
-            Some(Cond::CallNotNull(call)) => Some(ResolvedCond::Call(call.clone())),
+        let written: &[Cond] = match c {
+            None => &[],
+            Some(Cond::And(terms)) => terms,
+            Some(one) => std::slice::from_ref(one),
         };
-        Ok(Filter { cond, db, notices: Vec::new() })
+        let (mut eqs, mut calls) = (Vec::new(), Vec::new());
+        for t in written {
+            match t {
+                Cond::Eq(_, Value::Null) => return Err(StatementError::NullComparison),
+                Cond::Eq(col, v) => {
+                    let i = def.column(col).ok_or_else(|| StatementError::NoColumn(col.clone()))?;
+                    eqs.push(ResolvedCond::Eq(i, coerce(&def.name, &def.columns[i], v.clone())?));
+                }
+                Cond::CallNotNull(call) => calls.push(ResolvedCond::Call(call.clone())),
+                Cond::And(_) => unreachable!("the parser flattens AND into one list of terms"),
+            }
+        }
+        eqs.append(&mut calls);
+        Ok(Filter { terms: eqs, db, notices: Vec::new() })
     }
 
     fn eval(&mut self, s: &mut Session, row: &[Value]) -> Result<bool, EngineError> {
-        match &self.cond {
-            None => Ok(true),
-            Some(ResolvedCond::Eq(i, v)) => Ok(row[*i] == *v),
-            Some(ResolvedCond::Call(c)) => {
-                advisory_call(s.lock_backend(), c, self.db, &mut self.notices)
-                    .map_err(|e| EngineError::Sql(e.to_string()))?;
-                Ok(true)
+        for t in &self.terms {
+            match t {
+                ResolvedCond::Eq(i, v) => {
+                    if row[*i] != *v {
+                        return Ok(false);
+                    }
+                }
+                ResolvedCond::Call(c) => {
+                    advisory_call(s.lock_backend(), c, self.db, &mut self.notices)
+                        .map_err(|e| EngineError::Sql(e.to_string()))?;
+                }
             }
         }
+        Ok(true)
     }
 }
 

@@ -128,13 +128,16 @@ pub struct Insert {
 
 /// A WHERE clause: `col = const`, or `f(...) IS NOT NULL` over an advisory-lock function,
 /// which is called once per row it is evaluated on (a row-locking query re-evaluates it on a
-/// newer version of a row it waited for).
+/// newer version of a row it waited for), or a conjunction of those (`... AND ...`; `OR` is
+/// unsupported).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cond {
     /// `col = const`.
     Eq(String, Value),
     /// `f(...) IS NOT NULL` (always true once the call returns).
     CallNotNull(Call),
+    /// `a AND b [AND ...]`: at least two terms, none itself an `And`, in the order written.
+    And(Vec<Cond>),
 }
 
 /// The right-hand side of `SET col = ...`.
@@ -338,8 +341,20 @@ fn parse_insert(p: &mut P) -> Result<Insert, SqlError> {
     Ok(Insert { table, columns, rows })
 }
 
-/// A WHERE clause ([`Cond`]).
+/// A WHERE clause ([`Cond`]): terms joined by `AND`.
 fn cond(p: &mut P) -> Result<Cond, SqlError> {
+    let mut terms = vec![term(p)?];
+    while p.eat("and") {
+        terms.push(term(p)?);
+    }
+    if p.word() == Some("or") {
+        return Err(SqlError::Unsupported("OR in WHERE"));
+    }
+    Ok(if terms.len() == 1 { terms.remove(0) } else { Cond::And(terms) })
+}
+
+/// One term of a WHERE clause: `col = const` or `f(...) IS NOT NULL`.
+fn term(p: &mut P) -> Result<Cond, SqlError> {
     if matches!(p.t.get(p.i + 1), Some(T::P('('))) {
         let call = parse_call(p)?;
         if !(p.eat("is") && p.eat("not") && p.eat("null")) {
@@ -352,9 +367,6 @@ fn cond(p: &mut P) -> Result<Cond, SqlError> {
         return Err(SqlError::Unsupported("WHERE other than column = constant"));
     }
     let v = literal(p)?;
-    if p.word() == Some("and") || p.word() == Some("or") {
-        return Err(SqlError::Unsupported("AND / OR in WHERE"));
-    }
     Ok(Cond::Eq(c, v))
 }
 

@@ -105,9 +105,28 @@ fn parses_the_supported_statements() {
         Statement::Delete { table: "t".into(), filter: Some(Cond::Eq("k".into(), Value::Text("a".into()))) }
     );
     assert_eq!(q.lock, Some((RowLockStrength::NoKeyUpdate, WaitPolicy::Error)));
+    let Statement::Query(q) = parse_statement(
+        "SELECT * FROM foo WHERE pg_advisory_xact_lock(0) IS NOT NULL AND key = 1 AND v = 'x' FOR KEY SHARE",
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        q.filter,
+        Some(Cond::And(vec![
+            Cond::CallNotNull(Call::Advisory(
+                AdvisoryFn { op: AdvisoryOp::Lock, xact: true, shared: false },
+                AdvisoryKey::Int8(0)
+            )),
+            Cond::Eq("key".into(), Value::Int(1)),
+            Cond::Eq("v".into(), Value::Text("x".into())),
+        ]))
+    );
+    assert_eq!(q.lock, Some((RowLockStrength::KeyShare, WaitPolicy::Block)));
     for bad in [
         "SELECT * FROM t WHERE a > 1",
-        "SELECT * FROM t WHERE a = 1 AND b = 2",
+        "SELECT * FROM t WHERE a = 1 OR b = 2",
+        "SELECT * FROM t WHERE a = 1 AND",
         "UPDATE t SET a = b * 2",
         "SELECT * FROM t FOR UPDATE OF t",
         "CREATE TABLE t (a float)",
