@@ -404,6 +404,10 @@ fn finish_run(
     let exp = result.plan.experiment;
     if let Some(m) = read_measured(args, exp)? {
         result.measured = m.as_published(result.plan.machine.as_deref());
+        let workloads: Vec<&str> = result.plan.workloads.iter().map(|w| w.name).collect();
+        for line in m.not_drawn(result.plan.machine.as_deref(), &workloads) {
+            errln!("lockstack: {line}");
+        }
     }
     let result = &*result;
     print_report(result, wall);
