@@ -63,22 +63,18 @@ pub enum CalibrationsError {
         message: String,
     },
     /// A row's value is outside what a run accepts (the bounds of the knob it becomes).
-    #[error("{}: [[calibration]] row {row} ({experiment}, {machine}, {workload}): {field} = {value} is out of range (valid: {valid}; fix or delete the row)", path.display())]
+    #[error("{}: [[calibration]] row {row} ({key}): {field} = {value} is out of range (valid: {valid}; fix or delete the row)", path.display())]
     OutOfRange {
         /// The file.
         path: PathBuf,
         /// The row, 1-based, in file order.
         row: usize,
-        /// The row's experiment, machine and workload.
-        experiment: String,
-        /// The row's machine.
-        machine: String,
-        /// The row's workload.
-        workload: String,
+        /// The row's experiment, machine and workload (`pgxact, xeon-32, select-only`).
+        key: String,
         /// The field (`postgres_ipc`, `tps`, `clients`).
         field: &'static str,
         /// The value as read.
-        value: String,
+        value: f64,
         /// The accepted values.
         valid: &'static str,
     },

@@ -97,11 +97,11 @@ pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, CalibrationsErr
     })?;
     for (i, r) in rows.iter().enumerate() {
         let bad = if !(r.postgres_ipc.is_finite() && POSTGRES_IPC_RANGE.contains(&r.postgres_ipc)) {
-            Some(("postgres_ipc", r.postgres_ipc.to_string(), "0.01..=10 instructions per cycle"))
+            Some(("postgres_ipc", r.postgres_ipc, "0.01..=10 instructions per cycle"))
         } else if !(r.tps.is_finite() && r.tps > 0.0) {
-            Some(("tps", r.tps.to_string(), "a positive number"))
+            Some(("tps", r.tps, "a positive number"))
         } else if r.clients == 0 {
-            Some(("clients", r.clients.to_string(), "1 or more"))
+            Some(("clients", 0.0, "1 or more"))
         } else {
             None
         };
@@ -109,9 +109,7 @@ pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, CalibrationsErr
             return Err(CalibrationsError::OutOfRange {
                 path: path.to_path_buf(),
                 row: i + 1,
-                experiment: r.experiment.to_string(),
-                machine: r.machine.to_string(),
-                workload: r.workload.to_string(),
+                key: format!("{}, {}, {}", r.experiment, r.machine, r.workload),
                 field,
                 value,
                 valid,
