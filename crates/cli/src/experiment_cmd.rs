@@ -276,6 +276,11 @@ pub(crate) fn run(args: ExperimentArgs, sim: &SimArgs) -> Result<(), Failure> {
     let exp = experiments::find(&args.name).map_err(Failure::input)?;
     // Checked before any point runs: a bad file fails at once, not after the sweep.
     let measured = read_measured(&args, exp)?;
+    if machine.is_some() {
+        // The user's stored calibrations become the points' --set: a bad file fails here,
+        // naming its row and field, not in every point's child.
+        experiments::user_dir::calibrations().map_err(|e| Failure::input(e.to_string()))?;
+    }
     if args.calibrate {
         if args.list_points || args.point.is_some() || args.jobs.is_some() || args.sensitivity.is_some() {
             return Err(Failure::input(
@@ -404,6 +409,10 @@ fn finish_run(
     let exp = result.plan.experiment;
     if let Some(m) = read_measured(args, exp)? {
         result.measured = m.as_published(result.plan.machine.as_deref());
+        let workloads: Vec<&str> = result.plan.workloads.iter().map(|w| w.name).collect();
+        for line in m.not_drawn(result.plan.machine.as_deref(), &workloads) {
+            errln!("lockstack: {line}");
+        }
     }
     let result = &*result;
     print_report(result, wall);

@@ -387,6 +387,11 @@ fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
+/// A share as written: float error's tiny negatives (and -0.0) are 0, so no `-0.0000`.
+fn share(x: f64) -> f64 {
+    if x <= 0.0 { 0.0 } else { x }
+}
+
 /// `sweep.csv`'s text.
 fn csv_text(results: &[PointResult]) -> String {
     let mut s = String::from(CSV_HEADER);
@@ -404,8 +409,8 @@ fn csv_text(results: &[PointResult]) -> String {
             r.events,
             r.transfers,
             field(&r.top_wait),
-            r.top_wait_share,
-            r.unclassified_share,
+            share(r.top_wait_share),
+            share(r.unclassified_share),
             field(&r.hot_line),
             r.hot_line_transfers,
             r.host_s
@@ -549,6 +554,13 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn shares_from_float_error_are_written_as_zero() {
+        assert_eq!(format!("{:.4}", share(-0.0)), "0.0000");
+        assert_eq!(format!("{:.4}", share(-1e-12)), "0.0000");
+        assert_eq!(format!("{:.4}", share(0.25)), "0.2500");
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub(crate) fn resolve_profile(spec: &str) -> Result<lockstack_sim::MachineProfil
         return Ok(lockstack_sim::MachineProfile::resolve(&path.to_string_lossy())?);
     }
     lockstack_sim::MachineProfile::resolve(spec).map_err(|e| match e {
+        lockstack_sim::ProfileError::Unknown { .. } if lockstack_sim::profile::looks_like_path(spec) => {
+            ResolveProfileError::Profile(e)
+        }
         lockstack_sim::ProfileError::Unknown { .. } => match user_dir::dir() {
             Ok(d) => ResolveProfileError::NoUserProfile {
                 source: e,

@@ -51,6 +51,18 @@ fn an_unknown_profile_is_one_line_and_exit_code_1() {
     assert!(err.contains("cray-1") && err.contains("xeon-32"), "{err}");
 }
 
+/// A profile argument that is a path (a '/' or a .toml name) is a file only: a missing one is
+/// said as a missing file, with no user-profile name made from it.
+#[test]
+fn a_missing_profile_file_is_said_as_a_file() {
+    let o = lockstack(&["machine", "show", "/nonexistent/x.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("machine profile file /nonexistent/x.toml: cannot be read"), "{err}");
+    assert!(!err.contains(".toml.toml") && !err.contains("built-in"), "{err}");
+}
+
 /// `machine calibrate`'s --repeats and --max-spread are checked before anything is measured:
 /// one line naming the flag, exit code 1. (The measurement itself, its spread and the refusal
 /// of an unstable figure are checked by `lockstack-sim`'s calibrate unit tests: a real

@@ -1,5 +1,6 @@
 //! The user's own data: `experiment NAME --measured FILE.csv` (tabled and drawn as one more
-//! series; a malformed file is one line naming file, line and field), the user directory
+//! series, redrawn by `experiment plot`; a malformed file is one line naming file, line and
+//! field; rows no panel draws are said), the user directory and its calibrations
 //! (`--home`, `LOCKSTACK_HOME`) and `machine new`, and progress lines with stderr in a file.
 
 use std::process::{Command, Output, Stdio};
@@ -23,8 +24,11 @@ fn text(b: &[u8]) -> String {
 fn measured_rows_are_tabled_and_drawn_and_progress_reaches_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("mine.csv");
-    std::fs::write(&csv, "# my laptop\nvariant,clients,tps\nno-fastpath,1,12345\nfast-rel,2,23456\n")
-        .unwrap();
+    std::fs::write(
+        &csv,
+        "# my laptop\nvariant,clients,tps,machine\nno-fastpath,1,12345,\nfast-rel,2,23456,\nfast-rel,4,1,nosuchbox\n",
+    )
+    .unwrap();
     let out = dir.path().join("out");
     let err_path = dir.path().join("stderr.txt");
     let status = Command::new(env!("CARGO_BIN_EXE_lockstack"))
@@ -44,6 +48,23 @@ fn measured_rows_are_tabled_and_drawn_and_progress_reaches_a_file() {
     assert!(rows[0].contains("12345") && rows[1].contains("23456"), "{rows:?}");
     let svg = std::fs::read_to_string(out.join("fastpath.svg")).unwrap();
     assert!(svg.contains(": yours, measured (mine.csv)"), "legend lacks the user's series");
+    // The row of another machine is said, not silently dropped.
+    assert!(
+        stderr.contains(&format!(
+            "--measured {}: 1 row not drawn: machine \"nosuchbox\" is not this run's machine (a native run, no --machine)",
+            csv.display()
+        )),
+        "{stderr}"
+    );
+    // `experiment plot` redraws the user's series from fastpath.json.
+    let redrawn = dir.path().join("redrawn");
+    let o = lockstack(
+        dir.path(),
+        &["experiment", "plot", out.to_str().unwrap(), "--out", redrawn.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = std::fs::read_to_string(redrawn.join("fastpath.svg")).unwrap();
+    assert!(svg.contains(": yours, measured (mine.csv)"), "the redraw lacks the user's series");
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("experiment fastpath: point ")).collect();
     assert!(!lines.is_empty(), "{stderr}");
     assert!(lines.last().unwrap().starts_with("experiment fastpath: point 6 of 6 done, "), "{stderr}");
@@ -63,6 +84,26 @@ fn a_malformed_measured_file_names_file_line_and_field() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.contains(&format!("--measured {}: line 3: field clients: \"many\"", csv.display())),
+        "{stderr}"
+    );
+}
+
+/// A stored calibration out of the knob's range fails a `--machine` run before any point:
+/// one line naming the file, the row and the field, exit code 1.
+#[test]
+fn an_out_of_range_calibration_is_refused_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("calibrations.toml"),
+        "[[calibration]]\nexperiment = \"pgxact\"\nmachine = \"xeon-32\"\nworkload = \"select-only\"\nseries = \"x\"\nclients = 1\ntps = 100.0\npostgres_ipc = 99.0\n",
+    )
+    .unwrap();
+    let o = lockstack(dir.path(), &["experiment", "pgxact", "--machine", "xeon-32", "--list-points"]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("calibrations.toml: [[calibration]] row 1 (pgxact, xeon-32, select-only): postgres_ipc = 99 is out of range"),
         "{stderr}"
     );
 }

@@ -333,10 +333,20 @@ pub enum ProfileError {
     },
 }
 
+/// Whether a `--machine` argument names a file rather than a profile: it holds a '/' or ends
+/// in `.toml`.
+pub fn looks_like_path(spec: &str) -> bool {
+    spec.contains('/') || spec.ends_with(".toml")
+}
+
 impl fmt::Display for ProfileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProfileError::Unreadable { spec, message } => write!(f, "machine profile {spec:?}: {message}"),
+            // A path (a '/' or a .toml name) is a file the user meant: say only that it is missing.
+            ProfileError::Unknown { spec, reason } if looks_like_path(spec) => {
+                write!(f, "machine profile file {spec}: cannot be read ({reason})")
+            }
             ProfileError::Unknown { spec, reason } => write!(
                 f,
                 "machine profile {spec:?}: no built-in profile of that name ({}) and no readable file ({reason})",

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use lockstack_common::knob::{Knob, in_range};
 
+/// The accepted `sim.postgres_ipc` (instructions per cycle), for the knob and for stored
+/// calibrations alike.
+pub const POSTGRES_IPC_RANGE: std::ops::RangeInclusive<f64> = 0.01..=10.0;
+
 /// The `sim.*` settings of one run; `None` is the knob's default (`profile`: the machine
 /// profile's figure, filled in by the caller that knows the profile; `0` for
 /// [`SimKnobs::statement_cpu`]).
@@ -96,7 +100,7 @@ pub const KNOBS: &[Knob<SimKnobs>] = &[
                 return Some(());
             }
             let ipc: f64 =
-                v.trim().parse().ok().filter(|x: &f64| x.is_finite() && (0.01..=10.0).contains(x))?;
+                v.trim().parse().ok().filter(|x: &f64| x.is_finite() && POSTGRES_IPC_RANGE.contains(x))?;
             c.postgres_ipc = Some(ipc);
             Some(())
         },

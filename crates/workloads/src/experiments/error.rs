@@ -53,13 +53,30 @@ pub enum CalibrationsError {
     /// The file exists but cannot be read (or is too large).
     #[error(transparent)]
     Read(#[from] NamedReadError),
-    /// The file does not parse as `[[calibration]]` rows; `message` is the parser's.
+    /// The file does not parse as `[[calibration]]` rows; `message` is the parser's, on one
+    /// line with its line and column.
     #[error("{}: not a calibrations file: {message} (fix or delete it)", path.display())]
     Malformed {
         /// The file.
         path: PathBuf,
         /// The TOML parser's message, trimmed.
         message: String,
+    },
+    /// A row's value is outside what a run accepts (the bounds of the knob it becomes).
+    #[error("{}: [[calibration]] row {row} ({key}): {field} = {value} is out of range (valid: {valid}; fix or delete the row)", path.display())]
+    OutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// The row, 1-based, in file order.
+        row: usize,
+        /// The row's experiment, machine and workload (`pgxact, xeon-32, select-only`).
+        key: String,
+        /// The field (`postgres_ipc`, `tps`, `clients`).
+        field: &'static str,
+        /// The value as read.
+        value: f64,
+        /// The accepted values.
+        valid: &'static str,
     },
     /// The user's directory cannot be created.
     #[error("{}: cannot create the user directory: {source} (give --home DIR)", dir.display())]

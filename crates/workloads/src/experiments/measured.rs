@@ -81,6 +81,9 @@ pub struct MeasuredPoint {
     pub tps: f64,
     /// The profile it stands for, when the file says.
     pub machine: Option<String>,
+    /// Whether the file gave the workload (false: the cell was empty or the column absent,
+    /// and `workload` is the experiment's first).
+    pub workload_given: bool,
     /// The file's line (1-based), for messages.
     pub line: u64,
 }
@@ -214,6 +217,7 @@ impl Measured {
                     field_err(line, "tps", format!("{:?} is not a positive number", get(2)))
                 })?;
             let machine = Some(get(3)).filter(|m| !m.is_empty()).map(str::to_string);
+            let workload_given = !get(4).is_empty();
             let workload = match get(4) {
                 "" => workloads.first().copied().unwrap_or_default(),
                 w if workloads.contains(&w) => w,
@@ -231,6 +235,7 @@ impl Measured {
                 clients,
                 tps,
                 machine,
+                workload_given,
                 line,
             };
             if let Some(q) = points.iter().find(|q| {
@@ -272,6 +277,41 @@ impl Measured {
     pub fn on(&self, machine: Option<&str>) -> impl Iterator<Item = &MeasuredPoint> {
         let machine = machine.map(str::to_string);
         self.points.iter().filter(move |p| p.machine.is_none() || p.machine == machine)
+    }
+
+    /// Why rows of the file apply to no panel or series of a run on `machine` (`None`: a
+    /// native run) of `workloads`: one line per reason with its row count, e.g.
+    /// `--measured mine.csv: 3 rows not drawn: machine "nosuchbox" is not this run's machine
+    /// (xeon-32)`. A row whose workload is not run is counted there, not under its machine.
+    pub fn not_drawn(&self, machine: Option<&str>, workloads: &[&str]) -> Vec<String> {
+        let mut reasons: Vec<(String, usize)> = Vec::new();
+        for p in &self.points {
+            let reason = if !workloads.contains(&p.workload.as_str()) {
+                let hint = if p.workload_given { "" } else { "; give a workload column" };
+                format!("workload {:?} is not run (--workload {}){hint}", p.workload, workloads.join(","))
+            } else {
+                match (&p.machine, machine) {
+                    (Some(m), Some(run)) if m != run => {
+                        format!("machine {m:?} is not this run's machine ({run})")
+                    }
+                    (Some(m), None) => {
+                        format!("machine {m:?} is not this run's machine (a native run, no --machine)")
+                    }
+                    _ => continue,
+                }
+            };
+            match reasons.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((reason, 1)),
+            }
+        }
+        reasons
+            .into_iter()
+            .map(|(reason, n)| {
+                let rows = if n == 1 { "row" } else { "rows" };
+                format!("--measured {}: {n} {rows} not drawn: {reason}", self.path.display())
+            })
+            .collect()
     }
 
     /// The rows that apply on `machine` as [`Published`] points (series from
@@ -356,6 +396,26 @@ mod tests {
         assert_eq!(m.points.len(), 2);
         assert_eq!(m.points[0].workload, pgxact().workloads[0].name);
         assert_eq!(m.points[1].line, 4);
+    }
+
+    /// Rows of another machine or of a workload the run leaves out are said, one line a reason.
+    #[test]
+    fn rows_no_panel_shows_are_said() {
+        let text = "variant,clients,tps,machine\npgproc,1,900,\npgproc,2,1800,\npgxact,1,950,nosuchbox\n";
+        let m = Measured::parse(text, Path::new("mine.csv"), pgxact()).unwrap();
+        assert_eq!(
+            m.not_drawn(Some("xeon-32"), &["select-only"]),
+            vec![
+                "--measured mine.csv: 3 rows not drawn: workload \"simple-update\" is not run (--workload select-only); give a workload column"
+            ]
+        );
+        assert_eq!(
+            m.not_drawn(Some("xeon-32"), &["simple-update", "select-only"]),
+            vec![
+                "--measured mine.csv: 1 row not drawn: machine \"nosuchbox\" is not this run's machine (xeon-32)"
+            ]
+        );
+        assert!(m.not_drawn(Some("nosuchbox"), &["simple-update"]).is_empty());
     }
 
     /// Each malformed file is one error naming the file, the line and the field.

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use super::error::{CalibrationsError, NoUserDir};
 use super::{Calibrated, parse_calibrations};
+use crate::sim_knobs::POSTGRES_IPC_RANGE;
 
 pub use super::limits::ENV;
 
@@ -90,10 +91,47 @@ pub fn read_calibrations(path: &Path) -> Result<Vec<Calibrated>, CalibrationsErr
         return Ok(Vec::new());
     }
     let text = lockstack_common::input::read_text_file(path, MAX_CALIBRATIONS_BYTES)?;
-    parse_calibrations(&text).map_err(|e| CalibrationsError::Malformed {
+    let rows = parse_calibrations(&text).map_err(|e| CalibrationsError::Malformed {
         path: path.to_path_buf(),
-        message: e.to_string().trim().to_string(),
-    })
+        message: one_line(&e, &text),
+    })?;
+    for (i, r) in rows.iter().enumerate() {
+        let bad = if !(r.postgres_ipc.is_finite() && POSTGRES_IPC_RANGE.contains(&r.postgres_ipc)) {
+            Some(("postgres_ipc", r.postgres_ipc, "0.01..=10 instructions per cycle"))
+        } else if !(r.tps.is_finite() && r.tps > 0.0) {
+            Some(("tps", r.tps, "a positive number"))
+        } else if r.clients == 0 {
+            Some(("clients", 0.0, "1 or more"))
+        } else {
+            None
+        };
+        if let Some((field, value, valid)) = bad {
+            return Err(CalibrationsError::OutOfRange {
+                path: path.to_path_buf(),
+                row: i + 1,
+                key: format!("{}, {}, {}", r.experiment, r.machine, r.workload),
+                field,
+                value,
+                valid,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The TOML parser's error on one line: its message and, when it has a place, the line and
+/// column (1-based) in `text`, without the quoted source snippet.
+fn one_line(e: &toml::de::Error, text: &str) -> String {
+    let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    match e.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
 }
 
 /// Stores `rows` in `DIR/calibrations.toml` (creating the directory), replacing the file's
@@ -158,6 +196,13 @@ mod tests {
         let e = store_calibrations_in(d.path(), &[row("a", 0.5)]).unwrap_err().to_string();
         assert!(
             e.contains("calibrations.toml: not a calibrations file") && e.contains("fix or delete it"),
+            "{e}"
+        );
+        assert!(!e.contains('\n') && e.contains("line 2, column 14: invalid type"), "{e}");
+        std::fs::write(&path, format!("{}{}", row("b", 0.25).toml(), row("a", 99.0).toml())).unwrap();
+        let e = read_calibrations(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("calibrations.toml: [[calibration]] row 2 (pgxact, a, select-only): postgres_ipc = 99 is out of range (valid: 0.01..=10"),
             "{e}"
         );
     }

@@ -5,7 +5,8 @@
 //! The plan is resolved again from the file's options ([`Plan::new`], as a run resolves it) and
 //! the result rebuilt from the file's points with [`driver::assemble`], the function every run
 //! ends with, so the summary and the fits are recomputed exactly; the calibrations, the
-//! calibration line and the `--sensitivity` bands are taken from the file.
+//! calibration line, the `--sensitivity` bands and the user's `--measured` figures are taken
+//! from the file.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,7 @@ use crate::experiments::driver::{
     self, ExperimentResult, Options, Plan, Point, SimulatedMachine, Simulation,
 };
 use crate::experiments::sensitivity::Sensitivity;
-use crate::experiments::{Calibrated, Experiment, find};
+use crate::experiments::{Calibrated, Experiment, Published, find};
 use crate::report::MachineNote;
 
 #[derive(Deserialize)]
@@ -56,6 +57,18 @@ struct FilePlan {
     costs: Option<String>,
 }
 
+/// A `--measured` figure as the file holds it.
+#[derive(Deserialize)]
+struct FilePublished {
+    workload: String,
+    series: String,
+    clients: u32,
+    variant: String,
+    low: Option<f64>,
+    tps: f64,
+    high: Option<f64>,
+}
+
 #[derive(Deserialize)]
 struct FileResult {
     plan: FilePlan,
@@ -65,6 +78,8 @@ struct FileResult {
     points: Vec<Point>,
     #[serde(default)]
     sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    measured: Vec<FilePublished>,
 }
 
 /// The catalog's names for a calibration in a file: the same figure, with the file's numbers.
@@ -147,5 +162,20 @@ pub fn read_result(path: &Path) -> Result<ExperimentResult, OutputError> {
     let mut r = driver::assemble(&plan, f.points, f.machine);
     r.calibrated_to = f.calibrated_to;
     r.sensitivity = f.sensitivity;
+    // The user's figures keep their names: the strings are leaked, once per file read.
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    r.measured = f
+        .measured
+        .into_iter()
+        .map(|m| Published {
+            workload: leak(m.workload),
+            series: leak(m.series),
+            clients: m.clients,
+            variant: leak(m.variant),
+            low: m.low,
+            tps: m.tps,
+            high: m.high,
+        })
+        .collect();
     Ok(r)
 }

@@ -324,11 +324,23 @@ fn a_written_result_reads_back_and_redraws_the_same_plots() {
     let mut r = synthetic("pgxact", Some("xeon-32"), &[1, 8, 32]);
     r.plan.calibrated =
         find("pgxact").unwrap().calibrations().filter(|c| c.machine == "xeon-32").copied().collect();
+    // The user's --measured figures are in the file and drawn again ("yours").
+    r.measured = vec![crate::experiments::Published {
+        workload: "select-only",
+        series: "measured (mine.csv)",
+        clients: 8,
+        variant: "pgproc",
+        low: None,
+        tps: 5000.0,
+        high: None,
+    }];
     let w = write_all(&r, dir.path()).unwrap();
     assert_eq!(load::results_in(dir.path()).unwrap(), vec![w.json.clone()]);
     let back = load::read_result(&w.json).unwrap();
     assert_eq!(back.summary.len(), r.summary.len());
     assert_eq!(back.plan.calibrated, r.plan.calibrated);
+    assert_eq!(back.measured.len(), 1);
+    assert!(render_svg(&back).unwrap().contains("yours, measured (mine.csv)"));
     assert_eq!(render_svg(&back).unwrap(), render_svg(&r).unwrap());
     assert_eq!(render_time_svg(&back).unwrap(), render_time_svg(&r).unwrap());
     // A file that is no result is one error naming it.
