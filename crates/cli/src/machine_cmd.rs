@@ -42,7 +42,13 @@ enum MachineAction {
         /// The largest max/min ratio of a figure's repeats for the profile to be written (at
         /// least 1). A figure over it whose repeats also differ by more than 1 ns is unstable:
         /// the command names it and exits with code 2 without writing a profile.
-        #[arg(long, default_value_t = 1.5, value_name = "RATIO", allow_negative_numbers = true)]
+        /// A figure over 1.5 that a larger value accepts is written marked noisy and assumed.
+        #[arg(
+            long,
+            default_value_t = lockstack_sim::calibrate::DEFAULT_MAX_SPREAD,
+            value_name = "RATIO",
+            allow_negative_numbers = true
+        )]
         max_spread: f64,
     },
     /// The deterministic clock's calibration pass: time the lock stack's code between every two
@@ -269,18 +275,13 @@ fn calibrate(out: Option<std::path::PathBuf>, repeats: i64, max_spread: f64) -> 
         eprint!("{table}");
     }
     if !unstable.is_empty() {
-        let names: Vec<String> = unstable
-            .iter()
-            .map(|(k, s)| {
-                format!("{k} (max/min {:.2}: {:.1} / {:.1} / {:.1} ns)", s.ratio(), s.min, s.median, s.max)
-            })
-            .collect();
-        return Err(Failure::run(format!(
-            "unstable: {} over --max-spread {max_spread}; no profile written (rerun on an idle host, with more --repeats, or a larger --max-spread)",
-            names.join(", ")
+        return Err(Failure::run(lockstack_sim::calibrate::unstable_message(
+            repeats as usize,
+            max_spread,
+            &unstable,
         )));
     }
-    let text = lockstack_sim::calibrate::host_profile_toml_repeated(&r);
+    let text = lockstack_sim::calibrate::host_profile_toml_repeated(&r, max_spread);
     MachineProfile::from_toml(&text, "calibrated host")
         .map_err(|e| Failure::run(format!("the measured profile is not valid: {e}")))?;
     match out {

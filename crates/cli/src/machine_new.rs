@@ -24,8 +24,8 @@ pub(crate) struct NewArgs {
     name: String,
     /// The profile whose values the template starts from (a built-in, a user profile or a
     /// file); default: host.
-    #[arg(long, value_name = "PROFILE", default_value = "host")]
-    from: String,
+    #[arg(long, value_name = "PROFILE")]
+    from: Option<String>,
     /// Fill the topology (sockets, cores, SMT, NUMA nodes and distances) and the cache sizes
     /// from this machine (/sys/devices/system/cpu, /sys/devices/system/node).
     #[arg(long)]
@@ -215,13 +215,46 @@ fn assumed_llc_hit(base: &MachineProfile, base_text: &str) -> Option<(String, to
     ))
 }
 
-/// The template's text.
+/// The base profile when `--from` is not given.
+const DEFAULT_FROM: &str = "host";
+
+/// The command line as the user typed it (the options given, none added): the template's
+/// header echoes it.
+fn typed_command(args: &NewArgs) -> String {
+    let mut c = format!("lockstack machine new {}", args.name);
+    if let Some(from) = &args.from {
+        let _ = write!(c, " --from {from}");
+    }
+    if args.from_host {
+        c.push_str(" --from-host");
+    }
+    if let Some(out) = &args.out {
+        let _ = write!(c, " --out {}", out.display());
+    }
+    c
+}
+
+/// This machine's CPU model ("model name" of /proc/cpuinfo), if it can be read.
+fn host_cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find_map(|l| {
+            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_string())
+        })
+        .filter(|m| !m.is_empty())
+}
+
+/// The template's text. `command` is the command line echoed in its header; `host_cpu` is
+/// this machine's CPU model when `--from-host` read its topology (the header then says which
+/// constants still describe the base profile's machine instead).
 fn template(
     name: &str,
     base: &MachineProfile,
     base_text: &str,
     from: &str,
+    command: &str,
     host: &[(String, toml::Value, String)],
+    host_cpu: Option<&str>,
 ) -> Result<String, NewError> {
     let doc: toml::Table = toml::from_str(base_text)
         .map_err(|e| NewError::BaseProfile { from: from.to_string(), source: Box::new(e) })?;
@@ -265,15 +298,28 @@ fn template(
                 Some((_, hv, src)) => (hv.clone(), format!("{src}: {what}")),
                 None => {
                     assume(&full);
-                    (v, format!("assumed: {from}'s value; {what}; {how}"))
+                    (v, format!("assumed: copied from profile {from} ({}); {what}; {how}", base.description))
                 }
             };
             let _ = writeln!(sections, "{k} = {value}  # {comment}");
         }
     }
     let mut text = String::new();
-    let _ =
-        writeln!(text, "# Machine profile {name}, written by `lockstack machine new {name} --from {from}`.");
+    let _ = writeln!(text, "# Machine profile {name}, written by `{command}`.");
+    if !host.is_empty() {
+        let cpu = host_cpu.unwrap_or("CPU model not readable from /proc/cpuinfo");
+        let _ = writeln!(text, "# --from-host read this machine's topology and caches from /sys ({cpu}).");
+        let _ = writeln!(
+            text,
+            "# Every other constant is copied from profile {from}, which describes the machine it was made for:"
+        );
+        let _ = writeln!(text, "# {}.", base.description);
+        let _ = writeln!(
+            text,
+            "# Each is marked assumed: run `lockstack machine calibrate --out FILE` on this machine"
+        );
+        let _ = writeln!(text, "# to measure most of [costs] here, and copy its figures in.");
+    }
     let _ = writeln!(
         text,
         "# Every constant has a comment: what it is, and whether to measure it on the machine"
@@ -323,12 +369,12 @@ pub(crate) fn run(args: NewArgs) -> Result<(), Failure> {
             args.name, args.name
         )));
     }
-    let base =
-        crate::sim_cmd::resolve_profile(&args.from).map_err(|e| Failure::input(format!("--from: {e}")))?;
-    let base_text = match MachineProfile::builtin_source(&args.from) {
+    let from = args.from.as_deref().unwrap_or(DEFAULT_FROM);
+    let base = crate::sim_cmd::resolve_profile(from).map_err(|e| Failure::input(format!("--from: {e}")))?;
+    let base_text = match MachineProfile::builtin_source(from) {
         Some(t) => t.to_string(),
         None => {
-            let file = user_dir::profile_path(&args.from).unwrap_or_else(|| PathBuf::from(&args.from));
+            let file = user_dir::profile_path(from).unwrap_or_else(|| PathBuf::from(from));
             MachineProfile::read_file(&file.to_string_lossy())
                 .map_err(|e| Failure::input(format!("--from: {e}")))?
         }
@@ -341,8 +387,10 @@ pub(crate) fn run(args: NewArgs) -> Result<(), Failure> {
     if host.iter().any(|(k, _, _)| k == "caches.llc_kib") {
         host.extend(assumed_llc_hit(&base, &base_text));
     }
-    let text = template(&args.name, &base, &base_text, &args.from, &host)
-        .map_err(|e| Failure::input(e.to_string()))?;
+    let host_cpu = if args.from_host { host_cpu_model() } else { None };
+    let text =
+        template(&args.name, &base, &base_text, from, &typed_command(&args), &host, host_cpu.as_deref())
+            .map_err(|e| Failure::input(e.to_string()))?;
     MachineProfile::from_toml(&text, &args.name).map_err(|e| {
         Failure::run(format!(
             "machine new {}: the template is not a valid profile ({e}); give --from another profile",
@@ -375,8 +423,12 @@ pub(crate) fn run(args: NewArgs) -> Result<(), Failure> {
     outln!(
         "wrote {} (from {}{}); edit its assumed values, then run with --machine {}",
         path.display(),
-        args.from,
-        if args.from_host { ", topology and caches from this host" } else { "" },
+        from,
+        if args.from_host {
+            "; topology and caches from this host, costs assumed until `lockstack machine calibrate` measures them here"
+        } else {
+            ""
+        },
         args.name
     );
     Ok(())

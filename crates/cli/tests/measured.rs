@@ -139,3 +139,64 @@ fn machine_new_writes_a_commented_template_once() {
     let o = lockstack(&home, &["machine", "new", "xeon-32"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// `machine new --from-host` echoes the command as typed, and every constant it did not read
+/// from this machine names the profile it was copied from and that profile's machine, is on
+/// the `assumed` list, and the header says to run `machine calibrate` here.
+#[test]
+fn machine_new_from_host_says_where_each_copied_cost_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mybox.toml");
+    let o =
+        lockstack(dir.path(), &["machine", "new", "mybox", "--from-host", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("lockstack machine calibrate"), "{}", text(&o.stdout));
+    let body = std::fs::read_to_string(&out).unwrap();
+    let first = body.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "# Machine profile mybox, written by `lockstack machine new mybox --from-host --out {}`.",
+            out.display()
+        )
+    );
+    assert!(!body.contains("--from host"), "{body}");
+    assert!(body.contains("run `lockstack machine calibrate --out FILE` on this machine"), "{body}");
+    let host = "copied from profile host (the machine lockstack machine calibrate ran on (AMD EPYC";
+    let line = body.lines().find(|l| l.starts_with("futex_wake_ns = ")).expect("futex_wake_ns");
+    assert!(line.contains(&format!("# assumed: {host}")), "{line}");
+    assert!(line.contains("measure: lockstack machine calibrate"), "{line}");
+    assert!(body.contains("    \"costs.futex_wake_ns\",\n"), "not on the assumed list: {body}");
+    // The topology was read here, not copied: not assumed, and its comment names /sys.
+    let line = body.lines().find(|l| l.starts_with("sockets = ")).expect("sockets");
+    assert!(line.contains("/sys/devices/system/cpu") && !line.contains("assumed"), "{line}");
+    assert!(!body.contains("\"topology.sockets\""), "{body}");
+    let o = lockstack(dir.path(), &["machine", "show", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    // With --from, the header echoes it and omits --from-host.
+    let out = dir.path().join("other.toml");
+    let o = lockstack(
+        dir.path(),
+        &["machine", "new", "other", "--from", "xeon-32", "--out", out.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let body = std::fs::read_to_string(&out).unwrap();
+    assert!(body.starts_with(
+        "# Machine profile other, written by `lockstack machine new other --from xeon-32 --out "
+    ));
+    assert!(!body.contains("--from-host"), "{body}");
+}
+
+/// `machine list` describes the built-in `host` profile by the machine it was measured on and
+/// when, not as "this host".
+#[test]
+fn the_host_profile_is_described_by_its_machine_not_as_this_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = lockstack(dir.path(), &["machine", "list"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("host")).expect("host listed");
+    assert!(!line.contains("this host"), "{line}");
+    assert!(line.contains("AMD EPYC") && line.contains("measured 2026-12-02"), "{line}");
+}

@@ -294,6 +294,42 @@ pub fn measure() -> HostCosts {
 /// fraction of a nanosecond, where a ratio means nothing.
 pub const SPREAD_FLOOR_NS: f64 = 1.0;
 
+/// The default largest max/min of a figure's repeats (`machine calibrate --max-spread`). A
+/// figure over it that a larger `--max-spread` accepts is written as noisy and assumed
+/// ([`host_profile_toml_repeated`]).
+pub const DEFAULT_MAX_SPREAD: f64 = 1.5;
+
+/// The one-line refusal of a calibration whose `unstable` figures (from
+/// [`Repeated::unstable`] at `max_spread`) disagree over `repeats` repeats: each figure's
+/// spread and min / median / max, the limit, and the `--max-spread` that would accept them.
+pub fn unstable_message(repeats: usize, max_spread: f64, unstable: &[(&'static str, Spread)]) -> String {
+    let names: Vec<String> = unstable
+        .iter()
+        .map(|(k, s)| {
+            format!(
+                "{k} spread {:.1}x over {repeats} repeats (min / median / max {:.1} / {:.1} / {:.1} ns)",
+                s.ratio(),
+                s.min,
+                s.median,
+                s.max
+            )
+        })
+        .collect();
+    let worst = unstable.iter().map(|(_, s)| s.ratio()).fold(1.0, f64::max);
+    let accept = if worst.is_finite() {
+        format!(
+            ", or pass --max-spread {} to accept it, marked noisy and assumed in the profile",
+            worst.ceil()
+        )
+    } else {
+        " (a figure measured 0 ns in one repeat: no --max-spread accepts it)".to_string()
+    };
+    format!(
+        "{} exceeds --max-spread {max_spread}; no profile written: rerun on an idle machine or with more --repeats{accept}",
+        names.join(", ")
+    )
+}
+
 /// One figure over the repeats of a calibration, ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
@@ -426,6 +462,11 @@ pub fn measure_repeated(repeats: usize) -> Repeated {
 /// Renders a measurement as a `host` profile (TOML with a comment beside each number: what
 /// measured it, or "assumed").
 pub fn host_profile_toml(c: &HostCosts) -> String {
+    with_assumed_list(&host_profile_body(c))
+}
+
+/// [`host_profile_toml`] before its `assumed` list is inserted.
+fn host_profile_body(c: &HostCosts) -> String {
     let transfer = c.transfer.map_or(40.0, |m| m.ns);
     let transfer_note = match c.ping_pong {
         Some(p) if c.transfer.is_some() => format!(
@@ -454,7 +495,7 @@ pub fn host_profile_toml(c: &HostCosts) -> String {
 # is not read from sysfs).
 {load}
 name = "host"
-description = "this host as measured by lockstack machine calibrate ({cpu}, {hw} threads)"
+description = "the machine lockstack machine calibrate ran on ({cpu}, {hw} threads, measured {date})"
 
 [topology]
 sockets = 1
@@ -496,6 +537,7 @@ postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
         },
         cpu = c.cpu,
         hw = c.hw_threads,
+        date = utc_date(std::time::SystemTime::now()),
         load = load,
         l1 = r(c.l1_hit.ns),
         xfer = r(transfer),
@@ -509,7 +551,24 @@ postgres_ipc = 1.0  # assumed: see docs/sim.md, "Instruction rate"
         wake = r(c.futex_wake.ns),
         lat = r(c.wake_latency.ns),
     );
-    with_assumed_list(&text)
+    text
+}
+
+/// The UTC calendar date of `t` as YYYY-MM-DD (days since 1970 to a proleptic Gregorian date;
+/// the epoch itself for a time before it).
+fn utc_date(t: std::time::SystemTime) -> String {
+    let days = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Shift the epoch to 0000-03-01 so that a leap day ends each 4-, 100- and 400-year cycle.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// `text` with its `assumed = [...]` list inserted after the description line: the constants
@@ -539,8 +598,11 @@ fn with_assumed_list(text: &str) -> String {
 }
 
 /// Renders a repeated calibration as a `host` profile: each figure the median over the repeats
-/// ([`Repeated::median`]), with a comment block giving every figure's min / median / max.
-pub fn host_profile_toml_repeated(r: &Repeated) -> String {
+/// ([`Repeated::median`]), with a comment block giving every figure's min / median / max. A
+/// figure whose repeats disagree by more than [`DEFAULT_MAX_SPREAD`] (the caller accepted it
+/// with `max_spread`) is noisy: its comment opens "assumed (noisy: ...)", so it is on the
+/// profile's `assumed` list and `--sensitivity` perturbs it.
+pub fn host_profile_toml_repeated(r: &Repeated, max_spread: f64) -> String {
     let mut head = format!(
         "# Each measured figure below is the median of {} measurements (each the fastest of its rounds);\n# min / median / max over them, ns:\n",
         r.runs.len()
@@ -554,7 +616,28 @@ pub fn host_profile_toml_repeated(r: &Repeated) -> String {
             s.ratio()
         ));
     }
-    head + &host_profile_toml(&r.median())
+    let noisy = r.unstable(DEFAULT_MAX_SPREAD);
+    let mut body = String::new();
+    for line in host_profile_body(&r.median()).lines() {
+        let hit = noisy.iter().find(|(k, _)| line.starts_with(&format!("{k} = ")));
+        match (hit, line.split_once("  # measured")) {
+            (Some((_, s)), Some((code, rest))) => body.push_str(&format!(
+                "{code}  # assumed (noisy: max/min {:.1} over {} repeats, over the default {DEFAULT_MAX_SPREAD}, accepted with --max-spread {max_spread}); measured{rest}",
+                s.ratio(),
+                r.runs.len()
+            )),
+            _ => body.push_str(line),
+        }
+        body.push('\n');
+    }
+    if !noisy.is_empty() {
+        let keys: Vec<&str> = noisy.iter().map(|(k, _)| *k).collect();
+        head.push_str(&format!(
+            "# Noisy (max/min over {DEFAULT_MAX_SPREAD}, accepted with --max-spread {max_spread}), so assumed: {}; recalibrate on an idle machine.\n",
+            keys.join(", ")
+        ));
+    }
+    head + &with_assumed_list(&body)
 }
 
 #[cfg(test)]
@@ -613,7 +696,7 @@ mod tests {
     fn repeated_profile_parses_and_shows_the_spread() {
         let runs = vec![costs(1.0), costs(1.2), costs(1.1)];
         let r = Repeated { spreads: spreads(&runs), runs };
-        let text = host_profile_toml_repeated(&r);
+        let text = host_profile_toml_repeated(&r, DEFAULT_MAX_SPREAD);
         assert!(text.contains("median of 3 measurements"), "{text}");
         for (key, _) in figures(&r.runs[0]) {
             assert!(text.lines().any(|l| l.starts_with("#   ") && l.contains(key)), "{key}: {text}");
@@ -631,5 +714,49 @@ mod tests {
                 && listed.contains(&"pgbench.wal_flush_us".to_string())
         );
         assert!(!listed.contains(&"costs.fence_ns".to_string()), "measured, not assumed: {listed:?}");
+    }
+
+    /// A refused calibration names the figure, its spread, the repeats and the limit, and the
+    /// --max-spread that accepts it; accepted, the figure is written noisy and assumed while
+    /// the quiet figures stay measured.
+    #[test]
+    fn a_noisy_figure_is_refused_by_name_and_accepted_as_assumed() {
+        let mut runs = vec![costs(1.0), costs(1.0)];
+        runs[1].futex_wake.ns = 14_200.0;
+        let r = Repeated { spreads: spreads(&runs), runs };
+        let bad = r.unstable(3.0);
+        let msg = unstable_message(2, 3.0, &bad);
+        assert!(
+            msg.starts_with("futex_wake_ns spread 14.2x over 2 repeats")
+                && msg.contains("exceeds --max-spread 3;")
+                && msg.contains("rerun on an idle machine")
+                && msg.contains("--max-spread 15 to accept it, marked noisy"),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+        assert!(r.unstable(15.0).is_empty(), "the suggested --max-spread accepts it");
+        let text = host_profile_toml_repeated(&r, 15.0);
+        let line = text.lines().find(|l| l.starts_with("futex_wake_ns = ")).expect("futex_wake_ns line");
+        assert!(line.contains("# assumed (noisy: max/min 14.2 over 2 repeats"), "{line}");
+        assert!(line.contains("accepted with --max-spread 15"), "{line}");
+        let p = crate::MachineProfile::from_toml(&text, "test").expect("the profile parses");
+        assert!(p.assumed.contains(&"costs.futex_wake_ns".to_string()), "{:?}", p.assumed);
+        assert!(!p.assumed.contains(&"costs.fence_ns".to_string()), "{:?}", p.assumed);
+        assert!(text.contains(
+            "# Noisy (max/min over 1.5, accepted with --max-spread 15), so assumed: futex_wake_ns"
+        ));
+        // A figure measured 0 ns in one repeat has no finite spread to accept.
+        let zero = [("pause_ns", Spread { min: 0.0, median: 5.0, max: 10.0 })];
+        assert!(unstable_message(2, 1.5, &zero).contains("no --max-spread accepts it"));
+    }
+
+    /// The profile's measurement date is the UTC calendar date, leap days included.
+    #[test]
+    fn utc_date_is_the_calendar_date() {
+        let at = |s: u64| utc_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01");
+        assert_eq!(at(1_709_208_000), "2024-02-29");
+        assert_eq!(at(1_796_256_000 - 1), "2026-12-02");
+        assert_eq!(at(1_796_256_000), "2026-12-03");
     }
 }
