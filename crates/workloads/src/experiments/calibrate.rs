@@ -226,7 +226,9 @@ pub fn solve(
             continue;
         };
         let clients = t.clients as usize;
-        if 3 * t.clients > cores {
+        // A figure at one client has no contention to shape it, whatever the core count (a
+        // 2-core profile of the user's own machine calibrates at 1 client too).
+        if t.clients > 1 && 3 * t.clients > cores {
             let whose = if measured.is_some() { "your" } else { "the thread's" };
             skipped.push(format!(
                 "{w}: {whose} fewest-client baseline figure is at {clients} clients, above a third of {machine}'s {cores} cores, where contention shapes the curve; not calibrated: runs predict with the profile's postgres_ipc (a figure at 1 client calibrates)"
