@@ -60,10 +60,11 @@ pub(crate) struct PgbenchArgs {
     /// Script file FILE[@WEIGHT] (`-` reads it from standard input).
     #[arg(short = 'f', long = "file")]
     pub(crate) file: Vec<String>,
-    /// Query mode: simple, extended or prepared (the default). Statements always run as
-    /// prepared plans here; the mode is recorded in the report and, under --machine with
-    /// PostgreSQL's costs, selects PostgreSQL's measured cost of each statement (simple and
-    /// extended parse and plan every statement).
+    /// Query mode: simple, extended or prepared (the default here; pgbench's own default is
+    /// simple). Statements always run as prepared plans here; the mode is recorded in the
+    /// report and, under --machine with PostgreSQL's costs, selects PostgreSQL's measured cost
+    /// of each statement (simple and extended parse and plan every statement): to compare with
+    /// a pgbench run that did not give -M, pass -M simple.
     #[arg(short = 'M', long = "protocol")]
     pub(crate) protocol: Option<String>,
     /// Progress report every SEC seconds (stderr).
