@@ -196,17 +196,10 @@ fn calibrate(
     let mut runs = 0;
     let mut run_plan = |plan: &Plan| -> Result<ExperimentResult, CalibrateError> {
         runs += 1;
-        let tmp = std::env::temp_dir().join(format!("lockstack-calibrate-{}-{runs}", std::process::id()));
-        let run = |m: String| CalibrateError::Run(m);
-        std::fs::create_dir_all(&tmp).map_err(|e| run(format!("calibration: {}: {e}", tmp.display())))?;
         let mut progress = Progress::new(format!("calibration run {runs}"), plan.points());
-        let r = run_sweeps(plan, &[(sim.clone(), tmp.clone())], 1, &mut progress);
+        let r = run_children(plan, sim, 1, &std::env::temp_dir(), &mut progress);
         progress.finish();
-        let merged =
-            r.map_err(|f| run(f.message)).and_then(|()| points::merge(&tmp).map_err(|e| run(e.to_string())));
-        std::fs::remove_dir_all(&tmp)
-            .map_err(|e| run(format!("calibration: removing {}: {e}", tmp.display())))?;
-        Ok(merged?.result)
+        Ok(r.map_err(|f| CalibrateError::Run(f.message))?.0)
     };
     let (solved, skipped) =
         calibrate::solve(exp, opts, machine, cores, profile_ipc, figures.as_deref(), &mut run_plan)
