@@ -3,7 +3,8 @@
 //! PostgreSQL's `smgr.c` dispatches to `md.c` (magnetic disk: one file per relation fork, split
 //! into 1 GiB segments, read and written with `pread`/`pwrite`, `smgrnblocks` from the file
 //! size). lockstack has two implementations of [`Smgr`]: [`MemorySmgr`] (the default; pages in
-//! RAM, for experiments about locking rather than I/O) and [`FileSmgr`] (one unsegmented file
+//! RAM, for experiments about locking rather than I/O, optionally over a read-only backing
+//! store whose blocks it reads until it writes them) and [`FileSmgr`] (one unsegmented file
 //! per relation fork in a data directory, named like PostgreSQL's: `16384`, `16384_fsm`,
 //! `16384_vm`).
 //!
@@ -127,113 +128,8 @@ pub trait Smgr: Send + Sync + fmt::Debug {
     fn sync(&self, rel: Oid, fork: ForkNumber) -> Result<(), SmgrError>;
 }
 
-fn mem_err(
-    op: SmgrOp,
-    rel: Oid,
-    fork: ForkNumber,
-    block: BlockNumber,
-    kind: io::ErrorKind,
-    msg: String,
-) -> SmgrError {
-    SmgrError { op, rel, fork, block: Some(block), path: None, source: io::Error::new(kind, msg) }
-}
-
-type MemFork = Arc<RwLock<Vec<Box<[u8]>>>>;
-
-/// Pages in memory: a vector of 8 KiB blocks per relation fork. The default storage.
-#[derive(Debug, Default)]
-pub struct MemorySmgr {
-    forks: RwLock<HashMap<(Oid, ForkNumber), MemFork>>,
-}
-
-impl MemorySmgr {
-    /// An empty store.
-    pub fn new() -> MemorySmgr {
-        MemorySmgr::default()
-    }
-
-    fn fork(&self, rel: Oid, fork: ForkNumber) -> Option<MemFork> {
-        self.forks.read().get(&(rel, fork)).cloned()
-    }
-}
-
-/// The wait class a simulated machine books waits on [`MemorySmgr`]'s own locks under: its
-/// per-relation block lists stand in for files, and a backend that waits on one waits for a
-/// relation being extended (PostgreSQL 15's wait event `IO:DataFileExtend`, in
-/// src/backend/utils/activity/wait_event.c).
-pub const MEMORY_SMGR_WAIT_CLASS: &str = "IO:DataFileExtend";
-
-impl Smgr for MemorySmgr {
-    fn nblocks(&self, rel: Oid, fork: ForkNumber) -> Result<u32, SmgrError> {
-        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
-        Ok(self.fork(rel, fork).map(|f| f.read().len() as u32).unwrap_or(0))
-    }
-
-    fn read(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &mut [u8]) -> Result<(), SmgrError> {
-        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
-        let f = self.fork(rel, fork);
-        let blocks = f.as_ref().map(|f| f.read());
-        match blocks.as_ref().and_then(|b| b.get(block.0 as usize)) {
-            Some(p) => {
-                buf.copy_from_slice(p);
-                Ok(())
-            }
-            None => Err(mem_err(
-                SmgrOp::Read,
-                rel,
-                fork,
-                block,
-                io::ErrorKind::UnexpectedEof,
-                format!("block beyond end of fork ({} blocks)", blocks.map(|b| b.len()).unwrap_or(0)),
-            )),
-        }
-    }
-
-    fn write(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
-        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
-        let f = self.fork(rel, fork);
-        let mut blocks = f.as_ref().map(|f| f.write());
-        match blocks.as_mut().and_then(|b| b.get_mut(block.0 as usize)) {
-            Some(p) => {
-                p.copy_from_slice(buf);
-                Ok(())
-            }
-            None => Err(mem_err(
-                SmgrOp::Write,
-                rel,
-                fork,
-                block,
-                io::ErrorKind::InvalidInput,
-                "block does not exist".into(),
-            )),
-        }
-    }
-
-    fn extend(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
-        let _class = lockstack_common::sync::hook::wait_class(MEMORY_SMGR_WAIT_CLASS);
-        let f = match self.fork(rel, fork) {
-            Some(f) => f,
-            None => Arc::clone(self.forks.write().entry((rel, fork)).or_default()),
-        };
-        let mut blocks = f.write();
-        if block.0 as usize != blocks.len() {
-            return Err(mem_err(
-                SmgrOp::Extend,
-                rel,
-                fork,
-                block,
-                io::ErrorKind::InvalidInput,
-                format!("fork has {} blocks", blocks.len()),
-            ));
-        }
-        blocks.push(buf.to_vec().into_boxed_slice());
-        Ok(())
-    }
-
-    fn sync(&self, _rel: Oid, _fork: ForkNumber) -> Result<(), SmgrError> {
-        Ok(())
-    }
-}
+mod memory;
+pub use memory::{MEMORY_SMGR_WAIT_CLASS, MemorySmgr};
 
 #[derive(Debug)]
 struct OpenFork {
@@ -267,6 +163,7 @@ pub struct FileSmgr {
     dir: PathBuf,
     fsync_writes: bool,
     checksums: bool,
+    read_only: bool,
     open: RwLock<HashMap<(Oid, ForkNumber), Arc<OpenFork>>>,
     create: Mutex<()>,
 }
@@ -283,6 +180,7 @@ impl FileSmgr {
                 dir,
                 fsync_writes,
                 checksums: false,
+                read_only: false,
                 open: RwLock::default(),
                 create: Mutex::new(()),
             }),
@@ -310,6 +208,35 @@ impl FileSmgr {
     pub fn with_checksums(mut self, on: bool) -> FileSmgr {
         self.checksums = on;
         self
+    }
+
+    /// Opens files for reading only: writes, extensions and syncs fail with
+    /// `PermissionDenied`, and the directory may be read-only (a load image several runs
+    /// read at once).
+    #[must_use]
+    pub fn read_only(mut self) -> FileSmgr {
+        self.read_only = true;
+        self
+    }
+
+    /// Refuses `op` on a read-only store.
+    fn check_writable(
+        &self,
+        op: SmgrOp,
+        rel: Oid,
+        fork: ForkNumber,
+        block: Option<BlockNumber>,
+    ) -> Result<(), SmgrError> {
+        if self.read_only {
+            return Err(self.err(
+                op,
+                rel,
+                fork,
+                block,
+                io::Error::new(io::ErrorKind::PermissionDenied, "the store was opened read-only"),
+            ));
+        }
+        Ok(())
     }
 
     /// Whether page checksums are written and verified.
@@ -353,7 +280,13 @@ impl FileSmgr {
             return Ok(Some(Arc::clone(f)));
         }
         let path = self.path(rel, fork);
-        let file = match OpenOptions::new().read(true).write(true).create(create).truncate(false).open(&path)
+        let writable = !self.read_only;
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(writable)
+            .create(create && writable)
+            .truncate(false)
+            .open(&path)
         {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
@@ -488,6 +421,7 @@ impl Smgr for FileSmgr {
     }
 
     fn write(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
+        self.check_writable(SmgrOp::Write, rel, fork, Some(block))?;
         let missing = || {
             self.err(
                 SmgrOp::Write,
@@ -512,6 +446,7 @@ impl Smgr for FileSmgr {
     }
 
     fn extend(&self, rel: Oid, fork: ForkNumber, block: BlockNumber, buf: &[u8]) -> Result<(), SmgrError> {
+        self.check_writable(SmgrOp::Extend, rel, fork, Some(block))?;
         let f = self.get(rel, fork, true)?.expect("a get with create set always yields the file");
         let n = f.nblocks.load(Ordering::Acquire);
         if block.0 != n {
@@ -535,6 +470,7 @@ impl Smgr for FileSmgr {
     }
 
     fn sync(&self, rel: Oid, fork: ForkNumber) -> Result<(), SmgrError> {
+        self.check_writable(SmgrOp::Sync, rel, fork, None)?;
         if let Some(f) = self.get(rel, fork, false)? {
             let _w = WaitEventScope::new(WaitEvent::DATA_FILE_SYNC);
             f.file.sync_all().map_err(|e| self.err(SmgrOp::Sync, rel, fork, None, e))?;
@@ -588,6 +524,28 @@ mod tests {
         assert_eq!(s2.nblocks(Oid(16384), ForkNumber::Main).unwrap(), 3);
         let err = FileSmgr::new(dir.path().join("nope"), false).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn a_read_only_store_reads_and_refuses_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let rel = Oid(16384);
+        FileSmgr::new(dir.path(), false)
+            .unwrap()
+            .extend(rel, ForkNumber::Main, BlockNumber(0), &[3u8; BLCKSZ])
+            .unwrap();
+        let s = FileSmgr::new(dir.path(), false).unwrap().read_only();
+        let mut buf = vec![0u8; BLCKSZ];
+        s.read(rel, ForkNumber::Main, BlockNumber(0), &mut buf).unwrap();
+        assert!(buf.iter().all(|&x| x == 3));
+        for e in [
+            s.write(rel, ForkNumber::Main, BlockNumber(0), &buf).unwrap_err(),
+            s.extend(rel, ForkNumber::Main, BlockNumber(1), &buf).unwrap_err(),
+            s.sync(rel, ForkNumber::Main).unwrap_err(),
+        ] {
+            assert_eq!(e.source.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        }
+        assert_eq!(std::fs::metadata(dir.path().join("16384")).unwrap().len(), BLCKSZ as u64);
     }
 
     #[test]
