@@ -1,7 +1,8 @@
 //! `lockstack machine sweep`: a pgbench workload (a built-in script, select-only `-S` by
 //! default, or a script file: `--script`) on simulated machines, every (profile, preset,
 //! clients) point one child run of this binary
-//! (`lockstack pgbench -b NAME ... --machine PROFILE --preset PRESET --json FILE`), collected into
+//! (`lockstack pgbench --load-from image -b NAME ... --machine PROFILE --preset PRESET --json
+//! FILE`, every point starting from one load of the tables, [`image`]), collected into
 //! `DIR/sweep.csv`, a table on stdout and `DIR/sweep.svg` (one panel per profile, tps against
 //! clients on a log2 axis, one line per preset). docs/sim.md, "Sweeps", describes the columns.
 //!
@@ -23,6 +24,7 @@ use lockstack_workloads::experiments::measured::Measured;
 use crate::Failure;
 use crate::child;
 
+mod image;
 mod plot;
 mod point;
 
@@ -45,8 +47,8 @@ pub(crate) struct SweepArgs {
     /// ceil(N / clients) (pgbench's -t), so every point does about the same work.
     #[arg(long, default_value_t = 8192, allow_negative_numbers = true, value_name = "N")]
     transactions: i64,
-    /// pgbench scale factor (-s): 100,000 pgbench_accounts rows per unit, loaded natively by
-    /// each point before its measured phase.
+    /// pgbench scale factor (-s): 100,000 pgbench_accounts rows per unit, loaded natively once
+    /// (into a load image in DIR/points/) and copied by each point before its measured phase.
     #[arg(short = 's', long, default_value_t = 1, allow_negative_numbers = true)]
     scale: i64,
     /// Points run at once (child processes); each simulated run uses one host thread.
@@ -67,6 +69,11 @@ pub(crate) struct SweepArgs {
     /// on every panel) and `workload` the --script's name.
     #[arg(long, value_name = "FILE.csv")]
     measured: Option<PathBuf>,
+    /// Keep the load image (`DIR/points/image`, the tables at --scale that every point starts
+    /// from) after the sweep, so that a point's command in `DIR/points/` can be run again as
+    /// it is; by default it is removed at the end.
+    #[arg(long)]
+    keep_image: bool,
 }
 
 /// What each point runs: pgbench's arguments that choose the script.
@@ -248,9 +255,10 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Starts one point: this binary, `pgbench -s S -b NAME|-f FILE -c C -j C -t T --machine P --preset
-/// X --json STEM.json`, run in `dir` (`DIR/points/`), its stdout (the report) in `STEM.txt`, its
-/// stderr in `STEM.err` (removed after a success if empty).
+/// Starts one point: this binary, `pgbench -s S --load-from image -b NAME|-f FILE -c C -j C -t T
+/// --machine P --preset X --json STEM.json`, run in `dir` (`DIR/points/`, where the load image
+/// is), its stdout (the report) in `STEM.txt`, its stderr in `STEM.err` (removed after a success
+/// if empty).
 ///
 /// The child's arguments name its files relative to `dir`, so they are the same whatever `--out`
 /// is: a simulated run's figures depend on where the process's earlier allocations put its
@@ -281,7 +289,7 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
         machine.into()
     };
     let child = cmd
-        .args(["pgbench", "-s", &plan.scale.to_string()])
+        .args(["pgbench", "-s", &plan.scale.to_string(), "--load-from", image::IMAGE_DIR])
         .args(plan.script.args())
         .args(["-c", &c, "-j", &c])
         .args(["-t", &point.per_client.to_string(), "--machine"])
@@ -298,8 +306,7 @@ fn start(exe: &Path, plan: &Plan, point: &Point, dir: &Path) -> Result<Running, 
 
 /// Runs every point, `plan.jobs` at a time. On the first failure the running children are
 /// killed and the failure names the point (exit 2).
-fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
-    let exe = child::this_binary("cannot find this binary to run the points")?;
+fn run_points(plan: &Plan, exe: &Path, dir: &Path) -> Result<Vec<PointResult>, Failure> {
     let points = plan.points();
     let mut progress = crate::progress::Progress::new("machine sweep", points.len());
     let mut queue = points.iter();
@@ -311,7 +318,7 @@ fn run_points(plan: &Plan, dir: &Path) -> Result<Vec<PointResult>, Failure> {
             && running.len() < plan.jobs
             && let Some(p) = queue.next()
         {
-            match start(&exe, plan, p, dir) {
+            match start(exe, plan, p, dir) {
                 Ok(r) => running.push(r),
                 Err(f) => not_started = Some(f),
             }
@@ -493,7 +500,13 @@ pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&points_dir)
         .map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
     let t0 = Instant::now();
-    let results = run_points(&plan, &points_dir)?;
+    let exe = child::this_binary("cannot find this binary to run the points")?;
+    let image = image::load(&exe, plan.scale, &points_dir)?;
+    let results = run_points(&plan, &exe, &points_dir);
+    if !args.keep_image {
+        image.remove();
+    }
+    let results = results?;
     let wall = t0.elapsed().as_secs_f64();
     out!("{}", table(&plan, &results));
     let csv = out.join("sweep.csv");
@@ -510,6 +523,18 @@ pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
         csv.display(),
         svg.display(),
         points_dir.display()
+    );
+    let kept = if args.keep_image {
+        format!("kept in {} (remove it when done)", image.path.display())
+    } else {
+        "removed at the end (--keep-image keeps it)".to_string()
+    };
+    outln!(
+        "the tables (scale {}) were loaded once, in {:.1} host seconds, into a {:.1} MB load image every point \
+         started from; {kept}",
+        plan.scale,
+        image.load_s,
+        image.bytes as f64 / 1e6
     );
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `lockstack pgbench --data-dir` over directories that are damaged, swapped or marked by a
 //! failed check: one line on stderr and exit code 1 at open (exit code 2 for the run whose
-//! check failed), and the directory as it was.
+//! check failed), and the directory as it was; `--load-from` runs on a copy of one.
 
 use std::fs;
 use std::path::Path;
@@ -120,4 +120,34 @@ fn damage_is_refused_at_open_naming_the_file() {
     fs::write(&a, &ab).unwrap();
     fs::write(&b, &bb).unwrap();
     ok(&["pgbench", "-t", "5", "--data-dir", &d]);
+}
+
+#[test]
+fn load_from_runs_on_a_copy_and_leaves_the_directory_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = init(&tmp.path().join("image"));
+    let files = |d: &str| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = ["base", "pg_xact", "pg_wal"]
+            .iter()
+            .flat_map(|sub| fs::read_dir(Path::new(d).join(sub)).unwrap().flatten())
+            .map(|e| (e.path().display().to_string(), fs::read(e.path()).unwrap()))
+            .collect();
+        v.push(("control".into(), fs::read(Path::new(d).join("lockstack.control")).unwrap()));
+        v.sort();
+        v
+    };
+    let before = files(&d);
+    // The tpcb-like default updates every table and inserts history: all of it in memory.
+    let o = ok(&["pgbench", "-c", "2", "-t", "20", "--load-from", &d]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(report.contains(&format!("tables copied into memory from {d}")), "{report}");
+    assert!(report.contains("number of transactions actually processed: 40"), "{report}");
+    assert!(files(&d) == before, "the run changed the directory");
+    // Other places the tables could come from are refused with it.
+    refused(&["pgbench", "-t", "5", "--load-from", &d, "--data-dir", &d], &["--load-from", "--data-dir"]);
+    refused(&["pgbench", "-i", "--load-from", &d], &["--load-from"]);
+    // A directory a run has changed is refused, naming it and what to do.
+    ok(&["pgbench", "-t", "5", "--data-dir", &d]);
+    refused(&["pgbench", "-t", "5", "--load-from", &d], &[&d, "has been changed since -i", "-i"]);
+    refused(&["pgbench", "-t", "5", "--load-from", "/nonexistent/image"], &["/nonexistent/image"]);
 }

@@ -2,7 +2,8 @@
 //! clients) writes one CSV row per point and an SVG with one line per (profile, preset); two
 //! sweeps give the same CSV but for the host-seconds column; bad input is one line and exit
 //! code 1; a point whose child fails is exit code 2 naming the point; a sweep's figures do not
-//! depend on where `--out` is; `--measured FILE.csv` draws the user's figures in sweep.svg.
+//! depend on where `--out` is; the tables are loaded once into a load image that every point
+//! starts from; `--measured FILE.csv` draws the user's figures in sweep.svg.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -121,6 +122,13 @@ fn a_tiny_sweep_writes_every_point_and_repeats() {
             .count();
         assert!(lines >= 2 * PROFILES.len(), "{preset}: {lines} lines of {colour}");
     }
+
+    // The tables were loaded once, into a load image the points started from, removed at the
+    // end; every point's report says it copied the tables from it.
+    assert!(a_out.contains("the tables (scale 1) were loaded once"), "{a_out}");
+    assert!(!dir.path().join("a/points/image").exists(), "the load image was not removed");
+    let report = std::fs::read_to_string(dir.path().join("a/points/host-pg92-c1.txt")).unwrap();
+    assert!(report.contains("tables copied into memory from image"), "{report}");
 
     // Deterministic: a second sweep gives the same CSV but for host seconds, also into a
     // directory whose path is longer (the children's arguments must not carry it: a longer

@@ -21,6 +21,13 @@ pub(crate) struct PgbenchArgs {
     /// it (scale from the control file) and shuts it down cleanly at the end.
     #[arg(long = "data-dir", value_name = "DIR")]
     pub(crate) data_dir: Option<std::path::PathBuf>,
+    /// Instead of loading the tables, copy them into memory from DIR, a data directory fresh
+    /// from `lockstack pgbench -i -s N --data-dir DIR` (no transaction run on it since), and
+    /// read every page into shared buffers: the run then starts as after an in-memory load
+    /// (scale from DIR's control file) and DIR is only read, by any number of runs at once.
+    /// `machine sweep` loads a scale once this way.
+    #[arg(long = "load-from", value_name = "DIR", conflicts_with_all = ["data_dir", "initialize", "open_damaged"])]
+    pub(crate) load_from: Option<std::path::PathBuf>,
     /// Open a --data-dir that a failed consistency check marked damaged, to look at what the
     /// failed run left; the mark stays until -i reinitializes the directory.
     #[arg(long = "open-damaged")]

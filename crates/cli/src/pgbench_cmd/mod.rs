@@ -239,7 +239,7 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let scale = match (&args.data_dir, args.initialize) {
+    let scale = match (args.data_dir.as_ref().or(args.load_from.as_ref()), args.initialize) {
         (Some(dir), false) => {
             let control = datadir::read_control(dir).map_err(|e| Failure::input(e.to_string()))?;
             datadir::check_control(dir, &control).map_err(|e| Failure::input(e.to_string()))?;
@@ -337,13 +337,22 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
             });
         }
     };
-    let res = match &args.data_dir {
-        None => {
+    let res = match (&args.data_dir, &args.load_from) {
+        (None, None) => {
             let mut res = runner::run_with(&cfg, opts, &progress).map_err(run_failure)?;
             check_total(&mut res);
             res
         }
-        Some(dir) => {
+        (None, Some(dir)) => {
+            let t0 = lockstack_common::sync::Instant::now();
+            let (engine, _) =
+                datadir::load_image(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
+            let mut res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress)
+                .map_err(run_failure)?;
+            check_total(&mut res);
+            res
+        }
+        (Some(dir), _) => {
             let t0 = lockstack_common::sync::Instant::now();
             let options = datadir::OpenOptions { open_damaged: args.open_damaged };
             let (engine, control) = datadir::open_with(cfg.engine.clone(), dir, options, |s| s)

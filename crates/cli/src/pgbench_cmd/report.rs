@@ -33,6 +33,7 @@ pub(crate) fn json_document(
         "wait_sampling_hz": cfg.wait_sampling_hz,
         "per_command_latencies": args.report_per_command,
         "data_dir": args.data_dir.as_ref().map(|d| d.display().to_string()),
+        "load_from": args.load_from.as_ref().map(|d| d.display().to_string()),
         "tps": res.transactions as f64 / res.elapsed_s,
     });
     if let Some(map) = doc.as_object_mut() {
@@ -116,9 +117,10 @@ pub(crate) fn print_report(args: &PgbenchArgs, cfg: &PgbenchConfig, r: &PgbenchR
         }
     }
     outln!();
-    let place = match &args.data_dir {
-        Some(dir) => format!("tables opened from {} in {:.2} s", dir.display(), r.load_s),
-        None => format!("tables loaded in memory in {:.2} s", r.load_s),
+    let place = match (&args.data_dir, &args.load_from) {
+        (Some(dir), _) => format!("tables opened from {} in {:.2} s", dir.display(), r.load_s),
+        (None, Some(dir)) => format!("tables copied into memory from {} in {:.2} s", dir.display(), r.load_s),
+        (None, None) => format!("tables loaded in memory in {:.2} s", r.load_s),
     };
     let ls = &r.lock_stack;
     let preset = if args.set.is_empty() {

@@ -254,7 +254,7 @@ pub(super) fn check_relations(engine: &Arc<Engine>, dir: &Path, c: &ControlFile)
 
 /// The relation forks a data directory may hold in `base/`, with their names for messages:
 /// every table's heap and visibility map, and every index.
-fn relation_forks() -> Vec<(Oid, ForkNumber, String)> {
+pub(super) fn relation_forks() -> Vec<(Oid, ForkNumber, String)> {
     let mut v = Vec::new();
     for t in TableId::ALL {
         v.push((t.heap_oid(), ForkNumber::Main, t.name().to_string()));

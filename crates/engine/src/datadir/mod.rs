@@ -59,6 +59,7 @@ use crate::tables::TableId;
 mod checks;
 mod control;
 pub(crate) mod files;
+mod image;
 
 pub use checks::{check_pg_xact, check_pg_xact_checksums};
 pub use control::{
@@ -66,6 +67,7 @@ pub use control::{
     check_control, read_control, write_control,
 };
 pub use files::{DirLock, LOCK_FILE, check_writable, lock};
+pub use image::load_image;
 
 /// `cfg` with CLOG and WAL in `dir` (relations go through the [`FileSmgr`] the caller builds).
 fn file_config(mut cfg: EngineConfig, dir: &Path) -> EngineConfig {
