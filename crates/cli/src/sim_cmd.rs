@@ -261,13 +261,19 @@ pub(crate) fn reexec() -> Failure {
 
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{
-    adopt, finish, finish_timing, note_calibration, pgbench_defaults, setup, setup_timing,
+    adopt, finish, finish_timing, note_calibration, pgbench_defaults, profile_name, setup, setup_timing,
     tally_if_simulating,
 };
 
 /// Without the simulator there is no section to note a calibration in.
 #[cfg(not(feature = "sim"))]
 pub(crate) fn note_calibration(_text: String) {}
+
+/// Without the simulator no process simulates a machine.
+#[cfg(not(feature = "sim"))]
+pub(crate) fn profile_name() -> Option<String> {
+    None
+}
 
 /// The simulation an experiment's driver collects each point's time split from: `None`
 /// without `--machine` (and in the ordinary binary, which never simulates).

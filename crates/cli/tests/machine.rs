@@ -700,3 +700,58 @@ fn validate_an_unknown_profile_is_one_line_and_exit_code_1() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(String::from_utf8(o.stderr).unwrap().lines().count(), 1);
 }
+
+#[test]
+fn pgbench_applies_a_stored_calibration_and_names_it() {
+    let out =
+        ok(&["pgbench", "-S", "-c", "1", "-t", "20", "--machine", "xeon-32", "--calibration", "pgxact"]);
+    assert!(
+        out.contains("calibration: calibrated to: select-only on xeon-32: Haas, 32 cores, -S at 1 client"),
+        "{out}"
+    );
+    let ipc = lockstack_workloads::experiments::find("pgxact")
+        .unwrap()
+        .calibration("xeon-32", "select-only")
+        .unwrap()
+        .postgres_ipc;
+    assert!(out.contains(&format!("PostgreSQL's counts charged at IPC {ipc:.3}")), "{out}");
+    // Without it the run says it is not calibrated.
+    let out = ok(&["pgbench", "-S", "-c", "1", "-t", "20", "--machine", "xeon-32"]);
+    assert!(out.contains("calibration: not calibrated"), "{out}");
+    for (args, needle) in [
+        (&["pgbench", "-S", "-t", "5", "--calibration", "pgxact"][..], "only under --machine"),
+        (
+            &["pgbench", "-N", "-t", "5", "--machine", "xeon-32", "--calibration", "pgxact"],
+            "no stored calibration for simple-update on xeon-32",
+        ),
+        (
+            &["pgbench", "-S", "-t", "5", "--machine", "xeon-32", "--calibration", "nosuch"],
+            "unknown experiment",
+        ),
+        (
+            &["pgbench", "-S", "-N", "-t", "5", "--machine", "xeon-32", "--calibration", "pgxact"],
+            "one built-in script",
+        ),
+        (
+            &[
+                "pgbench",
+                "-S",
+                "-t",
+                "5",
+                "--machine",
+                "xeon-32",
+                "--calibration",
+                "pgxact",
+                "--set",
+                "sim.postgres_ipc=0.3",
+            ],
+            "not both",
+        ),
+    ] {
+        let o = lockstack(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -28,6 +28,12 @@ pub(crate) struct PgbenchArgs {
     /// `machine sweep` loads a scale once this way.
     #[arg(long = "load-from", value_name = "DIR", conflicts_with_all = ["data_dir", "initialize", "open_damaged"])]
     pub(crate) load_from: Option<std::path::PathBuf>,
+    /// Under --machine: apply the stored calibration of seed experiment EXPERIMENT (`lockstack
+    /// experiment show EXPERIMENT` lists them) for this machine and the run's one built-in
+    /// script, i.e. its fitted `sim.postgres_ipc`; the report names the figure it was fitted
+    /// to. Without it a simulated run is predicted from the profile's `postgres_ipc`.
+    #[arg(long = "calibration", value_name = "EXPERIMENT")]
+    pub(crate) calibration: Option<String>,
     /// Open a --data-dir that a failed consistency check marked damaged, to look at what the
     /// failed run left; the mark stays until -i reinitializes the directory.
     #[arg(long = "open-damaged")]

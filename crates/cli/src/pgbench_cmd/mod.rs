@@ -260,7 +260,11 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         RunConfig::new(EngineConfig::preset(&args.preset, clients + 1, nbuffers).map_err(Failure::input)?);
     // Under --machine, the profile's WAL flush first, so that the caller's --set overrides it.
     crate::sim_cmd::pgbench_defaults(&mut run, true);
-    settings::apply_all(&mut run, &args.set).map_err(Failure::input)?;
+    let mut set = args.set.clone();
+    if let Some(name) = &args.calibration {
+        set.push(calibration_setting(name, &args, &builtin_names)?);
+    }
+    settings::apply_all(&mut run, &set).map_err(Failure::input)?;
     // The resolved configuration (preset, then --set), not the arguments' spelling.
     crate::sim_cmd::refuse(lockstack_engine::simcheck::unsupported_under_simulation(&run.engine))?;
     crate::sim_cmd::pgbench_defaults(&mut run, false);
@@ -395,6 +399,50 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         return Err(Failure::run(format!("consistency check failed: {} ({}){marked}", c.name, c.detail)));
     }
     interrupted_or_ok()
+}
+
+/// `--calibration EXPERIMENT`: the `--set sim.postgres_ipc=X` of `EXPERIMENT`'s stored
+/// calibration for the simulated machine and the run's one built-in script (the user's
+/// calibrations first, then the built-in ones), noted for the report's `calibration:` line.
+///
+/// # Errors
+/// Not simulating; an unknown experiment; not exactly one built-in script and no `-f`;
+/// `--set sim.postgres_ipc` given too; no stored calibration for that machine and script (the
+/// message lists the experiment's calibrations).
+fn calibration_setting(name: &str, args: &PgbenchArgs, builtins: &[&'static str]) -> Result<String, Failure> {
+    use lockstack_workloads::experiments;
+    let Some(machine) = crate::sim_cmd::profile_name() else {
+        return Err(Failure::input("--calibration applies only under --machine PROFILE"));
+    };
+    let e = experiments::find(name).map_err(|e| Failure::input(format!("--calibration: {e}")))?;
+    let workload = match (builtins, args.file.is_empty()) {
+        ([one], true) => *one,
+        ([], true) => "tpcb-like",
+        _ => {
+            return Err(Failure::input(
+                "--calibration: a stored calibration is for one built-in script; give one -b, -S or -N and no -f",
+            ));
+        }
+    };
+    if args.set.iter().any(|s| s.split('=').next().is_some_and(|k| k.trim() == "sim.postgres_ipc")) {
+        return Err(Failure::input(
+            "--calibration sets sim.postgres_ipc; give it or --set sim.postgres_ipc, not both",
+        ));
+    }
+    let Some(c) = e.calibration(&machine, workload) else {
+        let mut have: Vec<String> = e
+            .calibrations()
+            .chain(e.user_calibrations().unwrap_or_default())
+            .map(|c| format!("{} on {}", c.workload, c.machine))
+            .collect();
+        have.dedup();
+        let have = if have.is_empty() { "none".to_string() } else { have.join(", ") };
+        return Err(Failure::input(format!(
+            "--calibration {name}: no stored calibration for {workload} on {machine} (it has: {have}); `lockstack experiment {name} --machine {machine} --calibrate` fits one"
+        )));
+    };
+    crate::sim_cmd::note_calibration(format!("calibrated to: {} (--calibration {name})", c.line()));
+    Ok(format!("sim.postgres_ipc={}", c.postgres_ipc))
 }
 
 /// With `--data-dir`, SIGINT, SIGTERM and SIGHUP (Ctrl-C, `kill`, `timeout`) do not kill the

@@ -34,6 +34,7 @@ pub(crate) fn json_document(
         "per_command_latencies": args.report_per_command,
         "data_dir": args.data_dir.as_ref().map(|d| d.display().to_string()),
         "load_from": args.load_from.as_ref().map(|d| d.display().to_string()),
+        "calibration": args.calibration,
         "tps": res.transactions as f64 / res.elapsed_s,
     });
     if let Some(map) = doc.as_object_mut() {

@@ -115,6 +115,11 @@ fn ground() -> Ground {
     g
 }
 
+/// The simulated machine's profile name, `None` when this process does not simulate.
+pub(crate) fn profile_name() -> Option<String> {
+    SIM.get().map(|s| s.profile().name.clone())
+}
+
 /// Records the calibration the command applied (`experiment`'s `calibrated to:` lines),
 /// for the section's `calibration:` line.
 pub(crate) fn note_calibration(text: String) {
