@@ -411,16 +411,23 @@ fn main() -> ExitCode {
     use lockstack_common::sync::hook::measured_phase as phase;
     let sim_args = cli.sim.clone();
     let command = cli.command;
-    let dispatch = move || match command {
-        Command::Lwlock(args) => phase(|| lwlock_cmd::run(args)),
-        Command::Snapshot(args) => phase(|| snapshot_cmd::run(args)),
-        Command::Wal(args) => phase(|| wal_cmd::run(args)),
-        Command::Buffers(args) => buffers_cmd::run(args),
-        Command::Locks(args) => phase(|| locks_cmd::run(args)),
-        Command::Isolation(args) => phase(|| isolation_cmd::run(args)),
-        Command::Pgbench(args) => pgbench_cmd::run(args),
-        Command::Experiment(args) => experiment_cmd::run(args, &sim_args),
-        Command::Machine(args) => machine_cmd::run(args),
+    // `--sim-layout-shift N`: the command's allocations start N x 16 bytes further on (kept
+    // for the command's life); an experiment's points shift their own runs instead.
+    let layout_shift =
+        if simulated && !matches!(command, Command::Experiment(_)) { sim_args.sim_layout_shift } else { 0 };
+    let dispatch = move || {
+        let _pad = lockstack_workloads::layout::pad(layout_shift);
+        match command {
+            Command::Lwlock(args) => phase(|| lwlock_cmd::run(args)),
+            Command::Snapshot(args) => phase(|| snapshot_cmd::run(args)),
+            Command::Wal(args) => phase(|| wal_cmd::run(args)),
+            Command::Buffers(args) => buffers_cmd::run(args),
+            Command::Locks(args) => phase(|| locks_cmd::run(args)),
+            Command::Isolation(args) => phase(|| isolation_cmd::run(args)),
+            Command::Pgbench(args) => pgbench_cmd::run(args),
+            Command::Experiment(args) => experiment_cmd::run(args, &sim_args),
+            Command::Machine(args) => machine_cmd::run(args),
+        }
     };
     // Simulated, the command runs on a thread of its own: the simulated machine maps every
     // address to a 64-byte line, and the main thread's stack starts at a randomized 16-byte

@@ -48,6 +48,13 @@ pub(crate) struct SimArgs {
     /// pgbench and experiment, own for the micro-benchmarks.
     #[arg(long, global = true, value_enum, value_name = "WHOSE")]
     pub(crate) costs: Option<SimCosts>,
+    /// Under --machine: sample another heap layout by shifting what the command allocates by
+    /// about N x 16 bytes (0 to 4096; 0, the default, changes nothing). A simulated figure
+    /// depends on which objects share a 64-byte line; rerunning with several N measures how
+    /// much (docs/sim.md, "Layout"). An experiment adds each point's run index to it, so that
+    /// its runs sample layouts as well as keys.
+    #[arg(long, global = true, default_value_t = 0, value_name = "N")]
+    pub(crate) sim_layout_shift: usize,
     /// Measured clock: write the segment costs the run measured to this file (JSON).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) sim_save_segments: Option<std::path::PathBuf>,
@@ -108,15 +115,23 @@ pub(crate) fn check_flags(a: &SimArgs, command: &str) -> Result<(), Failure> {
         }
         return Ok(());
     }
+    if a.sim_layout_shift > lockstack_workloads::layout::MAX_SHIFT {
+        return Err(Failure::input(format!(
+            "--sim-layout-shift must be at most {}, got {}",
+            lockstack_workloads::layout::MAX_SHIFT,
+            a.sim_layout_shift
+        )));
+    }
     if a.machine.is_none() {
         if a.sim_clock != SimClock::Deterministic
             || a.sim_segments.is_some()
             || a.sim_save_segments.is_some()
             || a.costs.is_some()
             || !a.machine_set.is_empty()
+            || a.sim_layout_shift != 0
         {
             return Err(Failure::input(
-                "--sim-clock, --sim-segments, --sim-save-segments, --costs and --machine-set need --machine",
+                "--sim-clock, --sim-segments, --sim-save-segments, --sim-layout-shift, --costs and --machine-set need --machine",
             ));
         }
         return Ok(());
@@ -556,6 +571,9 @@ pub(crate) struct Ground {
     /// The ground figures whose value in use is not the profile's (`--set`, `--data-dir`).
     #[serde(default)]
     pub(crate) overridden: Vec<String>,
+    /// `--sim-layout-shift`: the heap layout's shift, in 16-byte units.
+    #[serde(default)]
+    pub(crate) layout_shift: usize,
 }
 
 /// The figures of the profile whose source the section names.

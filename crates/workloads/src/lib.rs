@@ -13,6 +13,7 @@
 pub mod experiments;
 pub mod input;
 pub mod isolation;
+pub mod layout;
 pub mod micro;
 pub mod pgbench;
 pub mod report;

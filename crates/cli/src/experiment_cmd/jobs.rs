@@ -21,6 +21,9 @@ pub(super) fn context(sim: &SimArgs) -> BTreeMap<String, String> {
         if !sim.machine_set.is_empty() {
             c.insert("machine_set".to_string(), sim.machine_set.join(","));
         }
+        if sim.sim_layout_shift != 0 {
+            c.insert("sim_layout_shift".to_string(), sim.sim_layout_shift.to_string());
+        }
     }
     c
 }

@@ -346,6 +346,13 @@ fn print_ground(s: &Section) {
         s.profile
     );
     outln!("  calibration: {}", g.calibration);
+    let shift = match g.layout_shift {
+        0 => "as this process placed it".to_string(),
+        n => format!("shifted by {n} x 16 bytes (--sim-layout-shift {n})"),
+    };
+    outln!(
+        "  heap layout: {shift}; the figures move with it (docs/sim.md, \"Layout\"), --sim-layout-shift N samples another and an experiment's run r adds r"
+    );
     let us = |v: Option<f64>| v.map_or_else(|| "not charged".to_string(), |v| format!("{v} us"));
     let ipc = match g.postgres_ipc_set {
         Some(v) => format!("; sim.postgres_ipc {v} (--set)"),

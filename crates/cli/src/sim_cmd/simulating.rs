@@ -27,6 +27,8 @@ static POSTGRES_COSTS: OnceLock<Option<f64>> = OnceLock::new();
 static COSTS_IN_USE: Mutex<Option<CostsInUse>> = Mutex::new(None);
 /// The calibration the command applied (`experiment`'s `calibrated to:` lines).
 static CALIBRATION: Mutex<Option<String>> = Mutex::new(None);
+/// `--sim-layout-shift`: the heap layout's base shift.
+static LAYOUT_SHIFT: OnceLock<usize> = OnceLock::new();
 /// A profile given as a file: its path, for the comments beside its figures.
 static PROFILE_FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
 
@@ -101,6 +103,7 @@ fn ground() -> Ground {
             .map(|(k, _)| k.to_string())
             .collect();
     }
+    g.layout_shift = LAYOUT_SHIFT.get().copied().unwrap_or(0);
     g.calibration = CALIBRATION.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
     if g.calibration.is_empty() {
         g.calibration = match (POSTGRES_COSTS.get().copied().flatten(), g.postgres_ipc_set) {
@@ -253,6 +256,7 @@ fn run_phase(phase: &mut dyn FnMut()) {
 /// whose PostgreSQL counts apply.
 pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
     let spec = a.machine.as_deref().expect("main calls setup only when --machine was given");
+    let _ = LAYOUT_SHIFT.set(a.sim_layout_shift);
     let profile = super::machine_profile(a)?;
     if MachineProfile::builtin_source(spec).is_none() {
         // The file's comments say which figures are cited (read again for the report).
@@ -413,6 +417,7 @@ pub(super) fn experiment_simulation() -> Option<driver::Simulation> {
         phase_times,
         engine_defaults: experiment_engine_defaults,
         postgres_ipc: POSTGRES_COSTS.get().copied().flatten(),
+        layout_shift: LAYOUT_SHIFT.get().copied().unwrap_or(0),
     })
 }
 

@@ -106,6 +106,8 @@ impl PlanId {
                 phase_times: no_phases,
                 engine_defaults: |_, _| {},
                 postgres_ipc: self.postgres_ipc,
+                // Nothing is measured from this plan (the shift is in the context).
+                layout_shift: 0,
             }),
         }
     }

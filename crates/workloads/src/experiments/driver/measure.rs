@@ -195,6 +195,10 @@ pub fn run_point(plan: &Plan, spec: &PointSpec) -> Result<Point, PointError> {
     let phases_seen = simulation.map_or(0, |s| (s.phase_times)().len());
     let measure = || {
         let (v, clients, run) = (spec.variant, spec.clients, spec.run);
+        // Simulated, run `r` samples the layout shifted by `r` more (kept until the point ends).
+        let _pad = simulation
+            .map(|s| crate::layout::pad((s.layout_shift + run).min(crate::layout::MAX_SHIFT)))
+            .unwrap_or_default();
         let mut p = match spec.workload.kind {
             WorkloadKind::Pgbench { builtin } => run_pgbench(plan, builtin, v, clients, run)?,
             WorkloadKind::Buffers { scenario } => run_buffers(plan, scenario, v, clients, run)?,

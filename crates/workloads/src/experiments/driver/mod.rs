@@ -111,6 +111,10 @@ pub struct Simulation {
     /// use unless calibrated); `None` with the lock stack's own costs, under which no stored
     /// calibration applies.
     pub postgres_ipc: Option<f64>,
+    /// The heap layout's base shift (`--sim-layout-shift`, [`crate::layout::pad`] units): a
+    /// point's run `r` measures with the shift `layout_shift + r`, so that its runs sample
+    /// several layouts and their spread includes the layout's effect.
+    pub layout_shift: usize,
 }
 
 /// See [`Simulation::engine_defaults`].

@@ -143,6 +143,8 @@ pub fn read_result(path: &Path) -> Result<ExperimentResult, OutputError> {
             // Only whether PostgreSQL's costs were used matters here: the calibrations come
             // from the file.
             postgres_ipc: postgres.then_some(1.0),
+            // Nothing is measured from this plan.
+            layout_shift: 0,
         }),
     };
     let mut plan: Plan = Plan::new(e, &opts).map_err(|m| OutputError::invalid(path, format!("plan: {m}")))?;
