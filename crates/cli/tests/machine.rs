@@ -755,3 +755,24 @@ fn pgbench_applies_a_stored_calibration_and_names_it() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_layout_shift_of_zero_changes_nothing_and_a_shift_is_stated() {
+    let base = ["pgbench", "-S", "-c", "4", "-t", "50", "--machine", "xeon-32"];
+    let a = ok(&base);
+    assert!(a.contains("heap layout: as this process placed it"), "{a}");
+    let zero: Vec<&str> = base.iter().copied().chain(["--sim-layout-shift", "0"]).collect();
+    assert_eq!(stable_lines(&a), stable_lines(&ok(&zero)));
+    let three: Vec<&str> = base.iter().copied().chain(["--sim-layout-shift", "3"]).collect();
+    let c = ok(&three);
+    assert!(c.contains("heap layout: shifted by 3 x 16 bytes (--sim-layout-shift 3)"), "{c}");
+    for (args, needle) in [
+        (&["pgbench", "-S", "-t", "2", "--sim-layout-shift", "3"][..], "need --machine"),
+        (&["pgbench", "-S", "-t", "2", "--machine", "xeon-32", "--sim-layout-shift", "4097"], "at most 4096"),
+    ] {
+        let o = lockstack(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -157,6 +157,7 @@ fn each_point_takes_the_time_split_of_its_own_phases() {
         phase_times: fake_phases,
         engine_defaults: |_, _| {},
         postgres_ipc: None,
+        layout_shift: 0,
     };
     let o = Options { clients: Some(vec![1, 16]), runs: Some(1), simulation: Some(sim), ..opts() };
     let plan = Plan::new(e, &o).unwrap();
