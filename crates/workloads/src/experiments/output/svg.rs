@@ -606,7 +606,8 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
         .bold_line_style(RGBColor(232, 232, 232))
         .x_desc(format!("{} (log2 scale; labels at the counts run)", p.x_name))
         .y_desc(p.y_desc.as_str())
-        .y_label_formatter(&|y| tick_label(*y, (ymax - ymin) / 8.0))
+        // No value is labelled in the strip above the clip edge: its points are not on the axis.
+        .y_label_formatter(&|y| if *y > edge { String::new() } else { tick_label(*y, (ymax - ymin) / 8.0) })
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 13))
         .draw()
