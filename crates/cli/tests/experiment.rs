@@ -482,10 +482,10 @@ fn sensitivity_reruns_each_perturbation_and_writes_the_bands() {
     assert_eq!(kinds.iter().filter(|k| *k == "peak").count(), 3, "{csv}");
     let svg = std::fs::read_to_string(Path::new(&sens).join("vm-pin.svg")).unwrap();
     // Bands are the pale polygons (filled markers are polygons too, drawn opaque).
-    assert_eq!(svg.matches("<polygon opacity=\"0.15\"").count(), 3, "one band per variant");
+    assert_eq!(svg.matches("<polygon opacity=\"0.08\"").count(), 3, "one band per variant");
     assert!(svg.contains("band over 4 perturbations"));
     let plain_svg = std::fs::read_to_string(Path::new(&plain).join("vm-pin.svg")).unwrap();
-    assert_eq!(plain_svg.matches("<polygon opacity=\"0.15\"").count(), 0);
+    assert_eq!(plain_svg.matches("<polygon opacity=\"0.08\"").count(), 0);
     let left: Vec<_> = std::fs::read_dir(&sens).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), FILES.len() + 1, "{left:?}");
 }

@@ -75,6 +75,7 @@ pub(super) fn render_svg(
             Panel {
                 title: profile.clone(),
                 machine: profile.clone(),
+                x_name: "clients".into(),
                 y_desc: "tps".into(),
                 series,
                 bands: Vec::new(),

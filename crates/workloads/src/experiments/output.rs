@@ -8,7 +8,7 @@
 //! | `NAME.csv` | the summary: one row per (workload, variant, clients) with min / median / max throughput, gain % and the counters |
 //! | `NAME-runs.csv` | one row per measured point |
 //! | `NAME-usl.csv` | one row per (workload, variant): the Universal Scalability Law fit ([`super::usl`]) or why there is none |
-//! | `NAME.svg` | throughput against clients, one panel per workload ([`throughput::figure`]): per variant (one colour, marker and dash each) the medians with min-max bars, the calibration point ringed, the seed's published points of this machine only as hollow markers, `--sensitivity` bands, USL curves only where enough client counts determine them; the machine and calibration in the title |
+//! | `NAME.svg` | throughput against clients (workers for `vm-pin`), one panel per workload ([`throughput::figure`]): per variant (one colour, marker and dash each) the medians with min-max bars, the calibration point ringed, the seed's published points of this machine only as hollow markers, `--sensitivity` bands edged in the variant's dash (a panel with bands drawn to the run's own ranges, [`clip`]), USL curves only where enough client counts determine them; the machine and calibration in the title |
 //! | `NAME-time.svg` | under `--machine` only: per (workload, variant), stacked bars per client count of where the simulated backends' virtual time went ([`time_shares`]), one fixed colour per wait class ([`palette`]) |
 //!
 //! Every plot of the tree is drawn by one renderer ([`svg`]), `lockstack machine sweep`'s too.
@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::driver::{ExperimentResult, TimeSplit};
 
+pub mod clip;
 mod error;
 pub mod load;
 pub mod palette;

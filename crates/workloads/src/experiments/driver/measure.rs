@@ -12,6 +12,15 @@ pub fn op_name(w: &Workload) -> &'static str {
     }
 }
 
+/// What a workload's client count counts, as plots label their axis: `clients` for pgbench
+/// (its sessions), `workers` for the buffer scenarios (their worker threads).
+pub fn clients_name(w: &Workload) -> &'static str {
+    match w.kind {
+        WorkloadKind::Pgbench { .. } => "clients",
+        WorkloadKind::Buffers { .. } => "workers",
+    }
+}
+
 fn run_pgbench(
     plan: &Plan,
     builtin: &str,

@@ -665,7 +665,7 @@ pub fn fit_usl(plan: &Plan, summary: &[SummaryRow]) -> Vec<UslRow> {
 
 mod measure;
 pub use super::error::{PlanError, PointError};
-pub use measure::{assemble, median, op_name, run, run_point, summarise};
+pub use measure::{assemble, clients_name, median, op_name, run, run_point, summarise};
 
 #[cfg(test)]
 mod tests;

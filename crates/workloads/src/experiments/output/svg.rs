@@ -7,6 +7,7 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::clip;
 use super::error::OutputError;
 use super::palette::{Marker, Style};
 
@@ -57,14 +58,16 @@ pub struct Series {
     pub points: Vec<Pt>,
 }
 
-/// A pale area between a low and a high curve, with a whisker at each x (a `--sensitivity`
-/// band): `(x, lo, mid, hi)` per point.
+/// A pale area between a low and a high curve, its two edges drawn in the series' colour and
+/// dash, with a whisker at each x (a `--sensitivity` band): `(x, lo, mid, hi)` per point.
 #[derive(Clone, Debug)]
 pub struct Band {
     /// Legend text.
     pub label: String,
-    /// Colour (drawn pale).
+    /// Colour (the area drawn pale, the edges and whiskers in it).
     pub colour: RGBColor,
+    /// The edges' dashes (`None`: solid), the series' own, so that overlapping bands stay apart.
+    pub dash: Option<(u32, u32)>,
     /// `(clients, lo, base, hi)`.
     pub points: Vec<(f64, f64, f64, f64)>,
 }
@@ -88,6 +91,8 @@ pub struct Panel {
     pub title: String,
     /// The machine the panel is for; a [`Kind::Published`] series of another machine is not drawn.
     pub machine: String,
+    /// What the x axis counts (`clients`, `workers`): its label says so.
+    pub x_name: String,
     /// The y axis' description (the unit).
     pub y_desc: String,
     /// Series.
@@ -113,6 +118,18 @@ pub struct Figure {
     pub columns: usize,
     /// Pixel size of one panel's chart (its legend and notes go below).
     pub panel_size: (u32, u32),
+}
+
+/// `y` with a k / M suffix and as many decimals as ticks `step` apart need to differ (at least
+/// [`short`]'s), for axis labels.
+pub fn tick_label(y: f64, step: f64) -> String {
+    let (unit, suffix, least) = match y.abs() {
+        a if a >= 1e6 => (1e6, "M", 1),
+        a if a >= 1e4 => (1e3, "k", 0),
+        _ => (1.0, "", 0),
+    };
+    let need = if step > 0.0 { (unit / step).log10().ceil().max(0.0) as usize } else { 0 };
+    format!("{:.*}{suffix}", need.clamp(least, 3), y / unit)
 }
 
 /// `y` with a k / M suffix, for axis labels.
@@ -169,6 +186,25 @@ pub fn wrap(text: &str, size: f64, width: f64) -> Vec<String> {
     lines
 }
 
+/// [`wrap`] with lines as even as the same number of lines allows: the width is narrowed one
+/// character at a time while the text still takes as many lines and no word has to be cut, so
+/// that a last line is not left with a word or two.
+pub fn wrap_balanced(text: &str, size: f64, width: f64) -> Vec<String> {
+    let mut best = wrap(text, size, width);
+    let longest_word = text.split(' ').map(|w| w.chars().count()).max().unwrap_or(0).max(8);
+    let step = size * 0.55;
+    let mut w = width - step;
+    while best.len() > 1 && (w / step).floor() as usize >= longest_word {
+        let next = wrap(text, size, w);
+        if next.len() != best.len() {
+            break;
+        }
+        best = next;
+        w -= step;
+    }
+    best
+}
+
 /// Sizes of the header's text: title font, subtitle font, line heights, pixels.
 const TITLE_FONT: f64 = 19.0;
 const SUB_FONT: f64 = 14.0;
@@ -178,8 +214,8 @@ const SUB_LINE: u32 = 18;
 /// The header's lines (title lines, then subtitle lines) wrapped to `width`.
 pub(super) fn header_lines(title: &str, subtitle: &[String], width: u32) -> (Vec<String>, Vec<String>) {
     let w = f64::from(width) - 24.0;
-    let t = wrap(title, TITLE_FONT, w);
-    let s = subtitle.iter().flat_map(|l| wrap(l, SUB_FONT, w)).collect();
+    let t = wrap_balanced(title, TITLE_FONT, w);
+    let s = subtitle.iter().flat_map(|l| wrap_balanced(l, SUB_FONT, w)).collect();
     (t, s)
 }
 
@@ -210,8 +246,8 @@ pub(super) enum Mark {
     Series(Kind, Style),
     /// A filled box (a stacked share).
     Box(RGBColor),
-    /// A pale box with a bar (a band).
-    Band(RGBColor),
+    /// A pale box with a bar, its top and bottom edges in the dash (a band).
+    Band(RGBColor, Option<(u32, u32)>),
     /// A thin dashed line (a fit).
     Curve(RGBColor),
     /// No symbol: a note (not indented), or in [`legend_rows`] the continuation of an entry
@@ -293,6 +329,78 @@ macro_rules! with_marker {
     }};
 }
 
+/// Opacity of a band's area: pale enough that two overlapping bands show both edges.
+const BAND_FILL: f64 = 0.08;
+/// Opacity of a band's whiskers.
+const BAND_WHISKER: f64 = 0.55;
+
+/// Draws a horizontal line from `xs.0` to `xs.1` at pixel row `y` of `area`, in `dash`
+/// (`(dash, gap)` pixels; `None`: solid).
+fn dashed_row(
+    area: &Area<'_>,
+    xs: (i32, i32),
+    y: i32,
+    dash: Option<(u32, u32)>,
+    style: ShapeStyle,
+) -> Result<(), OutputError> {
+    let Some((d, g)) = dash else {
+        return area.draw(&PathElement::new(vec![(xs.0, y), (xs.1, y)], style)).map_err(err);
+    };
+    let mut a = xs.0;
+    while a < xs.1 {
+        let b = (a + d as i32).min(xs.1);
+        area.draw(&PathElement::new(vec![(a, y), (b, y)], style)).map_err(err)?;
+        a = b + g as i32;
+    }
+    Ok(())
+}
+
+/// Draws a min-max bar on `area` in pixels: a vertical line at `x` from `ys.0` to `ys.1` and a
+/// cap `cap` pixels wide at each end. Lines only: the point's own marker is its series'.
+pub(super) fn whisker(
+    area: &Area<'_>,
+    x: i32,
+    ys: (i32, i32),
+    cap: i32,
+    style: ShapeStyle,
+) -> Result<(), OutputError> {
+    let h = cap / 2;
+    area.draw(&PathElement::new(vec![(x, ys.0), (x, ys.1)], style)).map_err(err)?;
+    for y in [ys.0, ys.1] {
+        area.draw(&PathElement::new(vec![(x - h, y), (x + h, y)], style)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Draws a series' legend symbol on `area` from `xs.0` to `xs.1` at pixel row `mid`: its line
+/// (dashes) with its marker in the middle, as its kind draws them on the chart.
+fn series_symbol(
+    area: &Area<'_>,
+    kind: Kind,
+    st: Style,
+    xs: (i32, i32),
+    mid: i32,
+) -> Result<(), OutputError> {
+    let line = match kind {
+        Kind::Published => Some(st.colour.mix(0.6).stroke_width(1)),
+        Kind::Fitted => None,
+        _ => Some(st.colour.stroke_width(2)),
+    };
+    if let Some(ls) = line {
+        let dash = if kind == Kind::Published { Some(st.dash.unwrap_or((2, 3))) } else { st.dash };
+        dashed_row(area, xs, mid, dash, ls)?;
+    }
+    let at = ((xs.0 + xs.1) / 2, mid);
+    match kind {
+        Kind::Fitted => area.draw(&Circle::new(at, 8, BLACK.stroke_width(2))).map_err(err)?,
+        Kind::Published => {
+            with_marker!(st.marker, at, 5, st.colour, false, |m| area.draw(&m).map_err(err)?)
+        }
+        _ => with_marker!(st.marker, at, 4, st.colour, true, |m| area.draw(&m).map_err(err)?),
+    }
+    Ok(())
+}
+
 /// Draws legend rows at (`x0`, `y0`) of `area`.
 pub(super) fn draw_legend(
     area: &Area<'_>,
@@ -308,43 +416,7 @@ pub(super) fn draw_legend(
         match *mark {
             None => {}
             Some(Mark::Note) => {}
-            Some(Mark::Series(kind, st)) => {
-                let line = match kind {
-                    Kind::Published => Some(st.colour.mix(0.6).stroke_width(1)),
-                    Kind::Fitted => None,
-                    _ => Some(st.colour.stroke_width(2)),
-                };
-                if let Some(ls) = line {
-                    let dash =
-                        if kind == Kind::Published { Some(st.dash.unwrap_or((2, 3))) } else { st.dash };
-                    match dash {
-                        None => {
-                            area.draw(&PathElement::new(vec![(x, mid), (x + 36, mid)], ls)).map_err(err)?
-                        }
-                        Some((d, g)) => {
-                            let mut a = x;
-                            while a < x + 36 {
-                                let b = (a + d as i32).min(x + 36);
-                                area.draw(&PathElement::new(vec![(a, mid), (b, mid)], ls)).map_err(err)?;
-                                a = b + g as i32;
-                            }
-                        }
-                    }
-                }
-                match kind {
-                    Kind::Fitted => {
-                        area.draw(&Circle::new((x + 18, mid), 8, BLACK.stroke_width(2))).map_err(err)?;
-                    }
-                    Kind::Published => {
-                        with_marker!(st.marker, (x + 18, mid), 5, st.colour, false, |m| area
-                            .draw(&m)
-                            .map_err(err)?)
-                    }
-                    _ => with_marker!(st.marker, (x + 18, mid), 4, st.colour, true, |m| area
-                        .draw(&m)
-                        .map_err(err)?),
-                }
-            }
+            Some(Mark::Series(kind, st)) => series_symbol(area, kind, st, (x, x + 36), mid)?,
             Some(Mark::Curve(c)) => {
                 for k in 0..4 {
                     area.draw(&PathElement::new(
@@ -354,14 +426,13 @@ pub(super) fn draw_legend(
                     .map_err(err)?;
                 }
             }
-            Some(Mark::Band(c)) => {
-                area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], c.mix(0.18).filled()))
+            Some(Mark::Band(c, dash)) => {
+                area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], c.mix(BAND_FILL).filled()))
                     .map_err(err)?;
-                area.draw(&PathElement::new(
-                    vec![(x + 18, mid - 6), (x + 18, mid + 6)],
-                    c.mix(0.6).stroke_width(2),
-                ))
-                .map_err(err)?;
+                for y in [mid - 6, mid + 6] {
+                    dashed_row(area, (x, x + 36), y, dash, c.stroke_width(1))?;
+                }
+                whisker(area, x + 18, (mid + 6, mid - 6), 8, c.mix(BAND_WHISKER).stroke_width(2))?;
             }
             Some(Mark::Box(c)) => {
                 area.draw(&Rectangle::new([(x, mid - 6), (x + 36, mid + 6)], c.filled())).map_err(err)?;
@@ -407,7 +478,7 @@ fn panel_entries(p: &Panel) -> Vec<(Mark, String)> {
     }
     for b in &p.bands {
         if !entries.iter().any(|(_, l)| *l == b.label) {
-            entries.push((Mark::Band(b.colour), b.label.clone()));
+            entries.push((Mark::Band(b.colour, b.dash), b.label.clone()));
         }
     }
     for c in &p.curves {
@@ -416,6 +487,32 @@ fn panel_entries(p: &Panel) -> Vec<(Mark, String)> {
         }
     }
     entries.extend(p.notes.iter().map(|n| (Mark::Note, n.clone())));
+    if clip::own_range(p) {
+        let mut parts: Vec<String> = Vec::new();
+        let bottom = clip::y_range(p, 100.0).bottom;
+        if bottom > 0.0 {
+            parts.push(format!("the y axis starts at {}, not 0", short(bottom)));
+        }
+        if !clip::clipped(p).is_empty() {
+            parts.push(
+                "the published points far above are drawn over the grey line at the top, with their values"
+                    .into(),
+            );
+        }
+        let published = p.series.iter().filter(|s| drawn(p, s) && s.kind == Kind::Published);
+        if published.flat_map(|s| s.points.iter()).any(|q| !clip::in_x(p, q.x)) {
+            parts.push(format!(
+                "published points at other {} counts are not drawn",
+                p.x_name.trim_end_matches('s')
+            ));
+        }
+        if !parts.is_empty() {
+            entries.push((
+                Mark::Note,
+                format!("The axes follow this run's points and bands: {}.", parts.join("; ")),
+            ));
+        }
+    }
     entries
 }
 
@@ -426,11 +523,13 @@ pub fn drawn(p: &Panel, s: &Series) -> bool {
 }
 
 /// Renders `fig` as SVG text: the header (title and subtitle, wrapped to the width), then the
-/// panels in rows. In each panel, y from 0 to 1.1 times the highest value drawn, x clients on
-/// a log2 axis labelled at the series' client counts (those closer than 30 pixels to a
-/// labelled one are skipped); bands, then curves, then per series its line, min-max bars and
-/// markers as [`Kind`] says; an uncalibrated prediction writes "uncalibrated" in the chart's
-/// corner. Below each chart, its legend (one entry per series label, band and curve) and notes.
+/// panels in rows. In each panel, y from 0 to 1.1 times the highest value drawn (a panel with
+/// bands is drawn to the run's own ranges instead, the published points far above in a strip
+/// at the top: [`clip`]), x the panel's [`Panel::x_name`] on a log2 axis labelled at the
+/// series' counts (those closer than 30 pixels to a labelled one are skipped); bands, then
+/// curves, then per series its line, min-max bars (lines only) and markers as [`Kind`] says;
+/// an uncalibrated prediction writes "uncalibrated" in the chart's corner. Below each chart,
+/// its legend (one entry per series label, band and curve) and notes.
 ///
 /// # Errors
 /// A drawing error from plotters ([`OutputError::Draw`]).
@@ -467,7 +566,9 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
     let series: Vec<&Series> = p.series.iter().filter(|s| drawn(p, s)).collect();
     let xs: Vec<f64> = series
         .iter()
-        .flat_map(|s| s.points.iter().map(|q| q.x))
+        .flat_map(|s| {
+            s.points.iter().filter(|q| s.kind != Kind::Published || clip::in_x(p, q.x)).map(|q| q.x)
+        })
         .chain(p.bands.iter().flat_map(|b| b.points.iter().map(|q| q.0)))
         .filter(|x| *x >= 1.0)
         .collect();
@@ -476,14 +577,7 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
     let (lo, hi) = if xs.is_empty() { (1.0, 2.0) } else { (lo, hi) };
     let pad = 0.25 + 0.05 * (hi.log2() - lo.log2());
     let (x0, x1) = (lo.log2() - pad, hi.log2() + pad);
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|q| q.hi.unwrap_or(q.y).max(q.y)))
-        .chain(p.bands.iter().flat_map(|b| b.points.iter().map(|q| q.3)))
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.1;
-    let title_lines = wrap(&p.title, 16.0, f64::from(pw) - 30.0);
+    let title_lines = wrap_balanced(&p.title, 16.0, f64::from(pw) - 30.0);
     let (title_area, plot_area) = area.split_vertically(8 + 20 * title_lines.len() as u32);
     for (i, l) in title_lines.iter().enumerate() {
         let style = ("sans-serif", 16)
@@ -493,12 +587,15 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
             .pos(Pos::new(HPos::Center, VPos::Top));
         title_area.draw(&Text::new(l.clone(), (pw as i32 / 2, 6 + 20 * i as i32), style)).map_err(err)?;
     }
+    // The chart plots the area less its margins (10 pixels a side) and the x labels (44).
+    let yr = clip::y_range(p, f64::from(plot_area.dim_in_pixel().1) - 20.0 - 44.0);
+    let (ymin, ymax, edge) = (yr.bottom, yr.top, yr.edge);
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(10)
         .margin_right(18)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, 0.0..ymax)
+        .build_cartesian_2d(x0..x1, ymin..ymax)
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -507,48 +604,83 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
         .y_labels(8)
         .light_line_style(WHITE)
         .bold_line_style(RGBColor(232, 232, 232))
-        .x_desc("clients (log2 scale; labels at the counts run)")
+        .x_desc(format!("{} (log2 scale; labels at the counts run)", p.x_name))
         .y_desc(p.y_desc.as_str())
-        .y_label_formatter(&|y| short(*y))
+        // No value is labelled in the strip above the clip edge: its points are not on the axis.
+        .y_label_formatter(&|y| if *y > edge { String::new() } else { tick_label(*y, (ymax - ymin) / 8.0) })
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
     let l2 = |x: f64| x.max(1e-9).log2();
     let base = plot_area.get_base_pixel();
-    let px = |x: f64| f64::from(chart.backend_coord(&(l2(x), 0.0)).0);
-    for t in client_ticks(&xs, px, 30.0) {
+    let map = chart.as_coord_spec().clone();
+    // A data point's pixel in `plot_area`.
+    let at = |x: f64, y: f64| {
+        let (a, b) = map.translate(&(l2(x), y));
+        (a - base.0, b - base.1)
+    };
+    for t in client_ticks(&xs, |x| f64::from(at(x, 0.0).0), 30.0) {
         chart
             .draw_series(std::iter::once(PathElement::new(
-                vec![(l2(t), 0.0), (l2(t), ymax)],
+                vec![(l2(t), ymin), (l2(t), ymax)],
                 RGBColor(225, 225, 225).stroke_width(1),
             )))
             .map_err(err)?;
-        let (x, y) = chart.backend_coord(&(l2(t), 0.0));
+        let (x, y) = at(t, ymin);
         let style = ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
-        plot_area.draw(&Text::new(format!("{t:.0}"), (x - base.0, y - base.1 + 5), style)).map_err(err)?;
+        plot_area.draw(&Text::new(format!("{t:.0}"), (x, y + 5), style)).map_err(err)?;
     }
-    for b in &p.bands {
+    let nb = p.bands.len() as i32;
+    for (bi, b) in p.bands.iter().enumerate() {
         let pts: Vec<(f64, f64, f64, f64)> = b.points.iter().map(|q| (l2(q.0), q.1, q.2, q.3)).collect();
         if pts.len() > 1 {
             let outline: Vec<(f64, f64)> =
                 pts.iter().map(|q| (q.0, q.3)).chain(pts.iter().rev().map(|q| (q.0, q.1))).collect();
             chart
-                .draw_series(std::iter::once(Polygon::new(outline, b.colour.mix(0.15).filled())))
+                .draw_series(std::iter::once(Polygon::new(outline, b.colour.mix(BAND_FILL).filled())))
                 .map_err(err)?;
+            for edge_of in [|q: &(f64, f64, f64, f64)| (q.0, q.1), |q: &(f64, f64, f64, f64)| (q.0, q.3)] {
+                let line: Vec<(f64, f64)> = pts.iter().map(edge_of).collect();
+                let style = b.colour.stroke_width(1);
+                match b.dash {
+                    None => chart.draw_series(LineSeries::new(line, style)).map_err(err)?,
+                    Some((d, g)) => {
+                        chart.draw_series(DashedLineSeries::new(line, d, g, style)).map_err(err)?
+                    }
+                };
+            }
         }
-        chart
-            .draw_series(
-                pts.iter().map(|q| {
-                    ErrorBar::new_vertical(q.0, q.1, q.2, q.3, b.colour.mix(0.5).stroke_width(3), 14)
-                }),
-            )
-            .map_err(err)?;
+        // Whiskers of bands at the same x side by side, 6 pixels apart, so each stays visible.
+        let shift = 6 * (2 * bi as i32 - (nb - 1)) / 2;
+        for q in &b.points {
+            let (x, top) = at(q.0, q.3);
+            whisker(
+                &plot_area,
+                x + shift,
+                (at(q.0, q.1).1, top),
+                12,
+                b.colour.mix(BAND_WHISKER).stroke_width(3),
+            )?;
+        }
     }
     for c in &p.curves {
-        let pts: Vec<(f64, f64)> = c.points.iter().filter(|q| q.1 <= ymax).map(|q| (l2(q.0), q.1)).collect();
+        let pts: Vec<(f64, f64)> =
+            c.points.iter().filter(|q| (ymin..=ymax).contains(&q.1)).map(|q| (l2(q.0), q.1)).collect();
         chart.draw_series(DashedLineSeries::new(pts, 5, 4, c.colour.stroke_width(1))).map_err(err)?;
     }
+    // The min-max bars of a series, stopping at the clip edge.
+    let bars = |pts: &[Pt], cap: i32, style: ShapeStyle| -> Result<(), OutputError> {
+        for q in pts {
+            if let (Some(lo), Some(hi)) = (q.lo, q.hi)
+                && lo < edge
+            {
+                let ys = (at(q.x, lo.max(ymin)).1, at(q.x, hi.min(edge)).1);
+                whisker(&plot_area, at(q.x, ymin).0, ys, cap, style)?;
+            }
+        }
+        Ok(())
+    };
     let order = |k: Kind| match k {
         Kind::Published => 0,
         Kind::Predicted { .. } | Kind::Measured => 1,
@@ -557,7 +689,8 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
     let mut sorted = series.clone();
     sorted.sort_by_key(|s| order(s.kind));
     for s in sorted {
-        let mut pts: Vec<Pt> = s.points.clone();
+        let mut pts: Vec<Pt> =
+            s.points.iter().filter(|q| s.kind != Kind::Published || clip::in_x(p, q.x)).copied().collect();
         pts.sort_by(|a, b| a.x.total_cmp(&b.x));
         let xy: Vec<(f64, f64)> = pts.iter().map(|q| (l2(q.x), q.y)).collect();
         let st = s.style;
@@ -572,25 +705,13 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
             }
             Kind::Published => {
                 let (d, g) = st.dash.unwrap_or((2, 3));
-                if xy.len() > 1 {
+                for part in clip::below(&xy, edge).into_iter().filter(|l| l.len() > 1) {
                     chart
-                        .draw_series(DashedLineSeries::new(
-                            xy.clone(),
-                            d,
-                            g,
-                            st.colour.mix(0.6).stroke_width(1),
-                        ))
+                        .draw_series(DashedLineSeries::new(part, d, g, st.colour.mix(0.6).stroke_width(1)))
                         .map_err(err)?;
                 }
-                chart
-                    .draw_series(pts.iter().filter_map(|q| match (q.lo, q.hi) {
-                        (Some(lo), Some(hi)) => {
-                            Some(ErrorBar::new_vertical(l2(q.x), lo, q.y, hi, st.colour.mix(0.7), 6))
-                        }
-                        _ => None,
-                    }))
-                    .map_err(err)?;
-                for &q in &xy {
+                bars(&pts, 6, st.colour.mix(0.7).stroke_width(1))?;
+                for &q in xy.iter().filter(|q| q.1 <= edge) {
                     with_marker!(st.marker, q, 6, st.colour, false, |m| {
                         chart.draw_series(std::iter::once(m)).map_err(err)?;
                     });
@@ -605,14 +726,7 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
                         .draw_series(DashedLineSeries::new(xy.clone(), d, g, st.colour.stroke_width(2)))
                         .map_err(err)?,
                 };
-                chart
-                    .draw_series(pts.iter().filter_map(|q| match (q.lo, q.hi) {
-                        (Some(lo), Some(hi)) => {
-                            Some(ErrorBar::new_vertical(l2(q.x), lo, q.y, hi, st.colour, 8))
-                        }
-                        _ => None,
-                    }))
-                    .map_err(err)?;
+                bars(&pts, 8, st.colour.stroke_width(1))?;
                 for &q in &xy {
                     with_marker!(st.marker, q, 4, st.colour, true, |m| {
                         chart.draw_series(std::iter::once(m)).map_err(err)?;
@@ -621,12 +735,39 @@ fn draw_panel(area: &Area<'_>, p: &Panel, pw: u32) -> Result<(), OutputError> {
             }
         }
     }
-    if series.iter().any(|s| s.kind == Kind::Predicted { calibrated: false }) {
-        let (x, y) = chart.backend_coord(&(x0, ymax));
-        let style = ("sans-serif", 13).into_font().color(&RGBColor(120, 120, 120));
+    if !yr.clipped.is_empty() {
+        // The clip edge, and above it each clipped point's hollow marker and value.
+        let (left, right) = (at(x0.exp2(), edge), at(x1.exp2(), edge));
         plot_area
-            .draw(&Text::new("uncalibrated prediction".to_string(), (x - base.0 + 8, y - base.1 + 6), style))
+            .draw(&PathElement::new(vec![left, (right.0, left.1)], RGBColor(160, 160, 160).stroke_width(1)))
             .map_err(err)?;
+        let top = at(1.0, ymax).1;
+        let font = ("sans-serif", 12).into_font();
+        for c in &yr.clipped {
+            // The series' legend symbol, so that two series of one variant stay apart by dash.
+            let (x, y) = (at(c.x, 0.0).0, top + 9 + (clip::CLIP_ROW as i32) * c.row as i32);
+            series_symbol(&plot_area, Kind::Published, c.style, (x - 14, x + 14), y)?;
+            let label = format!("\u{2191} {}", clipped_value(c.y));
+            let style = font.clone().color(&c.style.colour).pos(Pos::new(HPos::Left, VPos::Center));
+            plot_area.draw(&Text::new(label, (x + 17, y), style)).map_err(err)?;
+        }
+    }
+    if series.iter().any(|s| s.kind == Kind::Predicted { calibrated: false }) {
+        let (x, y) = at(x0.exp2(), ymax);
+        let style = ("sans-serif", 13).into_font().color(&RGBColor(120, 120, 120));
+        let y = if yr.clipped.is_empty() { y + 6 } else { at(1.0, edge).1 + 4 };
+        plot_area.draw(&Text::new("uncalibrated prediction".to_string(), (x + 8, y), style)).map_err(err)?;
     }
     Ok(())
+}
+
+/// A clipped point's value as written beside it: three significant figures with a k / M suffix.
+fn clipped_value(y: f64) -> String {
+    if y >= 1e6 {
+        format!("{:.2}M", y / 1e6)
+    } else if y >= 1e4 {
+        format!("{:.1}k", y / 1e3)
+    } else {
+        format!("{y:.0}")
+    }
 }

@@ -35,6 +35,9 @@ fn files_round_trip_and_damage_is_caught() {
         "{missing}"
     );
     let svg = std::fs::read_to_string(&w.svg).unwrap();
+    // vm-pin's x axis counts its workers, as the driver names them.
+    assert!(svg.contains("vm-pin: throughput against workers") && svg.contains("workers (log2 scale"));
+    assert!(!svg.contains("clients (log2 scale"));
     std::fs::write(&w.svg, &svg[..svg.len() / 2]).unwrap();
     assert!(verify(dir.path(), e.name, &names, points, rows).unwrap_err().to_string().contains("svg"));
     std::fs::write(&w.svg, svg).unwrap();
@@ -236,6 +239,7 @@ fn published_points_appear_only_on_their_own_machines_panel() {
         panels: vec![svg::Panel {
             title: "A".into(),
             machine: "A".into(),
+            x_name: "clients".into(),
             y_desc: "tps".into(),
             series: vec![series("B")],
             bands: Vec::new(),
@@ -376,4 +380,80 @@ fn titles_and_legend_lines_are_wrapped_to_the_plot() {
     for l in &subtitle {
         assert!(svg::text_width(l, 14.0) <= width, "{l}");
     }
+}
+
+#[test]
+fn balanced_wrapping_keeps_the_line_count_and_evens_the_lines() {
+    let sub =
+        "FlexLock (2011): ending transactions without taking ProcArrayLock yourself, synchronous commit on";
+    for (size, width) in [(14.0, 696.0), (13.0, 300.0), (19.0, 500.0)] {
+        let greedy = svg::wrap(sub, size, width);
+        let even = svg::wrap_balanced(sub, size, width);
+        assert_eq!(even.len(), greedy.len(), "{even:?}");
+        assert_eq!(even.join(" "), sub);
+        let len = |l: &String| l.chars().count();
+        assert!(even.iter().map(len).max() <= greedy.iter().map(len).max());
+        assert!(even.iter().map(len).min() >= greedy.iter().map(len).min(), "{even:?} vs {greedy:?}");
+    }
+    // The subtitle's last line is no longer a word or two.
+    let even = svg::wrap_balanced(sub, 14.0, 696.0);
+    assert!(even.last().unwrap().split(' ').count() > 2, "{even:?}");
+    // A line that fits stays one line.
+    assert_eq!(svg::wrap_balanced("short", 14.0, 696.0), vec!["short".to_string()]);
+}
+
+/// A panel of one measured series and one published series, each of a non-circle marker with
+/// min-max bars, and one band.
+fn barred_panel() -> svg::Panel {
+    let pt = |x: f64, y: f64| svg::Pt { x, y, lo: Some(y * 0.8), hi: Some(y * 1.2) };
+    let series = |kind: svg::Kind, i: usize| svg::Series {
+        label: format!("{kind:?}"),
+        machine: "m".into(),
+        kind,
+        style: palette::series_style(i),
+        points: vec![pt(2.0, 100.0), pt(4.0, 150.0)],
+    };
+    svg::Panel {
+        title: "bars".into(),
+        machine: "m".into(),
+        x_name: "workers".into(),
+        y_desc: "ops/s".into(),
+        series: vec![series(svg::Kind::Measured, 1), series(svg::Kind::Published, 2)],
+        bands: vec![svg::Band {
+            label: "band".into(),
+            colour: COLORS[1],
+            dash: Some((10, 5)),
+            points: vec![(2.0, 70.0, 100.0, 130.0), (4.0, 120.0, 150.0, 170.0)],
+        }],
+        curves: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+#[test]
+fn error_bars_and_band_whiskers_add_no_marker_of_their_own() {
+    let fig = |panel| svg::Figure {
+        title: "t".into(),
+        subtitle: Vec::new(),
+        panels: vec![panel],
+        columns: 1,
+        panel_size: (500, 320),
+    };
+    let with = svg::render(&fig(barred_panel())).unwrap();
+    let mut bare = barred_panel();
+    for s in &mut bare.series {
+        for q in &mut s.points {
+            (q.lo, q.hi) = (None, None);
+        }
+    }
+    let without = svg::render(&fig(bare)).unwrap();
+    // Squares and triangles only: no circle anywhere, bars or not.
+    assert_eq!(with.matches("<circle").count(), 0, "{with}");
+    // The bars add lines only: the markers (polygons, rects) are the same with and without.
+    for tag in ["<polygon", "<rect", "<circle"] {
+        assert_eq!(with.matches(tag).count(), without.matches(tag).count(), "{tag}");
+    }
+    assert!(with.matches("<polyline").count() > without.matches("<polyline").count());
+    // The x axis says what the panel counts.
+    assert!(with.contains("workers (log2 scale"));
 }

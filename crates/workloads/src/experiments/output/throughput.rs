@@ -5,7 +5,7 @@
 use super::error::OutputError;
 use super::palette::{Marker, Style, series_style};
 use super::svg::{self, Band, Curve, Figure, Kind, Panel, Pt, Series};
-use crate::experiments::driver::ExperimentResult;
+use crate::experiments::driver::{ExperimentResult, clients_name};
 use plotters::style::BLACK;
 
 /// Distinct client counts a USL curve needs before the plot draws it: the fit's 3 parameters
@@ -29,6 +29,14 @@ pub fn machine_title(r: &ExperimentResult) -> String {
         Some(m) => format!("simulated {} ({} cores, {} hardware threads)", m.profile, m.cores, m.hw_threads),
         None => format!("this host, {} cores", r.machine.cores),
     }
+}
+
+/// What the run's x axis counts: its workloads' [`clients_name`] (`workers` for `vm-pin`),
+/// `clients` when they differ.
+pub fn x_name(r: &ExperimentResult) -> &'static str {
+    let mut names = r.plan.workloads.iter().map(|w| clients_name(w));
+    let first = names.next().unwrap_or("clients");
+    if names.all(|n| n == first) { first } else { "clients" }
 }
 
 /// The machine a result's panels are for: the simulated profile's name, or `this host`.
@@ -66,9 +74,13 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
             Kind::Predicted { calibrated: false } => "predicted, uncalibrated".to_string(),
             _ => format!("measured on {machine}"),
         };
+        let x_name = clients_name(w);
+        // `client`, `worker`: as in "client counts".
+        let x_one = x_name.trim_end_matches('s');
         let mut p = Panel {
             title: format!("{} ({})", w.name, w.unit),
             machine: machine.clone(),
+            x_name: x_name.to_string(),
             y_desc: w.unit.to_string(),
             series: Vec::new(),
             bands: Vec::new(),
@@ -109,6 +121,7 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
                             sens.perturbations.len()
                         ),
                         colour: style.colour,
+                        dash: style.dash,
                         points: band,
                     });
                 }
@@ -123,10 +136,10 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
                             .collect();
                         let peak = f
                             .peak_clients
-                            .map_or("no peak".to_string(), |c| format!("peak at {c:.0} clients"));
+                            .map_or("no peak".to_string(), |c| format!("peak at {c:.0} {x_name}"));
                         p.curves.push(Curve {
                             label: format!(
-                                "{}: USL fit over {} client counts: lambda {}, alpha {:.3e}, beta {:.3e}, {peak}, R2 {:.3}",
+                                "{}: USL fit over {} {x_one} counts: lambda {}, alpha {:.3e}, beta {:.3e}, {peak}, R2 {:.3}",
                                 v.name,
                                 u.clients.len(),
                                 svg::short(f.lambda),
@@ -144,7 +157,7 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
         }
         if !not_fitted.is_empty() {
             p.notes.push(format!(
-                "No USL curve drawn for {}: the number of client counts in brackets is below {MIN_USL_CLIENTS} (the fit's 3 parameters + 5); fits or reasons are in {}-usl.csv.",
+                "No USL curve drawn for {}: the number of {x_one} counts in brackets is below {MIN_USL_CLIENTS} (the fit's 3 parameters + 5); fits or reasons are in {}-usl.csv.",
                 not_fitted.join(", "),
                 e.name
             ));
@@ -230,7 +243,7 @@ pub fn figure(r: &ExperimentResult, extra: &[(String, Series)]) -> Figure {
         (None, None) => {}
     }
     Figure {
-        title: format!("{}: throughput against clients", e.name),
+        title: format!("{}: throughput against {}", e.name, x_name(r)),
         subtitle,
         panels,
         columns: 1,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::error::OutputError;
 use super::palette::{self, JOINING, NO_WAIT_EVENT, RUNNABLE, RUNNING, SLEEP, wait_colour, wait_rank};
 use super::svg::{Mark, draw_header, draw_legend, err, header_height, header_lines, legend_rows};
-use super::throughput::machine_title;
+use super::throughput::{machine_title, x_name};
 use crate::experiments::driver::{ExperimentResult, TimeSplit};
 
 /// The shares of the time plot: its categories, bottom of the stack first, and one row of
@@ -157,8 +157,10 @@ fn draw_time(r: &ExperimentResult, t: &TimeShares) -> Result<String, OutputError
         &format!("{}: where the simulated backends' virtual time went", e.name),
         &[
             machine_title(r),
-            "share of the backends' virtual time per client count; one colour per wait class in every plot"
-                .to_string(),
+            format!(
+                "share of the backends' virtual time per {} count; one colour per wait class in every plot",
+                x_name(r).trim_end_matches('s')
+            ),
         ],
         width,
     );
@@ -198,7 +200,7 @@ fn draw_time(r: &ExperimentResult, t: &TimeShares) -> Result<String, OutputError
                     .light_line_style(WHITE)
                     .y_labels(6)
                     .x_labels(0)
-                    .x_desc("clients")
+                    .x_desc(x_name(r))
                     .y_desc("share of virtual time")
                     .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
                     .label_style(("sans-serif", 12))
