@@ -21,7 +21,8 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Lines of the throughput table that follows the header line starting `clients |`, up to the
+/// Lines of the throughput table that follows the header line starting `clients |` (`workers |`
+/// for vm-pin), up to the
 /// blank line that ends it (the separator line excluded).
 fn table_rows(stdout: &str, after: usize) -> Vec<String> {
     stdout.lines().skip(after + 2).take_while(|l| !l.trim().is_empty()).map(str::to_string).collect()
@@ -76,7 +77,11 @@ fn every_experiment_runs_in_smoke_mode() {
         let headers: Vec<usize> = stdout
             .lines()
             .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with("clients |"))
+            .filter(|(_, l)| {
+                let l = l.trim_start();
+                // vm-pin's unit of concurrency is workers.
+                l.starts_with("clients |") || l.starts_with("workers |")
+            })
             .map(|(i, _)| i)
             .collect();
         assert_eq!(headers.len(), workloads, "{name}: {stdout}");

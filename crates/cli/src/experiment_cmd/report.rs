@@ -322,7 +322,7 @@ pub(super) fn print_report(r: &ExperimentResult, wall_s: f64) {
             w.unit,
             plan.runs
         );
-        let mut header = vec!["clients".to_string(), base.to_string()];
+        let mut header = vec![driver::clients_name(w).to_string(), base.to_string()];
         for v in &e.variants[1..] {
             header.push(v.name.to_string());
             header.push("gain %".into());
@@ -356,7 +356,7 @@ pub(super) fn print_report(r: &ExperimentResult, wall_s: f64) {
         outln!();
         outln!("{}: key counters per variant (median of runs)", w.name);
         let op = driver::op_name(w);
-        let mut header = vec!["variant".to_string(), "clients".to_string()];
+        let mut header = vec!["variant".to_string(), driver::clients_name(w).to_string()];
         header.extend(e.counters.iter().map(|c| format!("{}{}", c.label, c.per.suffix(op))));
         let mut rows = Vec::new();
         for v in e.variants {
