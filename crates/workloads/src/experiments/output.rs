@@ -23,6 +23,7 @@ use super::driver::{ExperimentResult, TimeSplit};
 
 pub mod clip;
 mod error;
+pub mod figure;
 pub mod load;
 pub mod palette;
 pub mod svg;

@@ -8,8 +8,8 @@
 //! chart, each with its value. Any other panel is drawn from 0 to 1.1 times everything it
 //! draws. No locks: pure functions of the panel.
 
+use super::figure::{Kind, Panel, Pt, Series, drawn};
 use super::palette::Style;
-use super::svg::{Kind, Panel, Pt, Series, drawn};
 
 /// Height of one row of the top strip (one clipped point's symbol and value), pixels.
 pub const CLIP_ROW: f64 = 16.0;
@@ -188,8 +188,8 @@ pub fn below(xy: &[(f64, f64)], edge: f64) -> Vec<Vec<(f64, f64)>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::figure::{Band, Pt};
     use super::super::palette::series_style;
-    use super::super::svg::{Band, Pt};
     use super::*;
 
     fn series(kind: Kind, vi: usize, pts: &[(f64, f64)]) -> Series {
