@@ -155,7 +155,10 @@ fn a_directory_in_use_is_refused_naming_the_holder() {
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
     let pid = std::process::id();
     assert_eq!(fs::read_to_string(dir.join(datadir::LOCK_FILE)).unwrap().trim(), pid.to_string());
-    let in_use = format!("data directory \"{}\" is in use by process {pid}", dir.display());
+    let in_use = format!(
+        "data directory \"{}\" is in use by process {pid} (or by runs reading it with --load-from)",
+        dir.display()
+    );
     // A second open and a re-initialisation while the first is open.
     let e = datadir::open(engine_cfg(), &dir).unwrap_err().to_string();
     assert_eq!(e, in_use, "no advice about unclean shutdowns");

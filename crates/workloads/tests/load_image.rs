@@ -1,7 +1,7 @@
 //! `datadir::load_image` (`pgbench --load-from`): a data directory fresh from `-i` used as the
 //! tables' starting point of in-memory runs. The runs see the loaded tables, every page starts
-//! in shared buffers, the directory's files are never changed, and a directory that is not a
-//! fresh, cleanly shut down load is refused with one line naming it.
+//! in shared buffers, the directory's files are never changed, readers lock writers out, and a
+//! directory that is not a fresh, cleanly shut down load is refused with one line naming it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -46,7 +46,8 @@ fn runs_start_from_the_image_in_shared_buffers_and_never_change_it() {
     datadir::initialize(engine_cfg(), &dir, 1, 100).unwrap();
     let before = snapshot(&dir);
     for round in 0..2 {
-        let (engine, control) = datadir::load_image(engine_cfg(), &dir).unwrap();
+        let image = datadir::load_image(engine_cfg(), &dir).unwrap();
+        let (engine, control) = (&image.engine, &image.control);
         assert_eq!(control.scale, 1);
         // Every page of the tables was read into shared buffers before the run.
         let pages: u64 = TableId::ALL
@@ -58,7 +59,7 @@ fn runs_start_from_the_image_in_shared_buffers_and_never_change_it() {
             .sum();
         let reads_before = engine.pool.stats().reads;
         assert!(reads_before >= pages, "round {round}: {reads_before} reads for {pages} pages");
-        let r = runner::run_on(&engine, 0.0, &tpcb(30), &|_| {}).unwrap();
+        let r = runner::run_on(engine, 0.0, &tpcb(30), &|_| {}).unwrap();
         assert_eq!(r.transactions, 60, "round {round}");
         for c in &r.checks {
             assert!(c.ok, "round {round}: {} ({})", c.name, c.detail);
@@ -89,6 +90,11 @@ fn a_directory_that_is_not_a_fresh_clean_load_is_refused() {
     fs::remove_file(&vm).unwrap();
     one_line(datadir::load_image(engine_cfg(), &dir).unwrap_err(), &["lacks relation file", "_vm", "-i"]);
     fs::write(&vm, saved).unwrap();
+    // A file in base/ that is none of the relations: named, as an open names it.
+    let junk = dir.join("base").join("junk");
+    fs::write(&junk, b"x").unwrap();
+    one_line(datadir::load_image(engine_cfg(), &dir).unwrap_err(), &["unexpected file", "junk"]);
+    fs::remove_file(&junk).unwrap();
     // A damaged page: named by its block, as an open names it.
     let heap = dir.join("base").join(TableId::Branches.heap_oid().0.to_string());
     let mut bytes = fs::read(&heap).unwrap();
@@ -98,9 +104,17 @@ fn a_directory_that_is_not_a_fresh_clean_load_is_refused() {
     bytes[100] ^= 0xff;
     fs::write(&heap, &bytes).unwrap();
     datadir::load_image(engine_cfg(), &dir).unwrap();
+    // Read by a run from the image: no writer may open it meanwhile; two readers may.
+    let a = datadir::load_image(engine_cfg(), &dir).unwrap();
+    let b = datadir::load_image(engine_cfg(), &dir).unwrap();
+    one_line(datadir::open(engine_cfg(), &dir).unwrap_err(), &["is in use", "--load-from"]);
+    drop((a, b));
     // In use (opened, not shut down), then changed by a run: refused.
     let (engine, control) = datadir::open(engine_cfg(), &dir).unwrap();
-    one_line(datadir::load_image(engine_cfg(), &dir).unwrap_err(), &["in use or was not shut down cleanly"]);
+    one_line(
+        datadir::load_image(engine_cfg(), &dir).unwrap_err(),
+        &["is in use by process", "--load-from reads only"],
+    );
     runner::run_on(&engine, 0.0, &tpcb(5), &|_| {}).unwrap();
     datadir::shutdown(&engine, &control).unwrap();
     drop(engine);

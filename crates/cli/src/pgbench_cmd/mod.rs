@@ -349,10 +349,13 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
         }
         (None, Some(dir)) => {
             let t0 = lockstack_common::sync::Instant::now();
-            let (engine, _) =
+            // Held until the run ends: the image stays locked against writers while its pages
+            // may still be read.
+            let image =
                 datadir::load_image(cfg.engine.clone(), dir).map_err(|e| Failure::input(e.to_string()))?;
-            let mut res = runner::run_on_with(&engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress)
-                .map_err(run_failure)?;
+            let mut res =
+                runner::run_on_with(&image.engine, t0.elapsed().as_secs_f64(), &cfg, opts, &progress)
+                    .map_err(run_failure)?;
             check_total(&mut res);
             res
         }

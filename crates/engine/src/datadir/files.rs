@@ -56,7 +56,10 @@ pub fn lock(dir: &Path) -> Result<DirLock, EngineError> {
                 Some(pid) => format!("process {pid}"),
                 None => "another process".to_string(),
             };
-            return Err(usage(format!("data directory \"{}\" is in use by {holder}", dir.display())));
+            return Err(usage(format!(
+                "data directory \"{}\" is in use by {holder} (or by runs reading it with --load-from)",
+                dir.display()
+            )));
         }
         Err(fs::TryLockError::Error(e)) => return Err(io(&path, "could not lock", e)),
     }
@@ -64,6 +67,43 @@ pub fn lock(dir: &Path) -> Result<DirLock, EngineError> {
         .and_then(|()| f.write_all(format!("{}\n", std::process::id()).as_bytes()))
         .map_err(|e| io(&path, "could not write", e))?;
     Ok(DirLock { path: dir.to_path_buf(), _file: f })
+}
+
+/// Takes `dir`'s lock shared, for a process that only reads the directory (a load image,
+/// [`super::load_image`]): any number of readers hold it at once, and while one does, [`lock`]
+/// (an open for a run, `-i`) fails, as a reader fails while a writer holds it. The lock file is
+/// opened for reading only, so a read-only directory can be read; one without a lock file
+/// (copied without it) is read without a lock, `Ok(None)`, since nothing opened it for writing
+/// since.
+///
+/// # Errors
+/// [`EngineError::Usage`] "data directory "d" is in use by process N" when a writer holds it;
+/// a lock file that is not a regular file; an I/O error naming the file.
+pub fn lock_shared(dir: &Path) -> Result<Option<DirLock>, EngineError> {
+    let path = dir.join(LOCK_FILE);
+    regular_or_missing(&path)?;
+    let mut f = match fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path, "could not open lock file", e)),
+    };
+    match f.try_lock_shared() {
+        Ok(()) => Ok(Some(DirLock { path: dir.to_path_buf(), _file: f })),
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let holder = match f.read_to_string(&mut text).ok().and_then(|_| text.trim().parse::<u32>().ok())
+            {
+                Some(pid) => format!("process {pid}"),
+                None => "another process".to_string(),
+            };
+            Err(usage(format!(
+                "data directory \"{}\" is in use by {holder}, which may change it; --load-from reads only a \
+                 directory no run or -i has open",
+                dir.display()
+            )))
+        }
+        Err(fs::TryLockError::Error(e)) => Err(io(&path, "could not lock", e)),
+    }
 }
 
 pub(super) fn usage(msg: String) -> EngineError {

@@ -16,7 +16,7 @@ use lockstack_common::{BlockNumber, Oid, TransactionId};
 
 use super::checks::{check_relations, relation_forks};
 use super::control::{ClusterState, ControlFile, check_control, read_control};
-use super::files::usage;
+use super::files::{lock_shared, usage};
 use crate::engine::{Engine, EngineConfig, TableSource};
 use crate::error::EngineError;
 use crate::tables::TableId;
@@ -26,8 +26,9 @@ use crate::tables::TableId;
 /// shared buffers. `cfg` is the run's configuration (preset, backends, buffers); its storage
 /// stays in memory, so WAL, CLOG and relation writes never reach `dir`.
 ///
-/// The directory passes the checks [`super::open`] makes of its relations before anything is
-/// used: the control file (CRC-32C, keys, fields), state "shut down", not marked damaged,
+/// The directory is locked shared ([`lock_shared`]) for as long as the returned
+/// [`LoadedImage`] lives, so no run or `-i` can open it for writing meanwhile, and it passes
+/// the checks [`super::open`] makes of its relations before anything is used: the control file (CRC-32C, keys, fields), state "shut down", not marked damaged,
 /// every relation file whole and every page's checksum and shape, the scale against
 /// pgbench_branches and pgbench_tellers. It must also be fresh: `next_xid` is still the first
 /// normal transaction id, so every row is the frozen row the load wrote and pg_xact holds
@@ -45,7 +46,12 @@ use crate::tables::TableId;
 /// that changed while the relation files were being read (another process re-initialized or
 /// ran on it); a relation fork the load writes that is missing; buffer pool errors (the
 /// configuration's shared buffers must hold every page).
-pub fn load_image(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, ControlFile), EngineError> {
+pub fn load_image(cfg: EngineConfig, dir: &Path) -> Result<LoadedImage, EngineError> {
+    if !dir.join(super::CONTROL_FILE).exists() {
+        // Names the control file (or says `dir` is no directory) before any lock is looked for.
+        read_control(dir)?;
+    }
+    let lock = lock_shared(dir)?;
     let control = read_control(dir)?;
     if control.state != ClusterState::ShutDown {
         return Err(usage(format!(
@@ -70,12 +76,31 @@ pub fn load_image(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, Control
             TransactionId::FIRST_NORMAL.0
         )));
     }
-    let files = FileSmgr::new(dir.join("base"), false)
+    let forks: Vec<(Oid, ForkNumber)> =
+        relation_forks().into_iter().map(|(rel, fork, _)| (rel, fork)).collect();
+    let file_name = |rel: Oid, fork: ForkNumber| match fork {
+        ForkNumber::Main => rel.0.to_string(),
+        other => format!("{}_{}", rel.0, other.name()),
+    };
+    // As an open refuses them: a file in base/ that is none of the relations is not ours.
+    let base = dir.join("base");
+    let entries =
+        std::fs::read_dir(&base).map_err(|e| super::files::io(&base, "could not read directory", e))?;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !forks.iter().any(|&(rel, fork)| name.to_str() == Some(file_name(rel, fork).as_str())) {
+            return Err(usage(format!(
+                "unexpected file \"{}\" in data directory \"{}\": it is none of the relation files lockstack \
+                 writes; move it away (or reinitialize the directory with -i)",
+                e.path().display(),
+                dir.display()
+            )));
+        }
+    }
+    let files = FileSmgr::new(&base, false)
         .map_err(lockstack_bufmgr::BufferError::from)?
         .read_only()
         .with_checksums(control.data_checksums);
-    let forks: Vec<(Oid, ForkNumber)> =
-        relation_forks().into_iter().map(|(rel, fork, _)| (rel, fork)).collect();
     let mem = Arc::new(
         MemorySmgr::backed_by(Arc::new(files), &forks).map_err(lockstack_bufmgr::BufferError::from)?,
     );
@@ -87,10 +112,7 @@ pub fn load_image(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, Control
                 .chain(t.index_oid().map(|i| (i, ForkNumber::Main, true)));
         for (rel, fork, needed) in needed {
             if needed && mem.nblocks(rel, fork).map_err(lockstack_bufmgr::BufferError::from)? == 0 {
-                let file = match fork {
-                    ForkNumber::Main => rel.0.to_string(),
-                    other => format!("{}_{}", rel.0, other.name()),
-                };
+                let file = file_name(rel, fork);
                 return Err(usage(format!(
                     "data directory \"{}\" lacks relation file \"{}\" (of {}), which -i writes; reinitialize it \
                      with -i",
@@ -115,7 +137,21 @@ pub fn load_image(cfg: EngineConfig, dir: &Path) -> Result<(Arc<Engine>, Control
             dir.display()
         )));
     }
-    Ok((engine, control))
+    Ok(LoadedImage { engine, control, _lock: lock })
+}
+
+/// An engine built by [`load_image`], with the image's control file and its shared lock: keep
+/// it for as long as the engine runs, since pages the buffer pool evicts are read from the
+/// image again (a pool smaller than the tables reads it throughout the run), and the lock keeps
+/// any process from opening the directory for writing meanwhile.
+#[derive(Debug)]
+pub struct LoadedImage {
+    /// The engine, its tables in memory over the image.
+    pub engine: Arc<Engine>,
+    /// The image's control file, as read.
+    pub control: ControlFile,
+    /// `None` for an image without a lock file (see [`lock_shared`]).
+    _lock: Option<super::DirLock>,
 }
 
 /// Reads every page of the pgbench tables into shared buffers, in the order

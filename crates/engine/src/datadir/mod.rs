@@ -66,8 +66,8 @@ pub use control::{
     Balances, CONTROL_FILE, CONTROL_VERSION, ClusterState, ControlFile, MIN_FILLFACTOR, TableTotals,
     check_control, read_control, write_control,
 };
-pub use files::{DirLock, LOCK_FILE, check_writable, lock};
-pub use image::load_image;
+pub use files::{DirLock, LOCK_FILE, check_writable, lock, lock_shared};
+pub use image::{LoadedImage, load_image};
 
 /// `cfg` with CLOG and WAL in `dir` (relations go through the [`FileSmgr`] the caller builds).
 fn file_config(mut cfg: EngineConfig, dir: &Path) -> EngineConfig {
