@@ -276,9 +276,22 @@ pub(crate) fn reexec() -> Failure {
 
 #[cfg(feature = "sim")]
 pub(crate) use simulating::{
-    adopt, finish, finish_timing, note_calibration, pgbench_defaults, profile_name, setup, setup_timing,
-    tally_if_simulating,
+    adopt, calibration_target, finish, finish_timing, note_calibration, pgbench_defaults, setup,
+    setup_timing, tally_if_simulating,
 };
+
+/// What a stored calibration is looked up and checked by: the simulated machine's profile name,
+/// whether `--machine` named it (a built-in or a user profile) rather than giving a file, and
+/// whether PostgreSQL's costs are charged (the only ones `sim.postgres_ipc` rates).
+#[derive(Debug, Clone)]
+pub(crate) struct CalibrationTarget {
+    /// The profile's name.
+    pub(crate) profile: String,
+    /// Given by name, not as a file.
+    pub(crate) named: bool,
+    /// `--costs postgres`.
+    pub(crate) postgres_costs: bool,
+}
 
 /// Without the simulator there is no section to note a calibration in.
 #[cfg(not(feature = "sim"))]
@@ -286,7 +299,7 @@ pub(crate) fn note_calibration(_text: String) {}
 
 /// Without the simulator no process simulates a machine.
 #[cfg(not(feature = "sim"))]
-pub(crate) fn profile_name() -> Option<String> {
+pub(crate) fn calibration_target() -> Option<CalibrationTarget> {
     None
 }
 

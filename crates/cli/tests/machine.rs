@@ -706,9 +706,37 @@ fn pgbench_applies_a_stored_calibration_and_names_it() {
     let out =
         ok(&["pgbench", "-S", "-c", "1", "-t", "20", "--machine", "xeon-32", "--calibration", "pgxact"]);
     assert!(
-        out.contains("calibration: calibrated to: select-only on xeon-32: Haas, 32 cores, -S at 1 client"),
+        out.contains("from pgxact's calibration: select-only on xeon-32: Haas, 32 cores, -S at 1 client"),
         "{out}"
     );
+    // This run's settings are not the fit's: the line says which differ.
+    assert!(out.contains("this run differs from the fit's settings in -M prepared (fit: simple)"), "{out}");
+    // Under the fit's own settings it says so.
+    let fit = ok(&[
+        "pgbench",
+        "-S",
+        "-c",
+        "1",
+        "-t",
+        "20",
+        "-M",
+        "simple",
+        "-s",
+        "10",
+        "--preset",
+        "pg92",
+        "--set",
+        "wal.synchronous_commit=off",
+        "--set",
+        "procarray.layout=pgproc",
+        "--set",
+        "procarray.global_xmin=every-snapshot",
+        "--machine",
+        "xeon-32",
+        "--calibration",
+        "pgxact",
+    ]);
+    assert!(fit.contains("this run has the fit's settings (--calibration pgxact)"), "{fit}");
     let ipc = lockstack_workloads::experiments::find("pgxact")
         .unwrap()
         .calibration("xeon-32", "select-only")
@@ -728,6 +756,22 @@ fn pgbench_applies_a_stored_calibration_and_names_it() {
             &["pgbench", "-S", "-t", "5", "--machine", "xeon-32", "--calibration", "nosuch"],
             "unknown experiment",
         ),
+        (
+            &[
+                "pgbench",
+                "-S",
+                "-t",
+                "5",
+                "--machine",
+                "xeon-32",
+                "--costs",
+                "own",
+                "--calibration",
+                "pgxact",
+            ],
+            "--costs own",
+        ),
+        (&["pgbench", "-i", "--machine", "xeon-32", "--calibration", "pgxact"], "--calibration"),
         (
             &["pgbench", "-S", "-N", "-t", "5", "--machine", "xeon-32", "--calibration", "pgxact"],
             "one built-in script",

@@ -74,6 +74,7 @@ fn init_only_options(args: &PgbenchArgs) -> Result<(), Failure> {
     flag(args.protocol.is_some(), "-M");
     flag(args.random_seed.is_some(), "--random-seed");
     flag(args.open_damaged, "--open-damaged");
+    flag(args.calibration.is_some(), "--calibration");
     if bad.is_empty() {
         Ok(())
     } else {
@@ -406,17 +407,33 @@ pub(crate) fn run(args: PgbenchArgs) -> Result<(), Failure> {
 
 /// `--calibration EXPERIMENT`: the `--set sim.postgres_ipc=X` of `EXPERIMENT`'s stored
 /// calibration for the simulated machine and the run's one built-in script (the user's
-/// calibrations first, then the built-in ones), noted for the report's `calibration:` line.
+/// calibrations first, then the built-in ones), noted for the report's `calibration:` line
+/// with the settings the fit was made under that this run does not share (the fitted rate
+/// applies to this run; the fitted point is reproduced only under the fit's settings); a
+/// warning line on stderr names them too.
 ///
 /// # Errors
-/// Not simulating; an unknown experiment; not exactly one built-in script and no `-f`;
-/// `--set sim.postgres_ipc` given too; no stored calibration for that machine and script (the
-/// message lists the experiment's calibrations).
+/// Not simulating; `--costs own`; a profile given as a file; an unknown experiment; not
+/// exactly one built-in script and no `-f`; `--set sim.postgres_ipc` given too; no stored
+/// calibration for that machine and script (the message lists the experiment's calibrations).
 fn calibration_setting(name: &str, args: &PgbenchArgs, builtins: &[&'static str]) -> Result<String, Failure> {
     use lockstack_workloads::experiments;
-    let Some(machine) = crate::sim_cmd::profile_name() else {
+    let Some(target) = crate::sim_cmd::calibration_target() else {
         return Err(Failure::input("--calibration applies only under --machine PROFILE"));
     };
+    if !target.postgres_costs {
+        return Err(Failure::input(
+            "--calibration rates PostgreSQL's costs (--costs postgres, pgbench's default); --costs own has no postgres_ipc to calibrate",
+        ));
+    }
+    if !target.named {
+        return Err(Failure::input(format!(
+            "--calibration needs --machine NAME (a built-in profile or one in the user directory): calibrations are \
+             stored per profile name, and a profile file named {:?} may not hold the figures they were fitted with",
+            target.profile
+        )));
+    }
+    let machine = target.profile;
     let e = experiments::find(name).map_err(|e| Failure::input(format!("--calibration: {e}")))?;
     let workload = match (builtins, args.file.is_empty()) {
         ([one], true) => *one,
@@ -444,7 +461,47 @@ fn calibration_setting(name: &str, args: &PgbenchArgs, builtins: &[&'static str]
             "--calibration {name}: no stored calibration for {workload} on {machine} (it has: {have}); `lockstack experiment {name} --machine {machine} --calibrate` fits one"
         )));
     };
-    crate::sim_cmd::note_calibration(format!("calibrated to: {} (--calibration {name})", c.line()));
+    // The settings of the fit (the experiment's, with its baseline variant) this run lacks.
+    let mut differs: Vec<String> = Vec::new();
+    let fit_protocol = match e.protocol {
+        lockstack_workloads::pgbench::runner::QueryMode::Simple => "simple",
+        lockstack_workloads::pgbench::runner::QueryMode::Extended => "extended",
+        lockstack_workloads::pgbench::runner::QueryMode::Prepared => "prepared",
+    };
+    if protocol(args) != fit_protocol {
+        differs.push(format!("-M {} (fit: {fit_protocol})", protocol(args)));
+    }
+    if args.preset != e.preset {
+        differs.push(format!("--preset {} (fit: {})", args.preset, e.preset));
+    }
+    if let Some(m) = e.machine(&machine)
+        && args.scale != m.scale
+        && args.load_from.is_none()
+        && args.data_dir.is_none()
+    {
+        differs.push(format!("-s {} (fit: {})", args.scale, m.scale));
+    }
+    for s in e.common.iter().chain(e.baseline().set) {
+        if !args.set.iter().any(|a| a.replace(' ', "") == s.replace(' ', "")) {
+            differs.push(format!("no --set {s}"));
+        }
+    }
+    let fit = format!("sim.postgres_ipc = {:.3} from {name}'s calibration: {}", c.postgres_ipc, c.line());
+    let note = if differs.is_empty() {
+        format!("{fit}; this run has the fit's settings (--calibration {name})")
+    } else {
+        errln!(
+            "warning: --calibration {name} was fitted under other settings than this run's ({}); its figures are \
+             predictions at the fitted rate, not the fitted point",
+            differs.join(", ")
+        );
+        format!(
+            "{fit}; this run differs from the fit's settings in {}, so its figures are predictions at that rate, not \
+             the fitted point (--calibration {name})",
+            differs.join(", ")
+        )
+    };
+    crate::sim_cmd::note_calibration(note);
     Ok(format!("sim.postgres_ipc={}", c.postgres_ipc))
 }
 

@@ -355,6 +355,9 @@ fn print_ground(s: &Section) {
     );
     let us = |v: Option<f64>| v.map_or_else(|| "not charged".to_string(), |v| format!("{v} us"));
     let ipc = match g.postgres_ipc_set {
+        Some(v) if g.calibration.contains("(--calibration ") => {
+            format!("; sim.postgres_ipc {v} (--calibration)")
+        }
         Some(v) => format!("; sim.postgres_ipc {v} (--set)"),
         None => String::new(),
     };

@@ -27,6 +27,8 @@ static POSTGRES_COSTS: OnceLock<Option<f64>> = OnceLock::new();
 static COSTS_IN_USE: Mutex<Option<CostsInUse>> = Mutex::new(None);
 /// The calibration the command applied (`experiment`'s `calibrated to:` lines).
 static CALIBRATION: Mutex<Option<String>> = Mutex::new(None);
+/// Whether `--machine` named a profile (built-in or in the user directory) rather than a file.
+static PROFILE_NAMED: OnceLock<bool> = OnceLock::new();
 /// `--sim-layout-shift`: the heap layout's base shift.
 static LAYOUT_SHIFT: OnceLock<usize> = OnceLock::new();
 /// A profile given as a file: its path, for the comments beside its figures.
@@ -118,9 +120,15 @@ fn ground() -> Ground {
     g
 }
 
-/// The simulated machine's profile name, `None` when this process does not simulate.
-pub(crate) fn profile_name() -> Option<String> {
-    SIM.get().map(|s| s.profile().name.clone())
+/// The simulated machine as a stored calibration sees it: `None` when this process does not
+/// simulate.
+pub(crate) fn calibration_target() -> Option<super::CalibrationTarget> {
+    let sim = SIM.get()?;
+    Some(super::CalibrationTarget {
+        profile: sim.profile().name.clone(),
+        named: PROFILE_NAMED.get().copied().unwrap_or(false),
+        postgres_costs: POSTGRES_COSTS.get().copied().flatten().is_some(),
+    })
 }
 
 /// Records the calibration the command applied (`experiment`'s `calibrated to:` lines),
@@ -257,6 +265,10 @@ fn run_phase(phase: &mut dyn FnMut()) {
 pub(crate) fn setup(a: &SimArgs, default_costs: SimCosts, release: Option<&str>) -> Result<(), Failure> {
     let spec = a.machine.as_deref().expect("main calls setup only when --machine was given");
     let _ = LAYOUT_SHIFT.set(a.sim_layout_shift);
+    let _ = PROFILE_NAMED.set(
+        MachineProfile::builtin_source(spec).is_some()
+            || lockstack_workloads::experiments::user_dir::profile_path(spec).is_some(),
+    );
     let profile = super::machine_profile(a)?;
     if MachineProfile::builtin_source(spec).is_none() {
         // The file's comments say which figures are cited (read again for the report).
