@@ -241,6 +241,22 @@ impl Plan {
     }
 }
 
+/// Set by the first SIGINT, SIGTERM or SIGHUP: the sweep stops its children and ends.
+static STOP: lockstack_common::sync::AtomicBool = lockstack_common::sync::AtomicBool::new(false);
+
+/// Whether a signal asked the sweep to stop.
+fn stopped() -> bool {
+    STOP.load(lockstack_common::sync::Ordering::Relaxed)
+}
+
+/// The failure an interrupted sweep ends with (exit code 130, as a shell reports SIGINT).
+fn interrupted() -> Failure {
+    Failure {
+        message: "interrupted: the running points were stopped; no CSV or SVG was written".into(),
+        code: 130,
+    }
+}
+
 /// A running point.
 struct Running {
     point: Point,
@@ -313,6 +329,9 @@ fn run_points(plan: &Plan, exe: &Path, dir: &Path) -> Result<Vec<PointResult>, F
     let mut running: Vec<Running> = Vec::new();
     let mut results: Vec<PointResult> = Vec::new();
     let outcome = loop {
+        if stopped() {
+            break Err(interrupted());
+        }
         let mut not_started = None;
         while not_started.is_none()
             && running.len() < plan.jobs
@@ -377,6 +396,10 @@ fn run_points(plan: &Plan, exe: &Path, dir: &Path) -> Result<Vec<PointResult>, F
         for mut r in running {
             let _ = r.child.kill();
             let _ = r.child.wait();
+            // A stopped point's report is cut short: its files go, the finished points' stay.
+            for f in [r.json.with_extension("txt"), r.json.clone(), r.err.clone()] {
+                let _ = std::fs::remove_file(f);
+            }
         }
         return Err(f);
     }
@@ -499,6 +522,10 @@ pub(crate) fn run(args: SweepArgs) -> Result<(), Failure> {
     let points_dir = out.join("points");
     std::fs::create_dir_all(&points_dir)
         .map_err(|e| Failure::input(format!("--out {}: {e}", out.display())))?;
+    // A signal stops the children and removes the load image instead of leaving both behind
+    // (the children get a terminal's SIGINT themselves; `kill` of this process reaches only it).
+    ctrlc::set_handler(|| STOP.store(true, lockstack_common::sync::Ordering::Relaxed))
+        .map_err(|e| Failure::input(format!("machine sweep: cannot install the signal handler: {e}")))?;
     let t0 = Instant::now();
     let exe = child::this_binary("cannot find this binary to run the points")?;
     let image = image::load(&exe, plan.scale, &points_dir)?;

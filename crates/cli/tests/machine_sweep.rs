@@ -238,3 +238,31 @@ fn measured_figures_are_drawn_on_the_panels_they_apply_to() {
     let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5, "{csv}");
 }
+
+#[test]
+fn a_signal_stops_the_sweep_and_removes_its_load_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut sweep = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+        .args(["machine", "sweep", "--profiles", "xeon-32", "--presets", "pg92,pg17", "--clients", "1,16,64"])
+        .args(["--scale", "20", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The load's error file exists from after the handler is installed until the load ends.
+    let started = std::time::Instant::now();
+    while !out.join("points/image-load.err").exists() && !out.join("points/image").exists() {
+        assert!(started.elapsed().as_secs() < 120, "the sweep never started loading");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let killed = Command::new("kill").args(["-TERM", &sweep.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = sweep.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.lines().last().unwrap_or("").contains("interrupted"), "{err}");
+    assert!(!out.join("points/image").exists(), "the load image was left behind");
+    assert!(!out.join("sweep.csv").exists());
+}

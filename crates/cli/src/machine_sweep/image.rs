@@ -28,25 +28,48 @@ pub(super) struct Image {
 ///
 /// # Errors
 /// The child cannot start, or fails (its last line: a scale too large for the memory, a full
-/// disk): exit 2.
+/// disk): exit 2, the partial image removed; the sweep was interrupted: exit 130, the child
+/// killed and the partial image removed.
 pub(super) fn load(exe: &Path, scale: u64, dir: &Path) -> Result<Image, Failure> {
     let path = dir.join(IMAGE_DIR);
     // On stdout, the sweep's report, so that a failure stays the one line on stderr.
     outln!("loading the tables once (scale {scale}) into {}", path.display());
     let t0 = Instant::now();
-    let out = child::command(exe)
+    let err_file = dir.join("image-load.err");
+    let stderr = std::fs::File::create(&err_file)
+        .map_err(|e| Failure::output(format!("--out: {}: {e}", err_file.display())))?;
+    let mut child = child::command(exe)
         .current_dir(dir)
         .args(["pgbench", "-i", "-s", &scale.to_string(), "--data-dir", IMAGE_DIR])
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
         .map_err(|e| Failure::run(format!("loading the tables: could not start {}: {e}", exe.display())))?;
+    let status = loop {
+        if super::stopped() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&err_file);
+            let _ = std::fs::remove_dir_all(&path);
+            return Err(super::interrupted());
+        }
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => lockstack_common::sync::sleep(lockstack_common::sync::Duration::from_millis(10)),
+            Err(e) => return Err(Failure::run(format!("loading the tables: waiting for the child: {e}"))),
+        }
+    };
     let load_s = t0.elapsed().as_secs_f64();
-    if !out.status.success() {
+    if !status.success() {
+        let last = child::last_line_of(&err_file);
+        let _ = std::fs::remove_file(&err_file);
+        let _ = std::fs::remove_dir_all(&path);
         return Err(Failure::run(format!(
-            "loading the tables (lockstack pgbench -i -s {scale} --data-dir {}) failed: {}",
+            "loading the tables (lockstack pgbench -i -s {scale} --data-dir {}) failed: {last}",
             path.display(),
-            child::last_line(&String::from_utf8_lossy(&out.stderr))
         )));
     }
+    let _ = std::fs::remove_file(&err_file);
     let bytes = std::fs::read_dir(path.join("base"))
         .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
         .unwrap_or(0);
