@@ -243,7 +243,7 @@ fn measured_figures_are_drawn_on_the_panels_they_apply_to() {
 fn a_signal_stops_the_sweep_and_removes_its_load_image() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut sweep = Command::new(env!("CARGO_BIN_EXE_lockstack"))
+    let sweep = Command::new(env!("CARGO_BIN_EXE_lockstack"))
         .args(["machine", "sweep", "--profiles", "xeon-32", "--presets", "pg92,pg17", "--clients", "1,16,64"])
         .args(["--scale", "20", "--out"])
         .arg(&out)
