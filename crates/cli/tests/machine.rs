@@ -85,6 +85,19 @@ fn calibrate_refuses_bad_repeats_and_spread_in_one_line() {
     }
 }
 
+/// Runs `lockstack args`, expecting exit code 1 and one line on stderr that contains each of
+/// `want`; returns that line.
+fn refused(args: &[&str], want: &[&str]) -> String {
+    let o = lockstack(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
+    for w in want {
+        assert!(err.contains(w), "lockstack {args:?}: want {w:?} in: {err}");
+    }
+    err
+}
+
 /// Runs `lockstack args`, expecting success, and returns stdout.
 fn ok(args: &[&str]) -> String {
     let o = lockstack(args);
@@ -367,11 +380,7 @@ fn refusals_come_from_the_resolved_configuration() {
         &["lwlock", "--impl", "atomic,std", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"],
         &["lwlock", "--impl", "all", "--threads", "2", "--duration", "0.001", "--machine", "xeon-32"],
     ] {
-        let o = lockstack(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
-        assert!(err.contains("--machine: ") && err.contains("invisible to the simulated machine"), "{err}");
+        refused(args, &["--machine: ", "invisible to the simulated machine"]);
     }
     for args in [
         &[
@@ -482,10 +491,7 @@ fn bad_machine_input_is_one_line_and_exit_code_1() {
         &["machine", "list", "--machine", "xeon-32"],
         &["lwlock", "--sim-clock", "measured"],
     ] {
-        let o = lockstack(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "lockstack {args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "lockstack {args:?}: {err}");
+        refused(args, &[]);
     }
 }
 
@@ -792,11 +798,7 @@ fn pgbench_applies_a_stored_calibration_and_names_it() {
             "not both",
         ),
     ] {
-        let o = lockstack(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        refused(args, &[needle]);
     }
 }
 
@@ -814,9 +816,6 @@ fn a_layout_shift_of_zero_changes_nothing_and_a_shift_is_stated() {
         (&["pgbench", "-S", "-t", "2", "--sim-layout-shift", "3"][..], "need --machine"),
         (&["pgbench", "-S", "-t", "2", "--machine", "xeon-32", "--sim-layout-shift", "4097"], "at most 4096"),
     ] {
-        let o = lockstack(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        refused(args, &[needle]);
     }
 }

@@ -49,6 +49,11 @@ fn run_tiny(out: &Path) -> (String, String) {
     (stdout.into_owned(), std::fs::read_to_string(out.join("sweep.csv")).expect("sweep.csv"))
 }
 
+/// Every `<text>` element's text in `doc`, trimmed.
+fn texts_of<'a>(doc: &'a roxmltree::Document<'a>) -> Vec<&'a str> {
+    doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).map(str::trim).collect()
+}
+
 /// The CSV's rows without the last column (host seconds, which differ from run to run).
 fn stable(csv: &str) -> Vec<String> {
     csv.lines().map(|l| l.rsplit_once(',').map_or(l, |(head, _)| head).to_string()).collect()
@@ -101,12 +106,7 @@ fn a_tiny_sweep_writes_every_point_and_repeats() {
     let svg = std::fs::read_to_string(dir.path().join("a/sweep.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is XML");
     assert_eq!(doc.root_element().tag_name().name(), "svg");
-    let texts: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text())
-        .map(str::trim)
-        .collect();
+    let texts = texts_of(&doc);
     for name in &PROFILES {
         assert!(texts.contains(name), "{name} is not a text of the SVG: {texts:?}");
     }
@@ -216,12 +216,7 @@ fn measured_figures_are_drawn_on_the_panels_they_apply_to() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is XML");
-    let texts: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text())
-        .map(str::trim)
-        .collect();
+    let texts = texts_of(&doc);
     assert!(texts.contains(&"pg17: yours, measured (mine.csv)"), "{texts:?}");
     assert!(!texts.iter().any(|t| t.starts_with("pg92: yours")), "{texts:?}");
     // The measured line is pg17's colour (the second preset's) and dotted: drawn as short
